@@ -1,0 +1,206 @@
+// Package bash is the executor seam behind the model-facing shell tools.
+//
+// It defines what a shell executor does (the [Executor] interface) and the
+// vocabulary it speaks, and it starts no process itself. The tool layer
+// (package toolbash) shapes everything the model sees from these types alone,
+// so a local, sandboxed or remote executor can be swapped in without changing
+// one byte of model-facing text.
+//
+// Every implementation honours these rules:
+//
+//   - Resolve fills the defaults: the working directory (the request's, else
+//     the executor's configured default, else the process cwd) and the timeout
+//     (the request's, else the default, capped at the maximum). A negative
+//     timeout is an error. Run and Start never re-default a spec.
+//   - Run is the foreground call. It returns an error only for an
+//     infrastructure failure: an unusable working directory, no shell, a
+//     context that is already done, a closed executor. A non-zero exit, a
+//     timeout kill and a death by signal are all a [RunResult], never an
+//     error. Cancelling the context kills the command with the same
+//     escalation as a timeout, and Run then returns an error wrapping
+//     [ErrAborted] together with what the command printed.
+//   - Start is the background call: it returns at once and no timeout
+//     applies. The spec's Owner is stored on the task and never changes.
+//   - Kill, a timeout, an abort and Close all stop a command the same way:
+//     SIGTERM to every process the command started, then SIGKILL after a
+//     grace period. Kill reports false for a task that had already finished.
+//   - ReadOutput returns only what the task printed since the previous read
+//     of that task; nothing is delivered twice. When bytes slid out of memory
+//     before they were read, the read says so and names the spill files that
+//     hold the complete streams, when they are safely available.
+//   - Every listener registered with OnTaskDone is called exactly once per
+//     task (background, adopted or failed to spawn), and never once Close has
+//     begun. A panicking listener is contained and does not starve the others.
+//   - Close kills every running task with its whole process tree, waits for
+//     them, removes spill files, and leaves no process and no goroutine behind.
+//   - Text in an [Output] is valid UTF-8: a cut never splits a character and
+//     invalid bytes read as U+FFFD. Spill files keep the raw bytes.
+package bash
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Executor runs shell commands for the tools. Implementations must be safe
+// for concurrent use.
+type Executor interface {
+	// Resolve turns a request into a spec with every default applied.
+	Resolve(req ExecRequest) (ExecSpec, error)
+	// Run runs a command in the foreground until it ends, times out, or ctx
+	// is cancelled.
+	Run(ctx context.Context, spec ExecSpec) (RunResult, error)
+	// Start runs a command in the background and returns at once.
+	Start(spec ExecSpec) (Task, error)
+	// Get returns a snapshot of a task.
+	Get(id TaskID) (Task, error)
+	// List returns snapshots of every task the executor still remembers,
+	// oldest first.
+	List() []Task
+	// OwnerOf returns the owner token stored on a task at spawn ("" for none).
+	OwnerOf(id TaskID) (string, error)
+	// ReadOutput returns what the task printed since the previous read.
+	ReadOutput(id TaskID) (TaskRead, error)
+	// Kill stops a task and its whole process tree and waits until it is
+	// gone or ctx is done. It returns false when the task had already ended.
+	Kill(ctx context.Context, id TaskID) (bool, error)
+	// OnTaskDone registers fn to be called once for every task that ends
+	// from now on. The returned function unsubscribes it.
+	OnTaskDone(fn func(Task)) (unsubscribe func())
+	// Close stops every task, waits for them and frees all resources.
+	Close() error
+}
+
+// ExecRequest is what a caller asks for. Zero fields take the executor's
+// defaults in Resolve.
+type ExecRequest struct {
+	// Command is run as `bash -c Command`.
+	Command string
+	// Workdir is the working directory; empty means the executor default.
+	// A relative Workdir is resolved against the executor default.
+	Workdir string
+	// Timeout bounds a foreground run; zero means the executor default and a
+	// value above the maximum is capped. A negative Timeout is an error.
+	Timeout time.Duration
+	// Owner is the caller's owner token; empty means no owner.
+	Owner string
+}
+
+// ExecSpec is a fully resolved request, as Run and Start take it.
+type ExecSpec struct {
+	Command string
+	// Workdir is absolute.
+	Workdir string
+	// Timeout is positive; Start ignores it.
+	Timeout time.Duration
+	// Owner is stored on the task (also on a task adopted from a foreground
+	// run).
+	Owner string
+}
+
+// RunResult is the outcome of a foreground run.
+type RunResult struct {
+	// ExitCode is the shell's exit code; -1 when it died by a signal.
+	ExitCode int
+	// Signal names the signal that ended the shell ("SIGTERM"), empty when
+	// it exited normally.
+	Signal string
+	// TimedOut is set whenever the executor's timer fired, however the
+	// command then ended (even when it trapped SIGTERM and exited 0).
+	TimedOut bool
+	// Aborted is set when the caller's context ended the run.
+	Aborted bool
+	// Timeout is the timeout that applied.
+	Timeout time.Duration
+	// Stdout and Stderr are the tails of the two streams.
+	Stdout, Stderr Output
+	// Adopted names the background task that took over processes the
+	// command left running after its shell exited; empty when none were left.
+	Adopted TaskID
+	// LeftoversKilled is set when processes outlived the shell but could not
+	// be adopted (the caller's task limit was reached), so they were killed.
+	LeftoversKilled bool
+}
+
+// Output is the text of one stream.
+type Output struct {
+	// Text is valid UTF-8.
+	Text string
+	// Truncated is set when some of the stream is not in Text: for a run,
+	// its head was cut to keep the tail; for a read, bytes slid out of
+	// memory before they were read.
+	Truncated bool
+	// SpillPath is the absolute path of a file holding the complete raw
+	// stream, or empty when no complete file is safely available.
+	SpillPath string
+}
+
+// TaskID names a task: "bash-1", "bash-2", …
+type TaskID string
+
+// TaskStatus is where a task is in its life.
+type TaskStatus string
+
+// The statuses a task can have.
+const (
+	StatusRunning   TaskStatus = "running"
+	StatusCompleted TaskStatus = "completed"
+	StatusKilled    TaskStatus = "killed"
+	// StatusFailed is a task whose command could not be started at all.
+	StatusFailed TaskStatus = "failed"
+)
+
+// Task is a snapshot of a background task.
+type Task struct {
+	ID      TaskID
+	Command string
+	Status  TaskStatus
+	// ExitCode is the shell's exit code once the task has ended (-1 after a
+	// death by signal).
+	ExitCode int
+	// Signal names the signal that ended the shell, if one did.
+	Signal string
+	// Owner is the owner token stored at spawn; empty for none.
+	Owner string
+	// Err says why a StatusFailed task could not start.
+	Err string
+}
+
+// Done reports whether the task has ended.
+func (t Task) Done() bool { return t.Status != StatusRunning }
+
+// TaskRead is what one ReadOutput call returns.
+type TaskRead struct {
+	// Task is the task's state as of this read: when it says the task has
+	// ended, the read holds everything the task printed.
+	Task Task
+	// Stdout and Stderr hold the new output of each stream. Truncated means
+	// some of it was lost before this read (see Output).
+	Stdout, Stderr Output
+}
+
+// Lossy reports whether any output was lost before this read.
+func (r TaskRead) Lossy() bool { return r.Stdout.Truncated || r.Stderr.Truncated }
+
+// Errors an executor returns; match them with errors.Is.
+var (
+	// ErrUnknownTask: no task has that id (or it was forgotten).
+	ErrUnknownTask = errors.New("unknown bash task")
+	// ErrAborted: the caller's context ended a foreground run.
+	ErrAborted = errors.New("command aborted")
+	// ErrClosed: the executor is closed.
+	ErrClosed = errors.New("bash executor is closed")
+	// ErrTaskLimit: too many tasks are running.
+	ErrTaskLimit = errors.New("too many background tasks are running")
+)
+
+// UnknownTaskError is the error for a task id the executor does not know.
+// It matches ErrUnknownTask.
+type UnknownTaskError struct{ ID TaskID }
+
+func (e *UnknownTaskError) Error() string { return fmt.Sprintf("unknown bash task %q", string(e.ID)) }
+
+// Is makes errors.Is(err, ErrUnknownTask) true.
+func (e *UnknownTaskError) Is(target error) bool { return target == ErrUnknownTask }

@@ -1,0 +1,59 @@
+// Package local is the bash executor that runs commands as subprocesses of
+// this program. It implements bash.Executor; see package bash for the rules
+// every executor keeps.
+//
+// # Spawning
+//
+// Each command runs as `bash --noprofile --norc -c COMMAND` in its own
+// session (a new process group with no controlling terminal, so a program
+// that opens /dev/tty fails at once instead of waiting for a person), with
+// stdin on /dev/null. The environment is the executor's own minus every
+// variable whose name looks like a credential (KEY, SECRET, TOKEN, PASSWORD,
+// PASSWD or CREDENTIAL, in any case), minus BASH_ENV and ENV, plus
+// NO_COLOR=1 TERM=dumb PAGER=cat GIT_PAGER=cat GIT_TERMINAL_PROMPT=0.
+// Options.AllowEnv and Options.Env adjust that.
+//
+// # Containment and killing
+//
+// On Linux, where the process may create a cgroup v2 directory under its own
+// cgroup (as root, or in a delegated subtree), the executor makes one
+// directory for itself and a leaf in it for every command, and the shell is
+// cloned straight into its leaf (CLONE_INTO_CGROUP). A leaf holds every
+// descendant, even one that calls setsid and leaves the process group; its
+// cgroup.events says when the last one has exited, and cgroup.kill kills
+// all of them at once. Executor.Containment then reports "cgroup".
+//
+// Elsewhere, or with Options.Containment set to ContainProcessGroup, the
+// command's process group stands in for the leaf: killing signals the group,
+// and emptiness is found by scanning /proc for live members (zombies do not
+// count), with a backoff, since the kernel has no event for it. A descendant
+// that calls setsid escapes a process group: it is neither waited for nor
+// killed.
+//
+// A timeout, a cancelled context, Kill and Close all stop a command the same
+// way: SIGTERM to every process of the command, then SIGKILL after
+// Options.Grace (3 s). The signal a result reports is the one that ended the
+// shell.
+//
+// # Output
+//
+// Each stream keeps its last Options.MaxOutputBytes (64000) in memory. On the
+// first overflow a spill file is made that holds the complete stream, in a
+// private directory (0700) made for the executor, with 0600 files under
+// random names created with O_EXCL|O_NOFOLLOW. A spill file that would pass
+// Options.MaxSpillBytes, or the executor's Options.SpillBudget, or that fails
+// to write or close, is withdrawn: removed, and no longer named. Spill files
+// are removed on Close unless Options.KeepSpillFiles is set, and with their
+// task when it is forgotten. Pipes are always drained, so memory stays
+// bounded whatever a command prints.
+//
+// # Leftovers
+//
+// When a foreground command's shell exits but processes it started live on
+// (`server &`), Run waits Options.DrainDelay (250 ms) for them, then returns
+// what was printed and adopts them as a background task of the same owner
+// (RunResult.Adopted), which ReadOutput, Kill and Close handle like any
+// other; it completes when the last of them exits, with the shell's exit
+// code. If the owner is at its task limit they are killed instead
+// (RunResult.LeftoversKilled).
+package local

@@ -1,0 +1,220 @@
+//go:build linux
+
+package local
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/dshgo/dsh/bash"
+	"go.uber.org/goleak"
+)
+
+// The test binary doubles as helper programs for commands that need an odd
+// child: DSH_TEST_HELPER names the helper and its arguments.
+func TestMain(m *testing.M) {
+	if h := os.Getenv("DSH_TEST_HELPER"); h != "" {
+		os.Exit(runHelper(strings.Fields(h)))
+	}
+	goleak.VerifyTestMain(m)
+}
+
+func runHelper(args []string) int {
+	switch args[0] {
+	case "gen": // gen N SEED: N pseudo-random bytes on stdout
+		n, _ := strconv.ParseInt(args[1], 10, 64)
+		seed, _ := strconv.ParseUint(args[2], 10, 64)
+		w := bufio.NewWriterSize(os.Stdout, 1<<20)
+		genStream(n, seed, func(p []byte) { w.Write(p) })
+		w.Flush()
+		return 0
+	}
+	fmt.Fprintln(os.Stderr, "unknown helper", args)
+	return 2
+}
+
+// genStream produces n deterministic bytes in chunks.
+func genStream(n int64, seed uint64, emit func([]byte)) {
+	r := rand.NewChaCha8([32]byte{byte(seed), byte(seed >> 8)})
+	buf := make([]byte, 1<<20)
+	for n > 0 {
+		c := buf[:min(int64(len(buf)), n)]
+		r.Read(c)
+		emit(c)
+		n -= int64(len(c))
+	}
+}
+
+// helperCmd is a shell command that runs this test binary as a helper.
+func helperCmd(t testing.TB, args string) string {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("DSH_TEST_HELPER=%q %q", args, exe)
+}
+
+// newExec makes an executor with short timers for tests and closes it at the
+// end of the test, checking that Close succeeds.
+func newExec(t testing.TB, o *Options) *Executor {
+	t.Helper()
+	if o == nil {
+		o = &Options{}
+	}
+	if o.Grace == 0 {
+		o.Grace = 500 * time.Millisecond
+	}
+	if o.SpillDir == "" {
+		o.SpillDir = t.TempDir()
+	}
+	e, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := e.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return e
+}
+
+func run(t testing.TB, e *Executor, req bash.ExecRequest) bash.RunResult {
+	t.Helper()
+	spec, err := e.Resolve(req)
+	if err != nil {
+		t.Fatalf("Resolve: %v", err)
+	}
+	res, err := e.Run(context.Background(), spec)
+	if err != nil {
+		t.Fatalf("Run(%q): %v", req.Command, err)
+	}
+	return res
+}
+
+func runCmd(t testing.TB, e *Executor, cmd string) bash.RunResult {
+	t.Helper()
+	return run(t, e, bash.ExecRequest{Command: cmd})
+}
+
+func start(t testing.TB, e *Executor, cmd, owner string) bash.Task {
+	t.Helper()
+	spec, err := e.Resolve(bash.ExecRequest{Command: cmd, Owner: owner})
+	if err != nil {
+		t.Fatal(err)
+	}
+	task, err := e.Start(spec)
+	if err != nil {
+		t.Fatalf("Start(%q): %v", cmd, err)
+	}
+	return task
+}
+
+// alive reports whether pid is a live process (a zombie is dead).
+func alive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	return i >= 0 && i+2 < len(b) && b[i+2] != 'Z' && b[i+2] != 'X'
+}
+
+// readPids reads the pids a command wrote, one a line, into file.
+func readPids(t testing.TB, file string) []int {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatalf("read pid file: %v", err)
+	}
+	var pids []int
+	for _, f := range strings.Fields(string(b)) {
+		pid, err := strconv.Atoi(f)
+		if err != nil {
+			t.Fatalf("pid file %s: %v", file, err)
+		}
+		pids = append(pids, pid)
+	}
+	if len(pids) == 0 {
+		t.Fatalf("pid file %s is empty", file)
+	}
+	return pids
+}
+
+func assertDead(t testing.TB, pids ...int) {
+	t.Helper()
+	for _, pid := range pids {
+		if alive(pid) {
+			t.Errorf("process %d is still alive", pid)
+		}
+	}
+}
+
+// syncPoint lets a test know, without polling, that a command got somewhere.
+type syncPoint struct{ fifo string }
+
+// newSyncPoint makes a FIFO. A command that runs `echo > FIFO` blocks until
+// the test calls reached, so the test knows the command got that far.
+func newSyncPoint(t testing.TB) syncPoint {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "sync")
+	if err := mkfifo(p); err != nil {
+		t.Fatal(err)
+	}
+	return syncPoint{p}
+}
+
+// reached waits until the command has written a line to the FIFO.
+func (s syncPoint) reached(t testing.TB) {
+	t.Helper()
+	f, err := os.Open(s.fifo) // blocks until the command opens it to write
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := bufio.NewReader(f).ReadString('\n'); err != nil {
+		t.Fatalf("sync point: %v", err)
+	}
+}
+
+// readUntil reads a task's output until its stdout holds want, waking only
+// when the task's stream changes.
+func readUntil(t testing.TB, e *Executor, id bash.TaskID, want string) (stdout, stderr string) {
+	t.Helper()
+	tk, err := e.lookup(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-tk.ready
+	deadline := time.After(20 * time.Second)
+	for {
+		ch := tk.p.out.changed()
+		r, err := e.ReadOutput(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stdout += r.Stdout.Text
+		stderr += r.Stderr.Text
+		if strings.Contains(stdout, want) {
+			return stdout, stderr
+		}
+		select {
+		case <-ch:
+		case <-deadline:
+			t.Fatalf("task %s never printed %q; got %q", id, want, stdout)
+		}
+	}
+}
+
+func mkfifo(p string) error { return syscall.Mkfifo(p, 0o600) }

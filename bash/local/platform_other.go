@@ -1,0 +1,23 @@
+//go:build !unix
+
+package local
+
+import (
+	"errors"
+	"os"
+	"syscall"
+)
+
+func growPipe(*os.File) {}
+
+func sysProcAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{} }
+
+func signalName(*os.ProcessState) string { return "" }
+
+func newContainment(Containment) (containment, error) {
+	return nil, errors.New("the local executor needs a Unix system")
+}
+
+func openExclusive(path string) (*os.File, error) {
+	return os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+}

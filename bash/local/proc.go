@@ -1,0 +1,222 @@
+package local
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/dshgo/dsh/bash"
+)
+
+// reapBound is how long after SIGKILL a command may take to be gone before
+// its pipes are closed and it is counted as ended anyway (a process stuck in
+// the kernel, or an escaped one holding the pipes).
+const reapBound = 2 * time.Second
+
+// proc is one running command: its shell, its process group or cgroup, its
+// two output streams, and the goroutines that watch them.
+type proc struct {
+	out, errs *stream
+	grp       group
+	cmd       *exec.Cmd
+	pipes     [2]*os.File // read ends, closed by their readers (or forced)
+
+	shellDone chan struct{} // closed once the shell has been reaped
+	state     *os.ProcessState
+	waitErr   error
+
+	pipesDone chan struct{} // closed once both streams hit EOF
+	stopReq   chan struct{} // closed by stop
+	stopOnce  sync.Once
+	done      chan struct{} // closed once shell, pipes and group are all gone
+}
+
+// spawn starts spec's command. The caller has counted the proc's goroutines
+// in wg (4 of them) and undoes that itself on error.
+func (e *Executor) spawn(spec bash.ExecSpec) (*proc, error) {
+	if err := checkWorkdir(spec.Workdir); err != nil {
+		return nil, err
+	}
+	p := &proc{
+		out:       newStream("stdout", e.maxOutput, e.spill),
+		errs:      newStream("stderr", e.maxOutput, e.spill),
+		shellDone: make(chan struct{}),
+		pipesDone: make(chan struct{}),
+		stopReq:   make(chan struct{}),
+		done:      make(chan struct{}),
+	}
+	var w [2]*os.File
+	for i := range 2 {
+		r, wr, err := os.Pipe()
+		if err != nil {
+			closeAll(p.pipes[:i]...)
+			closeAll(w[:i]...)
+			return nil, fmt.Errorf("make an output pipe: %w", err)
+		}
+		growPipe(r)
+		p.pipes[i], w[i] = r, wr
+	}
+	attr := sysProcAttr()
+	grp, err := e.cont.prepare(attr)
+	if err != nil {
+		closeAll(append(p.pipes[:], w[:]...)...)
+		return nil, err
+	}
+	p.grp = grp
+	p.cmd = &exec.Cmd{
+		Path:        e.shell,
+		Args:        []string{"bash", "--noprofile", "--norc", "-c", spec.Command},
+		Dir:         spec.Workdir,
+		Env:         e.env,
+		Stdout:      w[0],
+		Stderr:      w[1],
+		SysProcAttr: attr,
+	}
+	err = p.cmd.Start()
+	pid := 0
+	if err == nil {
+		pid = p.cmd.Process.Pid
+	}
+	grp.started(pid, err)
+	closeAll(w[:]...)
+	if err != nil {
+		closeAll(p.pipes[:]...)
+		grp.release()
+		return nil, fmt.Errorf("start bash: %w", err)
+	}
+	var readers sync.WaitGroup
+	readers.Add(2)
+	go p.drain(p.pipes[0], p.out, &readers, e)
+	go p.drain(p.pipes[1], p.errs, &readers, e)
+	go func() {
+		defer e.wg.Done()
+		readers.Wait()
+		close(p.pipesDone)
+	}()
+	go func() {
+		defer e.wg.Done()
+		p.waitErr = p.cmd.Wait()
+		p.state = p.cmd.ProcessState
+		close(p.shellDone)
+	}()
+	go p.settle(e)
+	return p, nil
+}
+
+// procGoroutines is how many goroutines spawn starts, each calling wg.Done.
+const procGoroutines = 5
+
+func checkWorkdir(dir string) error {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("working directory %s does not exist", dir)
+		}
+		return fmt.Errorf("working directory %s is unusable: %w", dir, err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("working directory %s is not a directory", dir)
+	}
+	return nil
+}
+
+func closeAll(fs ...*os.File) {
+	for _, f := range fs {
+		if f != nil {
+			f.Close()
+		}
+	}
+}
+
+// drain copies one pipe into its stream until EOF. Its buffer starts small
+// (an idle task costs little) and doubles while reads fill it, up to 1 MiB.
+func (p *proc) drain(f *os.File, s *stream, readers *sync.WaitGroup, e *Executor) {
+	defer e.wg.Done()
+	defer readers.Done()
+	buf := make([]byte, 16<<10)
+	for {
+		n, err := f.Read(buf)
+		if n > 0 {
+			s.write(buf[:n])
+			if n == len(buf) && len(buf) < 1<<20 {
+				buf = make([]byte, 2*len(buf))
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
+	f.Close()
+	s.eof()
+}
+
+// stop starts the one escalation used for timeouts, aborts, Kill and Close:
+// SIGTERM to every process of the command, SIGKILL after the grace period.
+// It is idempotent and returns at once; done says when it is over.
+func (p *proc) stop() { p.stopOnce.Do(func() { close(p.stopReq) }) }
+
+// stopping reports whether stop was called.
+func (p *proc) stopping() bool {
+	select {
+	case <-p.stopReq:
+		return true
+	default:
+		return false
+	}
+}
+
+// settle runs the escalation when asked and closes done once the shell has
+// been reaped, both pipes are at EOF and no process of the command is left.
+func (p *proc) settle(e *Executor) {
+	defer e.wg.Done()
+	var (
+		stopReq          = p.stopReq
+		shellDone        = p.shellDone
+		pipesDone        = p.pipesDone
+		empty                   <-chan struct{}
+		graceT, reapT           *time.Timer
+		graceC, reapC           <-chan time.Time
+		shell, pipes, gr, asked bool
+	)
+	defer func() {
+		for _, t := range []*time.Timer{graceT, reapT} {
+			if t != nil {
+				t.Stop()
+			}
+		}
+	}()
+	for !(shell && pipes && gr) {
+		if shell && pipes && !asked {
+			// Only now: a process group can only be polled for emptiness.
+			empty, asked = p.grp.empty(), true
+		}
+		select {
+		case <-stopReq:
+			stopReq = nil
+			p.grp.signal(syscall.SIGTERM)
+			graceT = time.NewTimer(e.grace)
+			graceC = graceT.C
+		case <-graceC:
+			graceC = nil
+			p.grp.signal(syscall.SIGKILL)
+			reapT = time.NewTimer(reapBound)
+			reapC = reapT.C
+		case <-reapC:
+			reapC = nil
+			closeAll(p.pipes[:]...)
+			gr = true // give up on what we cannot see die
+		case <-shellDone:
+			shellDone, shell = nil, true
+		case <-pipesDone:
+			pipesDone, pipes = nil, true
+		case <-empty:
+			empty, gr = nil, true
+		}
+	}
+	p.grp.release()
+	close(p.done)
+}

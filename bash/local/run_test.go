@@ -1,0 +1,354 @@
+//go:build linux
+
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dshgo/dsh/bash"
+)
+
+func TestRunOutcomes(t *testing.T) {
+	e := newExec(t, nil)
+	dir := t.TempDir()
+	tests := []struct {
+		name     string
+		req      bash.ExecRequest
+		stdout   string
+		stderr   string
+		code     int
+		signal   string
+		timedOut bool
+	}{
+		{name: "stdout", req: bash.ExecRequest{Command: "echo hello"}, stdout: "hello\n"},
+		{name: "stderr apart", req: bash.ExecRequest{Command: "echo out; echo err >&2"}, stdout: "out\n", stderr: "err\n"},
+		{name: "no output", req: bash.ExecRequest{Command: "true"}},
+		{name: "exit code", req: bash.ExecRequest{Command: "echo x; exit 3"}, stdout: "x\n", code: 3},
+		{name: "false", req: bash.ExecRequest{Command: "false"}, code: 1},
+		{name: "command not found", req: bash.ExecRequest{Command: "no-such-command-dsh"}, code: 127,
+			stderr: "bash: line 1: no-such-command-dsh: command not found\n"},
+		{name: "workdir", req: bash.ExecRequest{Command: "pwd", Workdir: dir}, stdout: dir + "\n"},
+		{name: "relative workdir", req: bash.ExecRequest{Command: "pwd", Workdir: "."}, stdout: e.cwd + "\n"},
+		{name: "signal death", req: bash.ExecRequest{Command: "kill -KILL $$"}, code: -1, signal: "SIGKILL"},
+		{name: "stdin is /dev/null: cat", req: bash.ExecRequest{Command: "cat; echo done"}, stdout: "done\n"},
+		{name: "stdin is /dev/null: read", req: bash.ExecRequest{Command: "read x; echo rc=$?"}, stdout: "rc=1\n"},
+		{name: "no terminal", req: bash.ExecRequest{Command: "exec 3</dev/tty || echo no tty"}, stdout: "no tty\n",
+			stderr: "bash: line 1: /dev/tty: No such device or address\n", code: 0},
+		{name: "no rc files", req: bash.ExecRequest{Command: "shopt -q login_shell || echo not login; [[ $- != *i* ]] && echo not interactive"},
+			stdout: "not login\nnot interactive\n"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			res := run(t, e, tc.req)
+			if res.Stdout.Text != tc.stdout || res.Stderr.Text != tc.stderr {
+				t.Errorf("stdout %q stderr %q; want %q and %q", res.Stdout.Text, res.Stderr.Text, tc.stdout, tc.stderr)
+			}
+			if res.ExitCode != tc.code || res.Signal != tc.signal || res.TimedOut != tc.timedOut {
+				t.Errorf("exit %d signal %q timedOut %v; want %d %q %v", res.ExitCode, res.Signal, res.TimedOut, tc.code, tc.signal, tc.timedOut)
+			}
+			if res.Stdout.Truncated || res.Stderr.Truncated || res.Adopted != "" {
+				t.Errorf("unexpected truncation or adoption: %+v", res)
+			}
+		})
+	}
+}
+
+func TestRunInfrastructureErrors(t *testing.T) {
+	e := newExec(t, nil)
+	file := filepath.Join(t.TempDir(), "file")
+	os.WriteFile(file, nil, 0o600)
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	tests := []struct {
+		name string
+		ctx  context.Context
+		spec bash.ExecSpec
+		want string
+		is   error
+	}{
+		{name: "missing workdir", spec: bash.ExecSpec{Command: "true", Workdir: "/nonexistent/dsh", Timeout: time.Second},
+			want: "working directory /nonexistent/dsh does not exist"},
+		{name: "workdir is a file", spec: bash.ExecSpec{Command: "true", Workdir: file, Timeout: time.Second},
+			want: "working directory " + file + " is not a directory"},
+		{name: "unresolved spec", spec: bash.ExecSpec{Command: "true", Workdir: "/"},
+			want: "the spec has no timeout: resolve the request first"},
+		{name: "context already done", ctx: done, spec: bash.ExecSpec{Command: "true", Workdir: "/", Timeout: time.Second},
+			want: "command aborted before it started: context canceled", is: bash.ErrAborted},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := tc.ctx
+			if ctx == nil {
+				ctx = context.Background()
+			}
+			_, err := e.Run(ctx, tc.spec)
+			if err == nil || err.Error() != tc.want {
+				t.Fatalf("err = %v; want %q", err, tc.want)
+			}
+			if tc.is != nil && !errors.Is(err, tc.is) {
+				t.Errorf("err does not match %v", tc.is)
+			}
+		})
+	}
+	if got := e.List(); len(got) != 0 {
+		t.Errorf("failed runs left tasks: %v", got)
+	}
+}
+
+func TestResolve(t *testing.T) {
+	e := newExec(t, &Options{Cwd: "/tmp", Timeout: 2 * time.Second, MaxTimeout: 5 * time.Second})
+	tests := []struct {
+		req     bash.ExecRequest
+		workdir string
+		timeout time.Duration
+		err     string
+	}{
+		{req: bash.ExecRequest{Command: "x"}, workdir: "/tmp", timeout: 2 * time.Second},
+		{req: bash.ExecRequest{Command: "x", Workdir: "/etc", Timeout: time.Second}, workdir: "/etc", timeout: time.Second},
+		{req: bash.ExecRequest{Command: "x", Workdir: "a/../b"}, workdir: "/tmp/b", timeout: 2 * time.Second},
+		{req: bash.ExecRequest{Command: "x", Timeout: time.Hour}, workdir: "/tmp", timeout: 5 * time.Second},
+		{req: bash.ExecRequest{Command: "x", Timeout: -time.Second}, err: "the timeout must be positive, got -1s"},
+		{req: bash.ExecRequest{Command: "  "}, err: "the command is empty"},
+	}
+	for _, tc := range tests {
+		spec, err := e.Resolve(tc.req)
+		if tc.err != "" {
+			if err == nil || err.Error() != tc.err {
+				t.Errorf("Resolve(%+v) err = %v; want %q", tc.req, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || spec.Workdir != tc.workdir || spec.Timeout != tc.timeout || spec.Command != "x" {
+			t.Errorf("Resolve(%+v) = %+v, %v", tc.req, spec, err)
+		}
+	}
+}
+
+func TestOptionsInvalid(t *testing.T) {
+	tests := []struct {
+		o    Options
+		want string
+	}{
+		{Options{Timeout: -1}, "invalid executor options: Timeout must not be negative (got -1)"},
+		{Options{MaxOutputBytes: -5, MaxTasks: -1}, "invalid executor options: MaxOutputBytes must not be negative (got -5); MaxTasks must not be negative (got -1)"},
+		{Options{Timeout: time.Hour}, "invalid executor options: Timeout 1h0m0s is above MaxTimeout 10m0s"},
+		{Options{Env: []string{"NOEQUALS"}}, `invalid executor options: Env entry "NOEQUALS" is not NAME=value`},
+		{Options{Containment: 9}, "invalid executor options: Containment 9 is not one of the defined values"},
+		{Options{Shell: "/nonexistent/bash"}, "find bash: exec: \"/nonexistent/bash\": stat /nonexistent/bash: no such file or directory"},
+	}
+	for _, tc := range tests {
+		e, err := New(&tc.o)
+		if err == nil {
+			e.Close()
+			t.Errorf("New(%+v) succeeded", tc.o)
+			continue
+		}
+		if err.Error() != tc.want {
+			t.Errorf("New(%+v) = %q; want %q", tc.o, err, tc.want)
+		}
+	}
+}
+
+func TestEnvironment(t *testing.T) {
+	base := []string{"PATH=" + os.Getenv("PATH"), "HOME=/root", "OPENAI_API_KEY=sk-1", "GITHUB_TOKEN=g", "db_password=p",
+		"AWS_SECRET_ACCESS_KEY=a", "MY_CREDENTIALS=c", "PASSWD=x", "BASH_ENV=/tmp/evil", "ENV=/tmp/evil",
+		"ALLOWED_TOKEN=ok", "TERM=xterm-256color", "PAGER=less"}
+	e := newExec(t, &Options{BaseEnv: base, AllowEnv: []string{"ALLOWED_TOKEN"}, Env: []string{"EXTRA=1", "PAGER=more"}})
+	res := runCmd(t, e, "env | sort")
+	got := strings.Fields(res.Stdout.Text)
+	for _, bad := range []string{"OPENAI_API_KEY", "GITHUB_TOKEN", "db_password", "AWS_SECRET_ACCESS_KEY", "MY_CREDENTIALS", "PASSWD", "BASH_ENV", "ENV"} {
+		for _, kv := range got {
+			if strings.HasPrefix(kv, bad+"=") {
+				t.Errorf("%s reached the command", kv)
+			}
+		}
+	}
+	for _, want := range []string{"HOME=/root", "ALLOWED_TOKEN=ok", "NO_COLOR=1", "TERM=dumb", "PAGER=more", "GIT_PAGER=cat", "GIT_TERMINAL_PROMPT=0", "EXTRA=1"} {
+		found := false
+		for _, kv := range got {
+			found = found || kv == want
+		}
+		if !found {
+			t.Errorf("%s missing from %q", want, got)
+		}
+	}
+}
+
+func TestTimeout(t *testing.T) {
+	e := newExec(t, &Options{Grace: 300 * time.Millisecond})
+	tests := []struct {
+		name   string
+		cmd    string
+		code   int
+		signal string
+		stdout string
+	}{
+		{name: "SIGTERM", cmd: "echo start; sleep 30", code: -1, signal: "SIGTERM", stdout: "start\n"},
+		{name: "trapped, then SIGKILL", cmd: "trap '' TERM; echo start; while :; do sleep 0.05; done", code: -1, signal: "SIGKILL", stdout: "start\n"},
+		{name: "trapped, exits 0", cmd: "trap 'echo bye; exit 0' TERM; echo start; sleep 30 & wait", code: 0, stdout: "start\nbye\n"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			res := run(t, e, bash.ExecRequest{Command: tc.cmd, Timeout: 200 * time.Millisecond})
+			if !res.TimedOut || res.Timeout != 200*time.Millisecond {
+				t.Errorf("TimedOut %v Timeout %v; want true 200ms", res.TimedOut, res.Timeout)
+			}
+			if res.ExitCode != tc.code || res.Signal != tc.signal || res.Stdout.Text != tc.stdout {
+				t.Errorf("exit %d signal %q stdout %q; want %d %q %q", res.ExitCode, res.Signal, res.Stdout.Text, tc.code, tc.signal, tc.stdout)
+			}
+			if res.Adopted != "" {
+				t.Errorf("a timed-out run adopted %s", res.Adopted)
+			}
+		})
+	}
+}
+
+// TestTimeoutKillsTree checks by pid that a timeout kills grandchildren, and
+// (with a cgroup) descendants that left the process group with setsid.
+func TestTimeoutKillsTree(t *testing.T) {
+	for _, mode := range []Containment{ContainCgroup, ContainProcessGroup} {
+		t.Run(map[Containment]string{ContainCgroup: "cgroup", ContainProcessGroup: "process group"}[mode], func(t *testing.T) {
+			e := newExec(t, &Options{Containment: mode, Grace: 300 * time.Millisecond})
+			pids := filepath.Join(t.TempDir(), "pids")
+			sp := newSyncPoint(t)
+			escaped, n := "", 2
+			if mode == ContainCgroup {
+				escaped, n = `setsid -f bash -c 'echo $$ >> `+pids+`; exec sleep 32'`, 3
+			}
+			cmd := fmt.Sprintf(`(sleep 30 & echo $! >> %[1]s; wait) &
+(trap '' TERM; sleep 31 & echo $! >> %[1]s; wait) &
+%[2]s
+while [ "$(wc -l < %[1]s)" -lt %[3]d ]; do sleep 0.01; done
+echo > %[4]s
+wait`, pids, escaped, n, sp.fifo)
+			got := make(chan bash.RunResult, 1)
+			go func() { got <- run(t, e, bash.ExecRequest{Command: cmd, Timeout: 2 * time.Second}) }()
+			sp.reached(t)
+			all := readPids(t, pids)
+			for _, pid := range all {
+				if !alive(pid) {
+					t.Fatalf("process %d died before the timeout", pid)
+				}
+			}
+			res := <-got
+			if !res.TimedOut {
+				t.Errorf("not timed out: %+v", res)
+			}
+			assertDead(t, all...)
+		})
+	}
+}
+
+func TestAbort(t *testing.T) {
+	e := newExec(t, nil)
+	sp := newSyncPoint(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	spec, _ := e.Resolve(bash.ExecRequest{Command: "echo started; echo > " + sp.fifo + "; sleep 30"})
+	type out struct {
+		res bash.RunResult
+		err error
+	}
+	got := make(chan out, 1)
+	go func() {
+		res, err := e.Run(ctx, spec)
+		got <- out{res, err}
+	}()
+	sp.reached(t)
+	cancel()
+	o := <-got
+	if !errors.Is(o.err, bash.ErrAborted) || o.err.Error() != "command aborted: context canceled" {
+		t.Errorf("err = %v; want command aborted", o.err)
+	}
+	if !o.res.Aborted || o.res.Signal != "SIGTERM" || o.res.Stdout.Text != "started\n" {
+		t.Errorf("result %+v", o.res)
+	}
+}
+
+// TestLeftoversAdopted: a foreground command whose children outlive the
+// shell returns at once with what it printed, and the leftovers become a
+// background task of the same owner that Kill stops.
+func TestLeftoversAdopted(t *testing.T) {
+	for _, mode := range []Containment{ContainCgroup, ContainProcessGroup} {
+		t.Run(map[Containment]string{ContainCgroup: "cgroup", ContainProcessGroup: "process group"}[mode], func(t *testing.T) {
+			e := newExec(t, &Options{Containment: mode})
+			pids := filepath.Join(t.TempDir(), "pids")
+			begin := time.Now()
+			res := run(t, e, bash.ExecRequest{Command: "sleep 30 & echo $! > " + pids + "; echo hi", Owner: "alice"})
+			took := time.Since(begin)
+			if res.Stdout.Text != "hi\n" || res.ExitCode != 0 || res.Adopted == "" {
+				t.Fatalf("result %+v", res)
+			}
+			t.Logf("returned in %v", took)
+			pid := readPids(t, pids)[0]
+			if !alive(pid) {
+				t.Fatal("the leftover sleep died early")
+			}
+			task, err := e.Get(res.Adopted)
+			if err != nil || task.Owner != "alice" || task.Status != bash.StatusRunning {
+				t.Fatalf("adopted task %+v, %v", task, err)
+			}
+			killed, err := e.Kill(context.Background(), res.Adopted)
+			if !killed || err != nil {
+				t.Fatalf("Kill = %v, %v", killed, err)
+			}
+			assertDead(t, pid)
+			task, _ = e.Get(res.Adopted)
+			if task.Status != bash.StatusKilled || task.ExitCode != 0 {
+				t.Errorf("after kill: %+v", task)
+			}
+		})
+	}
+}
+
+// TestLeftoversOutputRead: output the leftovers print after the foreground
+// result is read with ReadOutput, and the task completes with the shell's
+// exit code once they end.
+func TestLeftoversOutputRead(t *testing.T) {
+	e := newExec(t, nil)
+	sp := newSyncPoint(t)
+	done := make(chan bash.Task, 1)
+	defer e.OnTaskDone(func(tk bash.Task) { done <- tk })()
+	res := runCmd(t, e, "(read < "+sp.fifo+"; echo later) & echo now; exit 4")
+	if res.Stdout.Text != "now\n" || res.ExitCode != 4 || res.Adopted == "" {
+		t.Fatalf("result %+v", res)
+	}
+	w, err := os.OpenFile(sp.fifo, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.WriteString("go\n")
+	w.Close()
+	tk := <-done
+	if tk.ID != res.Adopted || tk.Status != bash.StatusCompleted || tk.ExitCode != 4 {
+		t.Errorf("done %+v", tk)
+	}
+	r, err := e.ReadOutput(res.Adopted)
+	if err != nil || r.Stdout.Text != "later\n" || !r.Task.Done() {
+		t.Errorf("read %+v, %v", r, err)
+	}
+}
+
+func TestLeftoversOverLimitKilled(t *testing.T) {
+	e := newExec(t, &Options{MaxTasksPerOwner: 1})
+	start(t, e, "sleep 30", "bob")
+	pids := filepath.Join(t.TempDir(), "pids")
+	res := run(t, e, bash.ExecRequest{Command: "sleep 30 & echo $! > " + pids + "; echo hi", Owner: "bob"})
+	if res.Adopted != "" || !res.LeftoversKilled || res.Stdout.Text != "hi\n" {
+		t.Fatalf("result %+v", res)
+	}
+	assertDead(t, readPids(t, pids)...)
+}
+
+func TestContainmentKind(t *testing.T) {
+	e := newExec(t, nil)
+	if _, err := os.Stat("/sys/fs/cgroup/unified"); err == nil && e.Containment() != "cgroup" {
+		t.Errorf("a writable cgroup2 is mounted, yet containment is %q", e.Containment())
+	}
+}

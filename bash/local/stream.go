@@ -1,0 +1,218 @@
+package local
+
+import (
+	"sync"
+	"unicode/utf8"
+
+	"github.com/dshgo/dsh/bash"
+)
+
+// stream holds one output stream of a command: the last max bytes in memory,
+// a read cursor for incremental reads, and (after the first overflow) a spill
+// file with the complete stream.
+type stream struct {
+	max   int
+	spill *spiller
+	name  string // "stdout" or "stderr", for the spill file's name
+
+	mu     sync.Mutex
+	buf    []byte // bytes [total-len(buf), total) of the stream
+	total  int64  // bytes written so far
+	read   int64  // offset of the first unread byte
+	closed bool   // EOF seen
+	file   *spillFile
+	// lost is set once a spill file was withdrawn (cap, budget or I/O error).
+	lost bool
+	// grew is closed (and replaced) whenever bytes arrive or the stream ends.
+	grew chan struct{}
+}
+
+func newStream(name string, max int, sp *spiller) *stream {
+	return &stream{name: name, max: max, spill: sp, grew: make(chan struct{})}
+}
+
+// changed returns a channel that is closed the next time bytes arrive or the
+// stream ends.
+func (s *stream) changed() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.grew
+}
+
+// notify wakes whoever waits on changed; s.mu is held.
+func (s *stream) notify() {
+	close(s.grew)
+	s.grew = make(chan struct{})
+}
+
+// write appends p to the stream. It never blocks on anything but the spill
+// file's write.
+func (s *stream) write(p []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	defer s.notify()
+	if s.file == nil && !s.lost && s.total+int64(len(p)) > int64(s.max) {
+		// First overflow: nothing has been dropped yet, so the buffer plus p
+		// is the complete stream.
+		f, err := s.spill.create(s.name)
+		if err != nil {
+			s.lost = true
+		} else {
+			s.file = f
+			s.toFile(s.buf)
+		}
+	}
+	if s.file != nil {
+		s.toFile(p)
+	}
+	s.total += int64(len(p))
+	if len(p) >= s.max {
+		s.buf = append(s.buf[:0], p[len(p)-s.max:]...)
+		return
+	}
+	s.buf = append(s.buf, p...)
+	if len(s.buf) > 2*s.max {
+		n := copy(s.buf, s.buf[len(s.buf)-s.max:])
+		s.buf = s.buf[:n]
+	}
+}
+
+func (s *stream) toFile(p []byte) {
+	if err := s.file.write(p); err != nil {
+		s.file.withdraw()
+		s.file = nil
+		s.lost = true
+	}
+}
+
+// eof marks the end of the stream and closes the spill file; a close error
+// withdraws it.
+func (s *stream) eof() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	defer s.notify()
+	s.closed = true
+	if s.file != nil {
+		if err := s.file.finish(); err != nil {
+			s.file = nil
+			s.lost = true
+		}
+	}
+}
+
+func (s *stream) spillPath() string {
+	if s.file == nil {
+		return ""
+	}
+	return s.file.path
+}
+
+// window returns the last max bytes held in memory and the offset of their
+// first byte.
+func (s *stream) window() ([]byte, int64) {
+	b := s.buf
+	if len(b) > s.max {
+		b = b[len(b)-s.max:]
+	}
+	return b, s.total - int64(len(b))
+}
+
+// tail is the whole-run view: the last max bytes. When hold is set (the
+// stream may go on, as for an adopted task), an incomplete trailing character
+// is left out and stays unread for the next read; otherwise the read cursor
+// moves to the end.
+func (s *stream) tail(hold bool) bash.Output {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b, start := s.window()
+	out := bash.Output{Truncated: start > 0, SpillPath: s.spillPath()}
+	if out.Truncated {
+		b = dropPartialHead(b)
+	}
+	end := s.total
+	if hold && !s.closed {
+		keep := completeLen(b)
+		end -= int64(len(b) - keep)
+		b = b[:keep]
+	}
+	s.read = end
+	out.Text = validText(b)
+	return out
+}
+
+// next is the incremental view: what was written since the previous read.
+func (s *stream) next() bash.Output {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b, start := s.window()
+	var out bash.Output
+	if s.read < start {
+		out.Truncated = true
+		out.SpillPath = s.spillPath()
+		b = dropPartialHead(b)
+	} else {
+		b = b[s.read-start:]
+	}
+	end := s.total
+	if !s.closed {
+		keep := completeLen(b)
+		end -= int64(len(b) - keep)
+		b = b[:keep]
+	}
+	s.read = end
+	out.Text = validText(b)
+	return out
+}
+
+// dropPartialHead drops the continuation bytes of a character whose first
+// byte was cut off.
+func dropPartialHead(b []byte) []byte {
+	for i := 0; i < utf8.UTFMax-1 && len(b) > 0 && !utf8.RuneStart(b[0]); i++ {
+		b = b[1:]
+	}
+	return b
+}
+
+// completeLen returns the length of b without a trailing character that has
+// started but is not complete yet.
+func completeLen(b []byte) int {
+	for i := len(b) - 1; i >= 0 && i >= len(b)-utf8.UTFMax; i-- {
+		if !utf8.RuneStart(b[i]) {
+			continue
+		}
+		if b[i] >= 0xC2 && b[i] <= 0xF4 && !utf8.FullRune(b[i:]) {
+			return i
+		}
+		break
+	}
+	return len(b)
+}
+
+// validText converts b to a string in which every byte that is not part of a
+// valid UTF-8 sequence reads as U+FFFD.
+func validText(b []byte) string {
+	if utf8.Valid(b) {
+		return string(b)
+	}
+	out := make([]byte, 0, len(b)+len(b)/2)
+	for len(b) > 0 {
+		r, n := utf8.DecodeRune(b)
+		if r == utf8.RuneError && n == 1 {
+			out = utf8.AppendRune(out, utf8.RuneError)
+		} else {
+			out = append(out, b[:n]...)
+		}
+		b = b[n:]
+	}
+	return string(out)
+}
+
+// release removes the stream's spill file, once its task is forgotten.
+func (s *stream) release() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.file != nil {
+		s.file.withdraw()
+		s.file = nil
+	}
+}
