@@ -41,5 +41,4 @@ func newOnceChan() *onceChan { return &onceChan{c: make(chan struct{})} }
 
 func (o *onceChan) close() { o.once.Do(func() { close(o.c) }) }
 
-
 var errCgroupUnsupported = errors.New("cgroups are only available on Linux")

@@ -174,9 +174,9 @@ func (p *proc) stopping() bool {
 func (p *proc) settle(e *Executor) {
 	defer e.wg.Done()
 	var (
-		stopReq          = p.stopReq
-		shellDone        = p.shellDone
-		pipesDone        = p.pipesDone
+		stopReq                 = p.stopReq
+		shellDone               = p.shellDone
+		pipesDone               = p.pipesDone
 		empty                   <-chan struct{}
 		graceT, reapT           *time.Timer
 		graceC, reapC           <-chan time.Time
