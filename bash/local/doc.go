@@ -42,7 +42,9 @@
 // private directory (0700) made for the executor, with 0600 files under
 // random names created with O_EXCL|O_NOFOLLOW. A spill file that would pass
 // Options.MaxSpillBytes, or the executor's Options.SpillBudget, or that fails
-// to write or close, is withdrawn: removed, and no longer named. Spill files
+// to write or close, is withdrawn: removed, and no longer named; before that,
+// the oldest complete spill files are evicted to stay within the budget.
+// Spill files
 // are removed on Close unless Options.KeepSpillFiles is set, and with their
 // task when it is forgotten. Pipes are always drained, so memory stays
 // bounded whatever a command prints.

@@ -61,7 +61,10 @@ type Options struct {
 	// MaxSpillBytes caps one spill file; past it the file is withdrawn.
 	// Default 1 GiB.
 	MaxSpillBytes int64
-	// SpillBudget caps all live spill files together. Default 4 GiB.
+	// SpillBudget caps all spill files on disk together. To make room, the
+	// oldest complete files are evicted (a read no longer names them); a file
+	// still being written is withdrawn only when no complete one is left to
+	// evict. Default 4 GiB.
 	SpillBudget int64
 	// KeepSpillFiles leaves complete spill files on disk after Close (for a
 	// one-shot CLI that prints their paths).

@@ -294,3 +294,21 @@ func TestSpillCapWithdrawsPath(t *testing.T) {
 		})
 	}
 }
+
+func TestSpillEviction(t *testing.T) {
+	e := newExec(t, &Options{MaxOutputBytes: 100, SpillBudget: 3000})
+	first := runCmd(t, e, "seq 500") // 1892 bytes
+	if first.Stdout.SpillPath == "" {
+		t.Fatal("no spill")
+	}
+	second := runCmd(t, e, "seq 500")
+	if second.Stdout.SpillPath == "" {
+		t.Fatal("the second spill was withdrawn instead of evicting the first")
+	}
+	if _, err := os.Stat(first.Stdout.SpillPath); !os.IsNotExist(err) {
+		t.Errorf("the oldest spill file was not evicted: %v", err)
+	}
+	if got, _ := os.ReadFile(second.Stdout.SpillPath); string(got) != seqText(500) {
+		t.Error("the second spill file is not complete")
+	}
+}

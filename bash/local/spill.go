@@ -7,22 +7,26 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 )
 
 // spiller makes and accounts for the spill files of one executor: a private
 // directory (0700), files 0600 with random names created with O_EXCL, a cap
-// per file and a budget for all of them together.
+// per file and a budget for all of them together. When a write would pass
+// the budget, the oldest complete files are evicted to make room; only when
+// the files still being written fill the budget is a new one withdrawn.
 type spiller struct {
 	parent string // where the private directory is made
 	cap    int64  // bytes one file may hold
 	budget int64  // bytes all live files may hold together
 	keep   bool   // leave complete files behind on Close
 
-	mu     sync.Mutex
-	dir    string // made on first use
-	used   int64  // bytes reserved by live files
-	closed bool
+	mu       sync.Mutex
+	dir      string       // made on first use
+	used     int64        // bytes reserved by files on disk
+	complete []*spillFile // finished files, oldest first: evicted first
+	closed   bool
 }
 
 var errSpillFull = errors.New("spill file reached its size cap or the executor's spill budget")
@@ -71,11 +75,20 @@ func randomHex(n int) string {
 }
 
 // reserve takes n bytes from the budget for f; false when f would pass its
-// cap or the budget would be overdrawn.
+// cap, or the budget would be overdrawn even after evicting every complete
+// file, oldest first.
 func (sp *spiller) reserve(f *spillFile, n int64) bool {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
-	if f.size+n > sp.cap || sp.used+n > sp.budget {
+	if f.size+n > sp.cap {
+		return false
+	}
+	for sp.used+n > sp.budget && len(sp.complete) > 0 {
+		old := sp.complete[0]
+		sp.complete = sp.complete[1:]
+		sp.removeLocked(old)
+	}
+	if sp.used+n > sp.budget {
 		return false
 	}
 	sp.used += n
@@ -106,8 +119,21 @@ func (f *spillFile) finish() error {
 	f.f = nil
 	if err != nil {
 		f.remove()
+		return err
 	}
-	return err
+	f.sp.mu.Lock()
+	if !f.gone {
+		f.sp.complete = append(f.sp.complete, f)
+	}
+	f.sp.mu.Unlock()
+	return nil
+}
+
+// available reports whether the file is still on disk and complete so far.
+func (f *spillFile) available() bool {
+	f.sp.mu.Lock()
+	defer f.sp.mu.Unlock()
+	return !f.gone
 }
 
 // withdraw gives up on an incomplete file: it is closed and removed.
@@ -123,11 +149,18 @@ func (f *spillFile) withdraw() {
 func (f *spillFile) remove() {
 	f.sp.mu.Lock()
 	defer f.sp.mu.Unlock()
+	if i := slices.Index(f.sp.complete, f); i >= 0 {
+		f.sp.complete = slices.Delete(f.sp.complete, i, i+1)
+	}
+	f.sp.removeLocked(f)
+}
+
+func (sp *spiller) removeLocked(f *spillFile) {
 	if f.gone {
 		return
 	}
 	f.gone = true
-	f.sp.used -= f.size
+	sp.used -= f.size
 	os.Remove(f.path)
 }
 

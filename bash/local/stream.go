@@ -101,7 +101,7 @@ func (s *stream) eof() {
 }
 
 func (s *stream) spillPath() string {
-	if s.file == nil {
+	if s.file == nil || !s.file.available() {
 		return ""
 	}
 	return s.file.path
