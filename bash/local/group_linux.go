@@ -39,6 +39,9 @@ func newContainment(mode Containment) (containment, error) {
 // given process group, by reading /proc. kill(-pgid, 0) would count zombies,
 // which an init that does not reap leaves behind.
 func pgroupAliveProc(pgid int) bool {
+	if syscall.Kill(-pgid, 0) != nil {
+		return false // no member at all, not even a zombie
+	}
 	d, err := os.Open("/proc")
 	if err != nil {
 		return syscall.Kill(-pgid, 0) == nil
@@ -74,12 +77,31 @@ func pgroupAliveProc(pgid int) bool {
 // so not even the first instruction of the shell runs outside it). A leaf
 // holds every descendant, whatever it does with sessions and process groups;
 // "populated 0" in its cgroup.events says when the last one has exited, and
-// cgroup.kill stops all of them at once.
+// cgroup.kill stops all of them at once. Empty leaves are kept for reuse (up
+// to maxFreeLeaves), since making and removing a cgroup costs about a tenth
+// of a short command's run.
 type cgroupContainment struct {
 	dir string // the executor's directory in the cgroup file system
 	rel string // the same directory as /proc/PID/cgroup names it
 	seq atomic.Int64
 	w   *cgWatcher
+
+	mu    sync.Mutex
+	free  []*leafDir
+	stuck []*leafDir // not empty when released: removed on close
+}
+
+const maxFreeLeaves = 16
+
+// leafDir is one leaf cgroup, open and watched, reused across commands.
+type leafDir struct {
+	dir, rel string
+	fd       int // the directory, for CgroupFD
+	wd       int // its cgroup.events watch
+	// killed is set once cgroup.kill was written. Such a leaf is never
+	// reused: on Linux 6.18, at least, every process later cloned into a
+	// leaf that was once killed is killed at birth.
+	killed atomic.Bool
 }
 
 func newCgroupContainment() (*cgroupContainment, error) {
@@ -138,69 +160,129 @@ func cgroup2Mount() (string, error) {
 
 func (c *cgroupContainment) kind() string { return "cgroup" }
 
-func (c *cgroupContainment) prepare(attr *syscall.SysProcAttr) (group, error) {
+// leaf takes a free leaf or makes one.
+func (c *cgroupContainment) leaf() (*leafDir, error) {
+	c.mu.Lock()
+	if n := len(c.free); n > 0 {
+		d := c.free[n-1]
+		c.free = c.free[:n-1]
+		c.mu.Unlock()
+		return d, nil
+	}
+	c.mu.Unlock()
 	name := "c" + strconv.FormatInt(c.seq.Add(1), 10)
-	dir := filepath.Join(c.dir, name)
-	if err := os.Mkdir(dir, 0o755); err != nil {
+	d := &leafDir{dir: filepath.Join(c.dir, name), rel: filepath.Join(c.rel, name), fd: -1}
+	if err := os.Mkdir(d.dir, 0o755); err != nil {
 		return nil, fmt.Errorf("make a cgroup for the command: %w", err)
 	}
-	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	fd, err := unix.Open(d.dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		os.Remove(dir)
+		c.destroy(d)
 		return nil, fmt.Errorf("open the command's cgroup: %w", err)
 	}
+	d.fd = fd
+	if d.wd, err = c.w.add(filepath.Join(d.dir, "cgroup.events")); err != nil {
+		c.destroy(d)
+		return nil, fmt.Errorf("watch the command's cgroup: %w", err)
+	}
+	return d, nil
+}
+
+// destroy closes and removes a leaf; false if it could not be removed.
+func (c *cgroupContainment) destroy(d *leafDir) bool {
+	if d.wd > 0 {
+		c.w.rm(d.wd)
+		d.wd = 0
+	}
+	if d.fd >= 0 {
+		unix.Close(d.fd)
+		d.fd = -1
+	}
+	err := os.Remove(d.dir)
+	return err == nil || errors.Is(err, os.ErrNotExist)
+}
+
+func (c *cgroupContainment) prepare(attr *syscall.SysProcAttr) (group, error) {
+	d, err := c.leaf()
+	if err != nil {
+		return nil, err
+	}
+	l := &cgLeaf{c: c, d: d, gone: newOnceChan()}
+	c.w.bind(d.wd, l)
 	attr.UseCgroupFD = true
-	attr.CgroupFD = fd
-	return &cgLeaf{c: c, dir: dir, rel: filepath.Join(c.rel, name), fd: fd, gone: newOnceChan()}, nil
+	attr.CgroupFD = d.fd
+	return l, nil
 }
 
 func (c *cgroupContainment) close() error {
 	c.w.close()
-	if err := os.Remove(c.dir); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("remove the executor's cgroup: %w", err)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, d := range c.free {
+		c.destroy(d)
 	}
-	return nil
+	c.free = nil
+	var errs []error
+	for _, d := range c.stuck {
+		_ = os.WriteFile(filepath.Join(d.dir, "cgroup.kill"), []byte("1"), 0)
+		if !c.destroy(d) {
+			errs = append(errs, fmt.Errorf("remove the command cgroup %s: it still holds processes", d.dir))
+		}
+	}
+	c.stuck = nil
+	if err := os.Remove(c.dir); err != nil && !errors.Is(err, os.ErrNotExist) {
+		errs = append(errs, fmt.Errorf("remove the executor's cgroup: %w", err))
+	}
+	return errors.Join(errs...)
 }
 
-// cgLeaf is the cgroup of one command.
+// cgLeaf is one command's use of a leaf.
 type cgLeaf struct {
 	c    *cgroupContainment
-	dir  string
-	rel  string
-	fd   int
+	d    *leafDir
 	gone *onceChan
-	wd   int
+	live atomic.Bool // the shell was started: an empty leaf now means done
 }
 
 func (l *cgLeaf) started(pid int, err error) {
-	unix.Close(l.fd)
 	if err != nil {
 		l.gone.close()
 		return
 	}
-	if err := l.c.w.add(l); err != nil {
-		// Without a watch we cannot hear the leaf empty; trust the shell's
-		// own exit instead of waiting forever.
-		l.gone.close()
-		return
-	}
+	l.live.Store(true)
 	l.check()
 }
 
-// check reads cgroup.events and closes gone once the leaf is empty.
+// check reads cgroup.events and closes gone once the started leaf is empty.
 func (l *cgLeaf) check() {
-	b, err := os.ReadFile(filepath.Join(l.dir, "cgroup.events"))
-	if err != nil || bytes.Contains(b, []byte("populated 0")) {
-		l.c.w.remove(l)
+	if !l.live.Load() {
+		return
+	}
+	if populated, err := l.populated(); err != nil || !populated {
 		l.gone.close()
 	}
 }
 
-func (l *cgLeaf) empty() <-chan struct{} { return l.gone.c }
+func (l *cgLeaf) populated() (bool, error) {
+	b, err := os.ReadFile(filepath.Join(l.d.dir, "cgroup.events"))
+	if err != nil {
+		return false, err
+	}
+	return !bytes.Contains(b, []byte("populated 0")), nil
+}
+
+// empty reads cgroup.events once before relying on the watch: the kernel
+// rate-limits cgroup file notifications (one per 20 ms per file), and the
+// caller asks right when the leaf is most likely empty already.
+func (l *cgLeaf) empty() <-chan struct{} {
+	l.check()
+	return l.gone.c
+}
 
 func (l *cgLeaf) signal(sig syscall.Signal) {
 	if sig == syscall.SIGKILL {
-		if err := os.WriteFile(filepath.Join(l.dir, "cgroup.kill"), []byte("1"), 0); err == nil {
+		l.d.killed.Store(true)
+		if err := os.WriteFile(filepath.Join(l.d.dir, "cgroup.kill"), []byte("1"), 0); err == nil {
 			return
 		}
 		// No cgroup.kill (kernels before 5.14): signal one by one.
@@ -214,9 +296,9 @@ func (l *cgLeaf) signal(sig syscall.Signal) {
 // finds no process it has not signalled, to catch children forked meanwhile.
 func (l *cgLeaf) signalEach(sig syscall.Signal) {
 	done := map[int]bool{}
-	want := "0::" + l.rel + "\n"
+	want := "0::" + l.d.rel + "\n"
 	for range 16 {
-		b, err := os.ReadFile(filepath.Join(l.dir, "cgroup.procs"))
+		b, err := os.ReadFile(filepath.Join(l.d.dir, "cgroup.procs"))
 		if err != nil {
 			return
 		}
@@ -242,9 +324,21 @@ func (l *cgLeaf) signalEach(sig syscall.Signal) {
 	}
 }
 
+// release hands the leaf back for reuse once it is empty.
 func (l *cgLeaf) release() {
-	l.c.w.remove(l)
-	os.Remove(l.dir)
+	c := l.c
+	c.w.bind(l.d.wd, nil)
+	populated, err := l.populated()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case err == nil && populated:
+		c.stuck = append(c.stuck, l.d)
+	case err == nil && !l.d.killed.Load() && len(c.free) < maxFreeLeaves:
+		c.free = append(c.free, l.d)
+	default:
+		c.destroy(l.d)
+	}
 }
 
 // cgWatcher hears cgroup.events change for every leaf of an executor
@@ -273,33 +367,31 @@ func newCgWatcher() (*cgWatcher, error) {
 	return w, nil
 }
 
-func (w *cgWatcher) add(l *cgLeaf) error {
+func (w *cgWatcher) add(path string) (int, error) {
 	var wd int
 	var err error
-	cerr := w.raw.Control(func(fd uintptr) {
-		wd, err = unix.InotifyAddWatch(int(fd), filepath.Join(l.dir, "cgroup.events"), unix.IN_MODIFY)
-	})
-	if err = errors.Join(cerr, err); err != nil {
-		return err
+	if cerr := w.raw.Control(func(fd uintptr) {
+		wd, err = unix.InotifyAddWatch(int(fd), path, unix.IN_MODIFY)
+	}); cerr != nil {
+		return 0, cerr
 	}
-	w.mu.Lock()
-	l.wd = wd
-	w.wds[wd] = l
-	w.mu.Unlock()
-	return nil
+	return wd, err
 }
 
-func (w *cgWatcher) remove(l *cgLeaf) {
-	w.mu.Lock()
-	wd := l.wd
-	if wd <= 0 || w.wds[wd] != l {
-		w.mu.Unlock()
-		return
-	}
-	delete(w.wds, wd)
-	l.wd = 0
-	w.mu.Unlock()
+func (w *cgWatcher) rm(wd int) {
+	w.bind(wd, nil)
 	_ = w.raw.Control(func(fd uintptr) { unix.InotifyRmWatch(int(fd), uint32(wd)) })
+}
+
+// bind routes the watch's events to l (nil: nobody).
+func (w *cgWatcher) bind(wd int, l *cgLeaf) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if l == nil {
+		delete(w.wds, wd)
+	} else {
+		w.wds[wd] = l
+	}
 }
 
 func (w *cgWatcher) loop() {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -30,6 +31,7 @@ type proc struct {
 	waitErr   error
 
 	pipesDone chan struct{} // closed once both streams hit EOF
+	open      atomic.Int32  // streams not at EOF yet
 	stopReq   chan struct{} // closed by stop
 	stopOnce  sync.Once
 	done      chan struct{} // closed once shell, pipes and group are all gone
@@ -88,15 +90,9 @@ func (e *Executor) spawn(spec bash.ExecSpec) (*proc, error) {
 		grp.release()
 		return nil, fmt.Errorf("start bash: %w", err)
 	}
-	var readers sync.WaitGroup
-	readers.Add(2)
-	go p.drain(p.pipes[0], p.out, &readers, e)
-	go p.drain(p.pipes[1], p.errs, &readers, e)
-	go func() {
-		defer e.wg.Done()
-		readers.Wait()
-		close(p.pipesDone)
-	}()
+	p.open.Store(2)
+	go p.drain(p.pipes[0], p.out, e)
+	go p.drain(p.pipes[1], p.errs, e)
 	go func() {
 		defer e.wg.Done()
 		p.waitErr = p.cmd.Wait()
@@ -108,7 +104,7 @@ func (e *Executor) spawn(spec bash.ExecSpec) (*proc, error) {
 }
 
 // procGoroutines is how many goroutines spawn starts, each calling wg.Done.
-const procGoroutines = 5
+const procGoroutines = 4
 
 func checkWorkdir(dir string) error {
 	fi, err := os.Stat(dir)
@@ -134,9 +130,8 @@ func closeAll(fs ...*os.File) {
 
 // drain copies one pipe into its stream until EOF. Its buffer starts small
 // (an idle task costs little) and doubles while reads fill it, up to 1 MiB.
-func (p *proc) drain(f *os.File, s *stream, readers *sync.WaitGroup, e *Executor) {
+func (p *proc) drain(f *os.File, s *stream, e *Executor) {
 	defer e.wg.Done()
-	defer readers.Done()
 	buf := make([]byte, 16<<10)
 	for {
 		n, err := f.Read(buf)
@@ -152,6 +147,9 @@ func (p *proc) drain(f *os.File, s *stream, readers *sync.WaitGroup, e *Executor
 	}
 	f.Close()
 	s.eof()
+	if p.open.Add(-1) == 0 {
+		close(p.pipesDone)
+	}
 }
 
 // stop starts the one escalation used for timeouts, aborts, Kill and Close:

@@ -210,6 +210,21 @@ func TestTimeout(t *testing.T) {
 	}
 }
 
+// TestRunAfterKill: a command's cgroup that was killed is not reused, so the
+// commands after a SIGKILL run normally.
+func TestRunAfterKill(t *testing.T) {
+	e := newExec(t, &Options{Grace: 50 * time.Millisecond})
+	res := run(t, e, bash.ExecRequest{Command: "trap '' TERM; sleep 30", Timeout: 50 * time.Millisecond})
+	if res.Signal != "SIGKILL" {
+		t.Fatalf("setup: %+v", res)
+	}
+	for i := range 20 {
+		if res := runCmd(t, e, "exit 7"); res.ExitCode != 7 || res.Signal != "" {
+			t.Fatalf("run %d after a kill: exit %d signal %q", i, res.ExitCode, res.Signal)
+		}
+	}
+}
+
 // TestTimeoutKillsTree checks by pid that a timeout kills grandchildren, and
 // (with a cgroup) descendants that left the process group with setsid.
 func TestTimeoutKillsTree(t *testing.T) {
