@@ -96,8 +96,8 @@ const maxFreeLeaves = 16
 // leafDir is one leaf cgroup, open and watched, reused across commands.
 type leafDir struct {
 	dir, rel string
-	fd       int // the directory, for CgroupFD
-	wd       int // its cgroup.events watch
+	fd       int      // the directory, for CgroupFD
+	events   *os.File // its cgroup.events, re-read with pread
 	// killed is set once cgroup.kill was written. Such a leaf is never
 	// reused: on Linux 6.18, at least, every process later cloned into a
 	// leaf that was once killed is killed at birth.
@@ -181,18 +181,18 @@ func (c *cgroupContainment) leaf() (*leafDir, error) {
 		return nil, fmt.Errorf("open the command's cgroup: %w", err)
 	}
 	d.fd = fd
-	if d.wd, err = c.w.add(filepath.Join(d.dir, "cgroup.events")); err != nil {
+	if d.events, err = os.Open(filepath.Join(d.dir, "cgroup.events")); err != nil {
 		c.destroy(d)
-		return nil, fmt.Errorf("watch the command's cgroup: %w", err)
+		return nil, fmt.Errorf("open the command's cgroup.events: %w", err)
 	}
 	return d, nil
 }
 
 // destroy closes and removes a leaf; false if it could not be removed.
 func (c *cgroupContainment) destroy(d *leafDir) bool {
-	if d.wd > 0 {
-		c.w.rm(d.wd)
-		d.wd = 0
+	if d.events != nil {
+		d.events.Close()
+		d.events = nil
 	}
 	if d.fd >= 0 {
 		unix.Close(d.fd)
@@ -208,7 +208,6 @@ func (c *cgroupContainment) prepare(attr *syscall.SysProcAttr) (group, error) {
 		return nil, err
 	}
 	l := &cgLeaf{c: c, d: d, gone: newOnceChan()}
-	c.w.bind(d.wd, l)
 	attr.UseCgroupFD = true
 	attr.CgroupFD = d.fd
 	return l, nil
@@ -238,44 +237,57 @@ func (c *cgroupContainment) close() error {
 
 // cgLeaf is one command's use of a leaf.
 type cgLeaf struct {
-	c    *cgroupContainment
-	d    *leafDir
-	gone *onceChan
-	live atomic.Bool // the shell was started: an empty leaf now means done
+	c     *cgroupContainment
+	d     *leafDir
+	gone  *onceChan
+	watch sync.Once
+	wd    int         // the inotify watch, when one was needed
+	clean atomic.Bool // the leaf was seen empty after the shell started
 }
 
 func (l *cgLeaf) started(pid int, err error) {
 	if err != nil {
+		l.clean.Store(true)
 		l.gone.close()
-		return
 	}
-	l.live.Store(true)
-	l.check()
 }
 
-// check reads cgroup.events and closes gone once the started leaf is empty.
+// check closes gone once the leaf is seen empty.
 func (l *cgLeaf) check() {
-	if !l.live.Load() {
-		return
-	}
 	if populated, err := l.populated(); err != nil || !populated {
+		l.clean.Store(err == nil)
 		l.gone.close()
 	}
 }
 
 func (l *cgLeaf) populated() (bool, error) {
-	b, err := os.ReadFile(filepath.Join(l.d.dir, "cgroup.events"))
-	if err != nil {
+	var buf [64]byte
+	n, err := l.d.events.ReadAt(buf[:], 0)
+	if n == 0 && err != nil {
 		return false, err
 	}
-	return !bytes.Contains(b, []byte("populated 0")), nil
+	return !bytes.Contains(buf[:n], []byte("populated 0")), nil
 }
 
-// empty reads cgroup.events once before relying on the watch: the kernel
-// rate-limits cgroup file notifications (one per 20 ms per file), and the
-// caller asks right when the leaf is most likely empty already.
+// empty is asked once the shell has exited. Most commands leave nothing
+// behind, so it reads cgroup.events first, and only when processes remain
+// does it watch the file (the watch goes with the use: an idle watched leaf
+// would wake the watcher at every command). It reads once more after adding
+// the watch, to catch a change between the two.
 func (l *cgLeaf) empty() <-chan struct{} {
-	l.check()
+	l.watch.Do(func() {
+		if l.check(); l.clean.Load() {
+			return
+		}
+		wd, err := l.c.w.add(filepath.Join(l.d.dir, "cgroup.events"))
+		if err != nil {
+			l.gone.close() // nothing to wait with: trust the shell's exit
+			return
+		}
+		l.wd = wd
+		l.c.w.bind(wd, l)
+		l.check()
+	})
 	return l.gone.c
 }
 
@@ -327,14 +339,20 @@ func (l *cgLeaf) signalEach(sig syscall.Signal) {
 // release hands the leaf back for reuse once it is empty.
 func (l *cgLeaf) release() {
 	c := l.c
-	c.w.bind(l.d.wd, nil)
-	populated, err := l.populated()
+	if l.wd > 0 {
+		c.w.rm(l.wd)
+	}
+	clean := l.clean.Load()
+	if !clean {
+		populated, err := l.populated()
+		clean = err == nil && !populated
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch {
-	case err == nil && populated:
+	case !clean:
 		c.stuck = append(c.stuck, l.d)
-	case err == nil && !l.d.killed.Load() && len(c.free) < maxFreeLeaves:
+	case !l.d.killed.Load() && len(c.free) < maxFreeLeaves:
 		c.free = append(c.free, l.d)
 	default:
 		c.destroy(l.d)
