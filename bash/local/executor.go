@@ -299,11 +299,13 @@ func (e *Executor) track(p *proc, on bool) {
 	}
 }
 
-func (e *Executor) start(spec bash.ExecSpec) (*proc, error) {
+// start spawns a proc; linger > 0 makes it a foreground one (see
+// proc.lingering).
+func (e *Executor) start(spec bash.ExecSpec, linger time.Duration) (*proc, error) {
 	if err := e.begin(); err != nil {
 		return nil, err
 	}
-	p, err := e.spawn(spec)
+	p, err := e.spawn(spec, linger)
 	if err != nil {
 		e.wg.Add(-procGoroutines)
 		return nil, err
@@ -320,42 +322,39 @@ func (e *Executor) Run(ctx context.Context, spec bash.ExecSpec) (bash.RunResult,
 	if spec.Timeout <= 0 {
 		return bash.RunResult{}, errors.New("the spec has no timeout: resolve the request first")
 	}
-	p, err := e.start(spec)
+	p, err := e.start(spec, e.drain)
 	if err != nil {
 		return bash.RunResult{}, err
 	}
 	res := bash.RunResult{Timeout: spec.Timeout}
 	timer := time.NewTimer(spec.Timeout)
-	select {
-	case <-p.shellDone:
-	case <-timer.C:
-		res.TimedOut = true
-		p.stop()
-	case <-ctx.Done():
-		res.Aborted = true
-		p.stop()
-	case <-e.closing:
-		p.stop()
-	}
-	timer.Stop()
-	if !p.stopping() {
-		drain := time.NewTimer(e.drain)
+	defer timer.Stop()
+	timerC, ctxDone, closing, lingering := timer.C, ctx.Done(), e.closing, p.lingering
+wait:
+	for {
 		select {
 		case <-p.done:
-		case <-drain.C:
-		case <-ctx.Done():
+			break wait
+		case <-lingering:
+			// The shell exited a drain delay ago and processes remain.
+			lingering = nil
+			if !p.stopping() {
+				e.adopt(p, spec, &res)
+				break wait
+			}
+		case <-timerC:
+			timerC = nil
+			if !isClosed(p.shellDone) { // an exited command is not timed out
+				res.TimedOut = true
+				p.stop()
+			}
+		case <-ctxDone:
+			ctxDone = nil
 			res.Aborted = true
 			p.stop()
-		}
-		drain.Stop()
-	}
-	if p.stopping() {
-		<-p.done
-	} else {
-		select {
-		case <-p.done:
-		default:
-			e.adopt(p, spec, &res)
+		case <-closing:
+			closing = nil
+			p.stop()
 		}
 	}
 	if res.Adopted == "" {
@@ -503,7 +502,7 @@ func (e *Executor) Start(spec bash.ExecSpec) (bash.Task, error) {
 	if err != nil {
 		return bash.Task{}, err
 	}
-	p, err := e.start(spec)
+	p, err := e.start(spec, 0)
 	if err != nil {
 		e.failed(t, err)
 		return e.snap(t), fmt.Errorf("background task %s could not start: %w", t.id, err)

@@ -8,10 +8,21 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// growPipe asks for a 1 MiB pipe buffer, so a fast writer blocks less often.
-// Failure (an unprivileged user past its pipe budget) is harmless.
-func growPipe(f *os.File) {
-	if rc, err := f.SyscallConn(); err == nil {
-		_ = rc.Control(func(fd uintptr) { _, _ = unix.FcntlInt(fd, unix.F_SETPIPE_SZ, 1<<20) })
+// outputPipe makes a pipe for one output stream: the read end non-blocking
+// and on the runtime's poller, the write end blocking and off it (it goes to
+// the child as is), with a 1 MiB buffer so a fast writer blocks less often.
+// A refused buffer size (an unprivileged user past its pipe budget) is
+// harmless.
+func outputPipe() (r, w *os.File, err error) {
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+		return nil, nil, err
 	}
+	if err := unix.SetNonblock(p[0], true); err != nil {
+		unix.Close(p[0])
+		unix.Close(p[1])
+		return nil, nil, err
+	}
+	_, _ = unix.FcntlInt(uintptr(p[0]), unix.F_SETPIPE_SZ, 1<<20)
+	return os.NewFile(uintptr(p[0]), "|0"), os.NewFile(uintptr(p[1]), "|1"), nil
 }

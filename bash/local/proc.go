@@ -33,13 +33,15 @@ type proc struct {
 	pipesDone chan struct{} // closed once both streams hit EOF
 	open      atomic.Int32  // streams not at EOF yet
 	stopReq   chan struct{} // closed by stop
+	linger    time.Duration // foreground: how long to wait for leftovers
+	lingering chan struct{} // closed linger after the shell exited, unless done or stopped
 	stopOnce  sync.Once
 	done      chan struct{} // closed once shell, pipes and group are all gone
 }
 
 // spawn starts spec's command. The caller has counted the proc's goroutines
 // in wg (4 of them) and undoes that itself on error.
-func (e *Executor) spawn(spec bash.ExecSpec) (*proc, error) {
+func (e *Executor) spawn(spec bash.ExecSpec, linger time.Duration) (*proc, error) {
 	if err := checkWorkdir(spec.Workdir); err != nil {
 		return nil, err
 	}
@@ -49,17 +51,18 @@ func (e *Executor) spawn(spec bash.ExecSpec) (*proc, error) {
 		shellDone: make(chan struct{}),
 		pipesDone: make(chan struct{}),
 		stopReq:   make(chan struct{}),
+		lingering: make(chan struct{}),
 		done:      make(chan struct{}),
+		linger:    linger,
 	}
 	var w [2]*os.File
 	for i := range 2 {
-		r, wr, err := os.Pipe()
+		r, wr, err := outputPipe()
 		if err != nil {
 			closeAll(p.pipes[:i]...)
 			closeAll(w[:i]...)
 			return nil, fmt.Errorf("make an output pipe: %w", err)
 		}
-		growPipe(r)
 		p.pipes[i], w[i] = r, wr
 	}
 	attr := sysProcAttr()
@@ -158,14 +161,7 @@ func (p *proc) drain(f *os.File, s *stream, e *Executor) {
 func (p *proc) stop() { p.stopOnce.Do(func() { close(p.stopReq) }) }
 
 // stopping reports whether stop was called.
-func (p *proc) stopping() bool {
-	select {
-	case <-p.stopReq:
-		return true
-	default:
-		return false
-	}
-}
+func (p *proc) stopping() bool { return isClosed(p.stopReq) }
 
 // settle runs the escalation when asked and closes done once the shell has
 // been reaped, both pipes are at EOF and no process of the command is left.
@@ -176,12 +172,12 @@ func (p *proc) settle(e *Executor) {
 		shellDone               = p.shellDone
 		pipesDone               = p.pipesDone
 		empty                   <-chan struct{}
-		graceT, reapT           *time.Timer
-		graceC, reapC           <-chan time.Time
+		graceT, reapT, lingerT  *time.Timer
+		graceC, reapC, lingerC  <-chan time.Time
 		shell, pipes, gr, asked bool
 	)
 	defer func() {
-		for _, t := range []*time.Timer{graceT, reapT} {
+		for _, t := range []*time.Timer{graceT, reapT, lingerT} {
 			if t != nil {
 				t.Stop()
 			}
@@ -194,7 +190,7 @@ func (p *proc) settle(e *Executor) {
 		}
 		select {
 		case <-stopReq:
-			stopReq = nil
+			stopReq, lingerC = nil, nil
 			p.grp.signal(syscall.SIGTERM)
 			graceT = time.NewTimer(e.grace)
 			graceC = graceT.C
@@ -209,6 +205,13 @@ func (p *proc) settle(e *Executor) {
 			gr = true // give up on what we cannot see die
 		case <-shellDone:
 			shellDone, shell = nil, true
+			if p.linger > 0 && stopReq != nil {
+				lingerT = time.NewTimer(p.linger)
+				lingerC = lingerT.C
+			}
+		case <-lingerC:
+			lingerC = nil
+			close(p.lingering)
 		case <-pipesDone:
 			pipesDone, pipes = nil, true
 		case <-empty:
@@ -217,4 +220,13 @@ func (p *proc) settle(e *Executor) {
 	}
 	p.grp.release()
 	close(p.done)
+}
+
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
 }
