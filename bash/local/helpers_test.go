@@ -26,7 +26,48 @@ func TestMain(m *testing.M) {
 	if h := os.Getenv("DSH_TEST_HELPER"); h != "" {
 		os.Exit(runHelper(strings.Fields(h)))
 	}
-	goleak.VerifyTestMain(m)
+	code := m.Run()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goroutines left behind:", err)
+			code = 1
+		}
+		if pids := survivors(); len(pids) > 0 {
+			fmt.Fprintln(os.Stderr, "processes of the tests' commands are still alive:", pids)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// marker is put in the environment of every test command, so the end of
+// the run can tell whether any of them survived.
+var marker = "DSH_TEST_RUN=" + strconv.Itoa(os.Getpid())
+
+// testOptions adds the marker to o's environment.
+func testOptions(o *Options) *Options {
+	if o == nil {
+		o = &Options{}
+	}
+	o.Env = append(o.Env, marker)
+	return o
+}
+
+// survivors lists live processes that carry the marker.
+func survivors() []int {
+	var pids []int
+	names, _ := filepath.Glob("/proc/[0-9]*/environ")
+	for _, name := range names {
+		b, err := os.ReadFile(name)
+		if err != nil || !bytes.Contains(b, []byte(marker+"\x00")) {
+			continue
+		}
+		pid, _ := strconv.Atoi(strings.Split(name, "/")[2])
+		if alive(pid) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }
 
 func runHelper(args []string) int {
@@ -69,9 +110,7 @@ func helperCmd(t testing.TB, args string) string {
 // end of the test, checking that Close succeeds.
 func newExec(t testing.TB, o *Options) *Executor {
 	t.Helper()
-	if o == nil {
-		o = &Options{}
-	}
+	o = testOptions(o)
 	if o.Grace == 0 {
 		o.Grace = 500 * time.Millisecond
 	}

@@ -193,7 +193,7 @@ func waitBytes(t testing.TB, e *Executor, id bash.TaskID, n int64) {
 
 func TestSpillFiles(t *testing.T) {
 	parent := t.TempDir()
-	e, err := New(&Options{MaxOutputBytes: 10, SpillDir: parent})
+	e, err := New(testOptions(&Options{MaxOutputBytes: 10, SpillDir: parent}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +237,7 @@ func seqText(n int) string {
 
 func TestSpillKept(t *testing.T) {
 	parent := t.TempDir()
-	e, err := New(&Options{MaxOutputBytes: 10, SpillDir: parent, KeepSpillFiles: true})
+	e, err := New(testOptions(&Options{MaxOutputBytes: 10, SpillDir: parent, KeepSpillFiles: true}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -297,7 +297,7 @@ func TestRetention(t *testing.T) {
 // TestCloseKillsEverything: Close returns only once every process of every
 // task is gone, a TERM-trapping one included, and calls no listener.
 func TestCloseKillsEverything(t *testing.T) {
-	e, err := New(&Options{Grace: 300 * time.Millisecond, SpillDir: t.TempDir()})
+	e, err := New(testOptions(&Options{Grace: 300 * time.Millisecond, SpillDir: t.TempDir()}))
 	if err != nil {
 		t.Fatal(err)
 	}
