@@ -37,8 +37,9 @@ type Options struct {
 	Cwd string
 	// Timeout is the default foreground timeout. Default 120 s.
 	Timeout time.Duration
-	// MaxTimeout caps a requested timeout. Default 600 s; it must not be
-	// below Timeout.
+	// MaxTimeout caps a requested timeout. Default 600 s (or Timeout, if
+	// that is set higher); when only MaxTimeout is set below 120 s, Timeout
+	// defaults to it. Setting both with Timeout above MaxTimeout is an error.
 	MaxTimeout time.Duration
 	// MaxOutputBytes is how much of each stream is kept in memory. Default
 	// 64000.
@@ -204,6 +205,14 @@ func (o *Options) defaults() error {
 		if *v == 0 {
 			*v = d
 		}
+	}
+	// A default left unset follows a maximum that was set, and the other
+	// way round; only two set values can contradict each other.
+	switch {
+	case o.Timeout == 0 && o.MaxTimeout != 0:
+		o.Timeout = min(120*time.Second, o.MaxTimeout)
+	case o.MaxTimeout == 0 && o.Timeout != 0:
+		o.MaxTimeout = max(600*time.Second, o.Timeout)
 	}
 	set(&o.Timeout, 120*time.Second)
 	set(&o.MaxTimeout, 600*time.Second)

@@ -131,6 +131,25 @@ func TestResolve(t *testing.T) {
 	}
 }
 
+func TestTimeoutDefaults(t *testing.T) {
+	tests := []struct {
+		o            Options
+		timeout, max time.Duration
+	}{
+		{Options{}, 120 * time.Second, 600 * time.Second},
+		{Options{MaxTimeout: time.Second}, time.Second, time.Second},
+		{Options{MaxTimeout: time.Hour}, 120 * time.Second, time.Hour},
+		{Options{Timeout: time.Hour}, time.Hour, time.Hour},
+		{Options{Timeout: time.Second}, time.Second, 600 * time.Second},
+	}
+	for _, tc := range tests {
+		e := newExec(t, &tc.o)
+		if e.timeout != tc.timeout || e.max != tc.max {
+			t.Errorf("%+v: timeout %v max %v; want %v %v", tc.o, e.timeout, e.max, tc.timeout, tc.max)
+		}
+	}
+}
+
 func TestOptionsInvalid(t *testing.T) {
 	tests := []struct {
 		o    Options
@@ -138,7 +157,7 @@ func TestOptionsInvalid(t *testing.T) {
 	}{
 		{Options{Timeout: -1}, "invalid executor options: Timeout must not be negative (got -1)"},
 		{Options{MaxOutputBytes: -5, MaxTasks: -1}, "invalid executor options: MaxOutputBytes must not be negative (got -5); MaxTasks must not be negative (got -1)"},
-		{Options{Timeout: time.Hour}, "invalid executor options: Timeout 1h0m0s is above MaxTimeout 10m0s"},
+		{Options{Timeout: time.Hour, MaxTimeout: time.Minute}, "invalid executor options: Timeout 1h0m0s is above MaxTimeout 1m0s"},
 		{Options{Env: []string{"NOEQUALS"}}, `invalid executor options: Env entry "NOEQUALS" is not NAME=value`},
 		{Options{Containment: 9}, "invalid executor options: Containment 9 is not one of the defined values"},
 		{Options{Shell: "/nonexistent/bash"}, "find bash: exec: \"/nonexistent/bash\": stat /nonexistent/bash: no such file or directory"},

@@ -1,0 +1,56 @@
+// Command dsh-bash serves the model-facing shell tools bash, bash_output and
+// bash_kill.
+//
+//	dsh-bash run [--workdir DIR] [--timeout-ms N] [executor flags] -- COMMAND
+//	dsh-bash schema
+//
+// run makes one bash call through the same tool layer a model uses and
+// prints exactly the text the model would get; schema prints the three
+// tool definitions as JSON. Executor flags: --default-timeout-ms,
+// --max-timeout-ms, --max-output-bytes.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := cli(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+const usage = `usage:
+  dsh-bash run [--workdir DIR] [--timeout-ms N] [executor flags] -- COMMAND
+  dsh-bash schema
+
+executor flags:
+  --default-timeout-ms N   timeout of a call that sets none (default 120000)
+  --max-timeout-ms N       cap on any call's timeout (default 600000)
+  --max-output-bytes N     bytes of each stream kept in memory (default 64000)
+`
+
+// cli runs one dsh-bash invocation and returns its exit code.
+func cli(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "run":
+		return runCmd(ctx, args[1:], stdout, stderr)
+	case "schema":
+		return schemaCmd(args[1:], stdout, stderr)
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	fmt.Fprintf(stderr, "dsh-bash: unknown command %q\n\n%s", args[0], usage)
+	return 2
+}

@@ -1,0 +1,181 @@
+//go:build linux
+
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/dshgo/dsh/toolbash"
+)
+
+var binary string
+
+// TestMain builds dsh-bash once; the tests run it as users do.
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "dsh-bash-test-")
+	if err != nil {
+		panic(err)
+	}
+	binary = filepath.Join(dir, "dsh-bash")
+	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build dsh-bash: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func dshBash(t *testing.T, dir string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	cmd.Dir = dir
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return o.String(), e.String(), code
+}
+
+func TestRun(t *testing.T) {
+	dir := t.TempDir()
+	os.Mkdir(filepath.Join(dir, "sub"), 0o755)
+	tests := []struct {
+		name   string
+		args   []string
+		stdout string
+		code   int
+	}{
+		{"stdout", []string{"run", "--", "echo", "hello"}, "hello\n", 0},
+		{"one quoted command", []string{"run", "--", "echo out; echo err >&2; exit 3"}, "out\n[stderr]\nerr\n[exit code: 3]\n", 0},
+		{"no output", []string{"run", "--", "true"}, "(no output)\n", 0},
+		{"cwd", []string{"run", "--", "pwd"}, dir + "\n", 0},
+		{"relative workdir", []string{"run", "--workdir", "sub", "--", "pwd"}, filepath.Join(dir, "sub") + "\n", 0},
+		{"timeout", []string{"run", "--timeout-ms", "200", "--", "sleep 30"}, "(no output)\n[timed out after 200ms]\n[killed by signal: SIGTERM]\n", 0},
+		{"max timeout caps", []string{"run", "--max-timeout-ms", "150", "--timeout-ms", "60000", "--", "sleep 30"}, "(no output)\n[timed out after 150ms]\n[killed by signal: SIGTERM]\n", 0},
+		{"default timeout", []string{"run", "--default-timeout-ms", "100", "--", "sleep 30"}, "(no output)\n[timed out after 100ms]\n[killed by signal: SIGTERM]\n", 0},
+		{"bad workdir is a tool failure", []string{"run", "--workdir", "/nonexistent/dsh", "--", "true"}, "working directory /nonexistent/dsh does not exist\n", 1},
+		{"bad timeout", []string{"run", "--timeout-ms", "-5", "--", "true"}, "invalid timeoutMs: expected a positive number, got -5\n", 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			stdout, stderr, code := dshBash(t, dir, tc.args...)
+			if stdout != tc.stdout || code != tc.code {
+				t.Errorf("stdout %q exit %d (stderr %q); want %q exit %d", stdout, code, stderr, tc.stdout, tc.code)
+			}
+		})
+	}
+}
+
+func TestRunTruncatedKeepsSpill(t *testing.T) {
+	stdout, _, code := dshBash(t, t.TempDir(), "run", "--max-output-bytes", "10", "--", "seq 1000")
+	prefix := "\n999\n1000\n[output truncated; full output: "
+	if code != 0 || !strings.HasPrefix(stdout, prefix) {
+		t.Fatalf("%q", stdout)
+	}
+	path := strings.TrimSuffix(strings.TrimPrefix(stdout, prefix), "]\n")
+	b, err := os.ReadFile(path)
+	if err != nil || !strings.HasPrefix(string(b), "1\n2\n3\n") || len(b) != 3893 {
+		t.Errorf("spill file %s after exit: %d bytes, %v", path, len(b), err)
+	}
+	os.RemoveAll(filepath.Dir(path))
+}
+
+func TestUsage(t *testing.T) {
+	for _, args := range [][]string{{}, {"nope"}, {"run"}, {"run", "--bogus", "x"}, {"schema", "extra"}} {
+		if _, stderr, code := dshBash(t, "", args...); code != 2 || stderr == "" {
+			t.Errorf("%q: exit %d, stderr %q", args, code, stderr)
+		}
+	}
+}
+
+func TestSchema(t *testing.T) {
+	stdout, _, code := dshBash(t, "", "schema")
+	if code != 0 {
+		t.Fatal(code)
+	}
+	var defs []struct {
+		Name        string         `json:"name"`
+		Description string         `json:"description"`
+		InputSchema map[string]any `json:"inputSchema"`
+		Annotations map[string]any `json:"annotations"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &defs); err != nil {
+		t.Fatal(err)
+	}
+	tb := (&toolbash.Tools{}).Tools()
+	if len(defs) != 3 {
+		t.Fatalf("%d definitions", len(defs))
+	}
+	for i, d := range defs {
+		if d.Name != tb[i].Name || d.Description != tb[i].Description || d.InputSchema["type"] != "object" {
+			t.Errorf("definition %d: %s", i, d.Name)
+		}
+	}
+	props := defs[0].InputSchema["properties"].(map[string]any)
+	for _, p := range []string{"command", "description", "timeoutMs", "workdir", "run_in_background"} {
+		if props[p] == nil {
+			t.Errorf("bash schema lacks %s", p)
+		}
+	}
+	if defs[0].Annotations["destructiveHint"] != true || defs[1].Annotations["readOnlyHint"] != true {
+		t.Errorf("annotations %v %v", defs[0].Annotations, defs[1].Annotations)
+	}
+	if strings.Contains(stdout, `\u0026`) {
+		t.Error("schema output escapes HTML characters")
+	}
+}
+
+// TestSignalStopsEverything: SIGTERM to dsh-bash run aborts the command and
+// no process of it outlives the binary.
+func TestSignalStopsEverything(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "sync")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pids := filepath.Join(dir, "pids")
+	cmd := exec.Command(binary, "run", "--", fmt.Sprintf("sleep 30 & echo $! > %s; (setsid sleep 31 & echo $! >> %s; echo > %s; wait) & wait", pids, pids, fifo))
+	var o bytes.Buffer
+	cmd.Stdout = &o
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(fifo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bufio.NewReader(f).ReadString('\n')
+	f.Close()
+	cmd.Process.Signal(syscall.SIGTERM)
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 || o.String() != "command aborted\n" {
+		t.Errorf("exit %v, stdout %q", err, o.String())
+	}
+	b, _ := os.ReadFile(pids)
+	for _, s := range strings.Fields(string(b)) {
+		pid, _ := strconv.Atoi(s)
+		if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
+			if i := bytes.LastIndexByte(st, ')'); i > 0 && st[i+2] != 'Z' {
+				t.Errorf("process %d outlived dsh-bash", pid)
+			}
+		}
+	}
+}

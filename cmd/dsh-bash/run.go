@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/dshgo/dsh/bash/local"
+	"github.com/dshgo/dsh/session"
+	"github.com/dshgo/dsh/toolbash"
+	"github.com/dshgo/dsh/tools"
+)
+
+// runCmd makes one bash tool call and prints the model-facing text. It exits
+// 0 whatever the command did; 1 when the tool itself failed (an error
+// result), 2 for bad usage.
+func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var ef execFlags
+	ef.register(fs)
+	workdir := fs.String("workdir", "", "working directory of the call (relative: from the current directory)")
+	timeoutMs := fs.Float64("timeout-ms", 0, "the call's timeoutMs")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	command := strings.Join(fs.Args(), " ")
+	if strings.TrimSpace(command) == "" {
+		fmt.Fprint(stderr, "dsh-bash run: no command given\n\n"+usage)
+		return 2
+	}
+	opts := ef.options()
+	opts.KeepSpillFiles = true // their paths are printed for the user to open
+	exec, err := local.New(opts)
+	if err != nil {
+		fmt.Fprintf(stderr, "dsh-bash run: %v\n", err)
+		return 2
+	}
+	defer exec.Close()
+	tb := toolbash.New(exec, nil)
+	defer tb.Close()
+	var reg tools.Registry
+	if err := tb.Register(&reg); err != nil {
+		fmt.Fprintf(stderr, "dsh-bash run: %v\n", err)
+		return 2
+	}
+	call := map[string]any{"command": command, "description": "Run a command from the dsh-bash command line"}
+	if *workdir != "" {
+		call["workdir"] = *workdir
+	}
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "timeout-ms" {
+			call["timeoutMs"] = *timeoutMs
+		}
+	})
+	raw, _ := json.Marshal(call)
+	cwd, _ := os.Getwd()
+	res := reg.Execute(ctx, &tools.Call{Tool: toolbash.BashName, Args: raw, Session: session.Session{Cwd: cwd}})
+	text := res.Text()
+	if !strings.HasSuffix(text, "\n") {
+		text += "\n"
+	}
+	fmt.Fprint(stdout, text)
+	for _, t := range exec.List() {
+		if !t.Done() {
+			fmt.Fprintf(stderr, "dsh-bash run: stopping %s, which the command left running, as dsh-bash exits\n", t.ID)
+		}
+	}
+	if res.IsError {
+		return 1
+	}
+	return 0
+}

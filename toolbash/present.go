@@ -1,0 +1,145 @@
+package toolbash
+
+import (
+	"encoding/json"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/dshgo/dsh/bash"
+	"github.com/dshgo/dsh/tools"
+)
+
+// How editors draw the three tools. Every function here is pure and copes
+// with arguments of any shape (they also run when a logged session is
+// replayed): what they cannot read gets the generic presentation.
+
+// PresentBashCall draws a bash call: the exact command as the title and the
+// raw input, kind execute, the description as a content block, and, for a
+// foreground call, a request for a terminal in the call's workdir (as the
+// model gave it; empty for the session cwd).
+func PresentBashCall(args json.RawMessage) tools.CallPresentation {
+	var a struct {
+		Command     *string `json:"command"`
+		Description any     `json:"description"`
+		Workdir     any     `json:"workdir"`
+		Background  any     `json:"run_in_background"`
+	}
+	if json.Unmarshal(args, &a) != nil || a.Command == nil {
+		return genericCall(BashName, args)
+	}
+	p := tools.CallPresentation{Title: *a.Command, Kind: tools.KindExecute, RawInput: *a.Command}
+	if d, ok := a.Description.(string); ok && strings.TrimSpace(d) != "" {
+		p.Content = []tools.Content{tools.Text(d)}
+	}
+	if bg, _ := a.Background.(bool); !bg {
+		wd, _ := a.Workdir.(string)
+		p.Terminal = &tools.Terminal{Cwd: wd}
+	}
+	return p
+}
+
+// PresentBashResult draws a bash result: a finished foreground run gets a
+// terminal (the result text exactly, with its exit code or signal) and,
+// for UIs without terminals, a fenced console block; a background start
+// and an error result get the block alone, with no exit status.
+func PresentBashResult(args json.RawMessage, res *tools.Result) tools.ResultPresentation {
+	text := res.Text()
+	p := tools.ResultPresentation{Content: []tools.Content{tools.Text(tools.Fence("console", text))}}
+	var a struct {
+		Background any `json:"run_in_background"`
+	}
+	_ = json.Unmarshal(args, &a)
+	if bg, _ := a.Background.(bool); bg || res.IsError {
+		return p
+	}
+	code, sig, ok := metaExit(res.Meta)
+	if !ok {
+		code, sig = ParseExit(text)
+	}
+	p.Terminal = &tools.Terminal{Output: text, ExitCode: code, Signal: sig}
+	return p
+}
+
+// presentTaskCall draws a bash_output or bash_kill call: a task-scoped
+// title, kind execute, the task id as the raw input.
+func presentTaskCall(name, title string) func(json.RawMessage) tools.CallPresentation {
+	return func(args json.RawMessage) tools.CallPresentation {
+		var a struct {
+			TaskID *string `json:"task_id"`
+		}
+		if json.Unmarshal(args, &a) != nil || a.TaskID == nil {
+			return genericCall(name, args)
+		}
+		return tools.CallPresentation{Title: title + *a.TaskID, Kind: tools.KindExecute, RawInput: *a.TaskID}
+	}
+}
+
+// genericCall is the registry's fallback: title the tool name, kind other,
+// raw input the arguments.
+func genericCall(name string, args json.RawMessage) tools.CallPresentation {
+	var v any
+	if json.Unmarshal(args, &v) != nil {
+		v = string(args)
+	}
+	return tools.CallPresentation{Title: name, Kind: tools.KindOther, RawInput: v}
+}
+
+// exitMeta records a run's exit status beside its text.
+func exitMeta(r bash.RunResult) map[string]any {
+	if r.Signal != "" {
+		return map[string]any{"signal": r.Signal}
+	}
+	return map[string]any{"exitCode": r.ExitCode}
+}
+
+// metaExit reads exitMeta back, also after a JSON round trip.
+func metaExit(m map[string]any) (code *int, sig string, ok bool) {
+	if s, isStr := m["signal"].(string); isStr && s != "" {
+		return nil, s, true
+	}
+	switch v := m["exitCode"].(type) {
+	case int:
+		return &v, "", true
+	case float64:
+		c := int(v)
+		return &c, "", true
+	}
+	return nil, "", false
+}
+
+var (
+	exitMarker   = regexp.MustCompile(`^\[exit code: (-?\d+)\]$`)
+	signalMarker = regexp.MustCompile(`^\[killed by signal: ([A-Za-z0-9 +-]+)\]$`)
+	trailMarker  = regexp.MustCompile(`^\[still running in background as task bash-\d+\]$|^` + regexp.QuoteMeta(leftoversKilled) + `$`)
+)
+
+// ParseExit reads the exit status from the markers that end a bash result
+// text. Only a marker that is a whole final line after a newline counts, so
+// output that merely ends with marker-like text reads as a clean exit 0.
+func ParseExit(text string) (code *int, signal string) {
+	last := func(s string) (rest, line string, ok bool) {
+		i := strings.LastIndexByte(s, '\n')
+		if i < 0 {
+			return s, "", false
+		}
+		return s[:i], s[i+1:], true
+	}
+	rest, l, ok := last(text)
+	if ok && trailMarker.MatchString(l) {
+		_, l, ok = last(rest)
+	}
+	zero := 0
+	if !ok {
+		return &zero, ""
+	}
+	if m := signalMarker.FindStringSubmatch(l); m != nil {
+		return nil, m[1]
+	}
+	if m := exitMarker.FindStringSubmatch(l); m != nil {
+		if c, err := strconv.Atoi(m[1]); err == nil && c != 0 {
+			return &c, ""
+		}
+	}
+	return &zero, ""
+}

@@ -1,0 +1,183 @@
+package toolbash
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/dshgo/dsh/bash"
+	"github.com/dshgo/dsh/tools"
+)
+
+func intp(i int) *int { return &i }
+
+func TestPresentBashCall(t *testing.T) {
+	tests := []struct {
+		name string
+		args string
+		want tools.CallPresentation
+	}{
+		{"foreground", `{"command":"ls -la src","description":"List the source files"}`,
+			tools.CallPresentation{Title: "ls -la src", Kind: tools.KindExecute, RawInput: "ls -la src",
+				Content: []tools.Content{tools.Text("List the source files")}, Terminal: &tools.Terminal{}}},
+		{"absolute workdir", `{"command":"make","description":"Build","workdir":"/src/app"}`,
+			tools.CallPresentation{Title: "make", Kind: tools.KindExecute, RawInput: "make",
+				Content: []tools.Content{tools.Text("Build")}, Terminal: &tools.Terminal{Cwd: "/src/app"}}},
+		{"relative workdir as given", `{"command":"make","description":"Build","workdir":"app"}`,
+			tools.CallPresentation{Title: "make", Kind: tools.KindExecute, RawInput: "make",
+				Content: []tools.Content{tools.Text("Build")}, Terminal: &tools.Terminal{Cwd: "app"}}},
+		{"background is not a terminal", `{"command":"npm run dev","description":"Start the dev server","run_in_background":true}`,
+			tools.CallPresentation{Title: "npm run dev", Kind: tools.KindExecute, RawInput: "npm run dev",
+				Content: []tools.Content{tools.Text("Start the dev server")}}},
+		{"no description", `{"command":"true"}`,
+			tools.CallPresentation{Title: "true", Kind: tools.KindExecute, RawInput: "true", Terminal: &tools.Terminal{}}},
+		{"odd field types still draw the command", `{"command":"true","description":7,"workdir":[1],"run_in_background":"no"}`,
+			tools.CallPresentation{Title: "true", Kind: tools.KindExecute, RawInput: "true", Terminal: &tools.Terminal{}}},
+		{"command not a string", `{"command":5}`,
+			tools.CallPresentation{Title: "bash", Kind: tools.KindOther, RawInput: map[string]any{"command": 5.0}}},
+		{"not an object", `[1,2]`,
+			tools.CallPresentation{Title: "bash", Kind: tools.KindOther, RawInput: []any{1.0, 2.0}}},
+		{"not JSON", `{"command":`,
+			tools.CallPresentation{Title: "bash", Kind: tools.KindOther, RawInput: `{"command":`}},
+		{"empty", ``,
+			tools.CallPresentation{Title: "bash", Kind: tools.KindOther, RawInput: ""}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := PresentBashCall(json.RawMessage(tc.args)); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("got %#v\nwant %#v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestPresentTaskCalls(t *testing.T) {
+	tb := (&Tools{}).Tools()
+	tests := []struct {
+		tool *tools.Tool
+		args string
+		want tools.CallPresentation
+	}{
+		{tb[1], `{"task_id":"bash-3"}`, tools.CallPresentation{Title: "Read output from background task bash-3", Kind: tools.KindExecute, RawInput: "bash-3"}},
+		{tb[2], `{"task_id":"bash-3"}`, tools.CallPresentation{Title: "Kill background task bash-3", Kind: tools.KindExecute, RawInput: "bash-3"}},
+		{tb[1], `{"task_id":3}`, tools.CallPresentation{Title: "bash_output", Kind: tools.KindOther, RawInput: map[string]any{"task_id": 3.0}}},
+		{tb[2], `nope`, tools.CallPresentation{Title: "bash_kill", Kind: tools.KindOther, RawInput: "nope"}},
+	}
+	for _, tc := range tests {
+		if got := tc.tool.PresentCall(json.RawMessage(tc.args)); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s %s: got %#v", tc.tool.Name, tc.args, got)
+		}
+	}
+}
+
+// TestPresentResultRoundTrip: the exit status a result card shows is the
+// one the run had, for every marker combination RunText makes, both from
+// the live result's metadata and parsed back from the text alone (replay).
+func TestPresentResultRoundTrip(t *testing.T) {
+	fg := json.RawMessage(`{"command":"x","description":"d"}`)
+	runs := []bash.RunResult{
+		{Stdout: out("ok\n")},
+		{},
+		{Stderr: out("e\n"), ExitCode: 1},
+		{Stdout: out("x"), ExitCode: 2},
+		{ExitCode: 255},
+		{Stdout: out("start\n"), TimedOut: true, Timeout: time.Second, ExitCode: -1, Signal: "SIGTERM"},
+		{TimedOut: true, Timeout: time.Second, ExitCode: -1, Signal: "SIGKILL"},
+		{Stdout: out("bye\n"), TimedOut: true, Timeout: time.Second},
+		{Stdout: out("bye"), TimedOut: true, Timeout: time.Second, ExitCode: 3},
+		{ExitCode: -1, Signal: "SIGSEGV"},
+		{Stdout: bash.Output{Text: "t", Truncated: true}, ExitCode: 4},
+		{Stdout: bash.Output{Text: "t\n", Truncated: true, SpillPath: "/tmp/s.log"}, Stderr: bash.Output{Text: "e", Truncated: true}},
+		{Stdout: out("hi\n"), Adopted: "bash-2"},
+		{Stdout: out("hi"), ExitCode: 6, Adopted: "bash-2"},
+		{Stdout: out("hi"), ExitCode: -1, Signal: "SIGTERM", Adopted: "bash-2"},
+		{Stdout: out("hi\n"), ExitCode: 5, LeftoversKilled: true},
+	}
+	for i, r := range runs {
+		var wantCode *int
+		if r.Signal == "" {
+			wantCode = intp(r.ExitCode)
+		}
+		text := RunText(r)
+		live := tools.TextResult(text)
+		live.Meta = exitMeta(r)
+		replayed := tools.TextResult(text)
+		for name, res := range map[string]*tools.Result{"live": live, "replayed": replayed} {
+			p := PresentBashResult(fg, res)
+			if p.Terminal == nil {
+				t.Fatalf("%d %s: no terminal", i, name)
+			}
+			if p.Terminal.Output != text || !reflect.DeepEqual(p.Terminal.ExitCode, wantCode) || p.Terminal.Signal != r.Signal {
+				t.Errorf("%d %s: terminal %q exit %v signal %q; want exit %v signal %q", i, name, p.Terminal.Output, deref(p.Terminal.ExitCode), p.Terminal.Signal, deref(wantCode), r.Signal)
+			}
+			if want := []tools.Content{tools.Text(tools.Fence("console", text))}; !reflect.DeepEqual(p.Content, want) {
+				t.Errorf("%d %s: content %#v", i, name, p.Content)
+			}
+		}
+	}
+}
+
+func deref(p *int) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+func TestParseExitMarkerLikeOutput(t *testing.T) {
+	tests := []struct {
+		text   string
+		code   *int
+		signal string
+	}{
+		{"[exit code: 5]\n", intp(0), ""},                  // clean output ending in a marker-like line and a newline
+		{"foo [exit code: 5]", intp(0), ""},                // not a line of its own
+		{"[exit code: 5]", intp(0), ""},                    // not after a newline
+		{"[killed by signal: SIGTERM]", intp(0), ""},       // same
+		{"x\n [exit code: 5]", intp(0), ""},                // not the whole line
+		{"x\n[exit code: 5] ", intp(0), ""},                // trailing space
+		{"x\n[exit code: 5]\n\n", intp(0), ""},             // not the final line
+		{"x\n[exit code: 12]", intp(12), ""},               // a real marker
+		{"x\n[killed by signal: SIGKILL]", nil, "SIGKILL"}, // a real marker
+		{"(no output)\n[timed out after 5ms]", intp(0), ""},
+	}
+	for _, tc := range tests {
+		code, sig := ParseExit(tc.text)
+		if !reflect.DeepEqual(code, tc.code) || sig != tc.signal {
+			t.Errorf("ParseExit(%q) = %v, %q; want %v, %q", tc.text, deref(code), sig, deref(tc.code), tc.signal)
+		}
+	}
+}
+
+func TestPresentResultWithoutExit(t *testing.T) {
+	tests := []struct {
+		name string
+		args string
+		res  *tools.Result
+	}{
+		{"background start", `{"command":"x","description":"d","run_in_background":true}`, tools.TextResult("started background task bash-1")},
+		{"error result", `{"command":"x","description":"d"}`, tools.ErrorResult("command aborted")},
+		{"error with marker-like text", `{"command":"x","description":"d"}`, tools.ErrorResult("x\n[exit code: 3]")},
+		{"malformed args, error result", `[1]`, tools.ErrorResult("invalid arguments: expected a JSON object, got [1]")},
+	}
+	for _, tc := range tests {
+		p := PresentBashResult(json.RawMessage(tc.args), tc.res)
+		want := tools.ResultPresentation{Content: []tools.Content{tools.Text(tools.Fence("console", tc.res.Text()))}}
+		if !reflect.DeepEqual(p, want) {
+			t.Errorf("%s: %#v", tc.name, p)
+		}
+	}
+}
+
+func TestMetaAfterJSONRoundTrip(t *testing.T) {
+	res := tools.TextResult("x\n[exit code: 3]")
+	res.Meta = exitMeta(bash.RunResult{ExitCode: 3})
+	b, _ := json.Marshal(res.Meta)
+	res.Meta = nil
+	json.Unmarshal(b, &res.Meta)
+	p := PresentBashResult(json.RawMessage(`{"command":"x"}`), res)
+	if p.Terminal == nil || deref(p.Terminal.ExitCode) != 3 {
+		t.Errorf("%#v", p.Terminal)
+	}
+}

@@ -1,0 +1,155 @@
+package toolbash
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/dshgo/dsh/bash"
+)
+
+// The exact model-facing texts. Every function here is pure.
+
+const (
+	noOutput    = "(no output)"
+	noNewOutput = "(no new output)"
+	unavailable = "(unavailable)"
+)
+
+// RunText is the bash tool's text for a finished foreground run: stdout
+// (with its truncation note), a [stderr] section, "(no output)" when both
+// are empty, then the status markers, each on a line of its own.
+func RunText(r bash.RunResult) string {
+	var b strings.Builder
+	streams(&b, r.Stdout, r.Stderr, truncationNote)
+	if b.Len() == 0 {
+		b.WriteString(noOutput)
+	}
+	if r.TimedOut {
+		line(&b, fmt.Sprintf("[timed out after %dms]", r.Timeout.Milliseconds()))
+	}
+	switch {
+	case r.Signal != "":
+		line(&b, "[killed by signal: "+r.Signal+"]")
+	case r.ExitCode != 0:
+		line(&b, fmt.Sprintf("[exit code: %d]", r.ExitCode))
+	}
+	switch {
+	case r.Adopted != "":
+		line(&b, "[still running in background as task "+string(r.Adopted)+"]")
+	case r.LeftoversKilled:
+		line(&b, leftoversKilled)
+	}
+	return b.String()
+}
+
+// leftoversKilled tells the model that processes its command left running
+// were stopped because its session was at the background task limit.
+const leftoversKilled = "[processes left running were stopped: too many background tasks]"
+
+// streams writes stdout, then a [stderr] section when stderr has anything;
+// note, if not nil, follows a stream whose Output was truncated.
+func streams(b *strings.Builder, stdout, stderr bash.Output, note func(bash.Output) string) {
+	b.WriteString(stdout.Text)
+	if note != nil && stdout.Truncated {
+		line(b, note(stdout))
+	}
+	if stderr.Text == "" && !(note != nil && stderr.Truncated) {
+		return
+	}
+	if b.Len() > 0 {
+		newline(b)
+	}
+	b.WriteString("[stderr]\n")
+	b.WriteString(stderr.Text)
+	if note != nil && stderr.Truncated {
+		line(b, note(stderr))
+	}
+}
+
+func truncationNote(o bash.Output) string {
+	return "[output truncated; full output: " + pathOr(o.SpillPath) + "]"
+}
+
+func pathOr(p string) string {
+	if p == "" {
+		return unavailable
+	}
+	return p
+}
+
+// newline ends the text so far with a newline, unless it does already.
+func newline(b *strings.Builder) {
+	if s := b.String(); s != "" && !strings.HasSuffix(s, "\n") {
+		b.WriteByte('\n')
+	}
+}
+
+// line adds s on a line of its own.
+func line(b *strings.Builder, s string) {
+	newline(b)
+	b.WriteString(s)
+}
+
+// StartText is the bash tool's text for a background start.
+func StartText(t bash.Task) string { return "started background task " + string(t.ID) }
+
+// ReadText is bash_output's text: the new output (stdout, then a [stderr]
+// section) or "(no new output)", the lossy note when output was dropped
+// before it was read, and the status line.
+func ReadText(r bash.TaskRead) string {
+	var b strings.Builder
+	streams(&b, r.Stdout, r.Stderr, nil)
+	if b.Len() == 0 {
+		b.WriteString(noNewOutput)
+	}
+	if r.Lossy() {
+		var paths []string
+		for _, o := range []bash.Output{r.Stdout, r.Stderr} {
+			if o.Truncated && o.SpillPath != "" {
+				paths = append(paths, o.SpillPath)
+			}
+		}
+		if len(paths) == 0 {
+			paths = []string{unavailable}
+		}
+		line(&b, "[some output was dropped from memory; full output: "+strings.Join(paths, ", ")+"]")
+	}
+	line(&b, StatusLine(r.Task))
+	return b.String()
+}
+
+// StatusLine is a task's status marker.
+func StatusLine(t bash.Task) string {
+	switch t.Status {
+	case bash.StatusRunning:
+		return "[status: running]"
+	case bash.StatusCompleted:
+		return fmt.Sprintf("[status: completed, exit code: %d]", t.ExitCode)
+	case bash.StatusKilled:
+		if t.Signal != "" {
+			return "[status: killed by " + t.Signal + "]"
+		}
+		return "[status: killed]"
+	case bash.StatusFailed:
+		return "[status: failed to start: " + t.Err + "]"
+	}
+	return "[status: " + string(t.Status) + "]"
+}
+
+// KillText is bash_kill's text.
+func KillText(id bash.TaskID, killed bool) string {
+	if killed {
+		return "killed background task " + string(id)
+	}
+	return "task " + string(id) + " had already finished"
+}
+
+// NoticeText is the notice a task's owner receives when the task ends.
+func NoticeText(t bash.Task) string {
+	return "background task " + string(t.ID) + " finished " + StatusLine(t) + "; read its output with bash_output"
+}
+
+// ForeignTaskText is the error for a task owned by another session.
+func ForeignTaskText(id bash.TaskID) string {
+	return "task " + string(id) + " belongs to another session"
+}

@@ -1,0 +1,341 @@
+//go:build linux
+
+package toolbash
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/dshgo/dsh/bash"
+	"github.com/dshgo/dsh/bash/local"
+	"github.com/dshgo/dsh/session"
+	"github.com/dshgo/dsh/tools"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// rig is a registry with the three tools over a real local executor.
+type rig struct {
+	exec *local.Executor
+	reg  *tools.Registry
+	tb   *Tools
+
+	mu      sync.Mutex
+	notices map[string][]string
+	noticed chan struct{}
+}
+
+func newRig(t *testing.T, o *local.Options) *rig {
+	t.Helper()
+	if o == nil {
+		o = &local.Options{}
+	}
+	o.SpillDir = t.TempDir()
+	if o.Grace == 0 {
+		o.Grace = 300 * time.Millisecond
+	}
+	e, err := local.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &rig{exec: e, reg: &tools.Registry{}, notices: map[string][]string{}, noticed: make(chan struct{}, 100)}
+	r.tb = New(e, &Options{Notify: func(id, text string) {
+		r.mu.Lock()
+		r.notices[id] = append(r.notices[id], text)
+		r.mu.Unlock()
+		r.noticed <- struct{}{}
+	}})
+	if err := r.tb.Register(r.reg); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		r.tb.Close()
+		if err := e.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return r
+}
+
+func (r *rig) call(s session.Session, tool string, args any) *tools.Result {
+	raw, ok := args.(string)
+	if !ok {
+		b, _ := json.Marshal(args)
+		raw = string(b)
+	}
+	return r.reg.Execute(context.Background(), &tools.Call{Tool: tool, Args: json.RawMessage(raw), Session: s})
+}
+
+func (r *rig) noticesOf(id string) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.notices[id]...)
+}
+
+type args = map[string]any
+
+func TestBashEndToEnd(t *testing.T) {
+	r := newRig(t, &local.Options{MaxOutputBytes: 100})
+	dir := t.TempDir()
+	s := session.Session{ID: "s1", Cwd: dir}
+	tests := []struct {
+		name, cmd string
+		timeout   float64
+		want      string
+	}{
+		{"stdout", "echo hello", 0, "hello\n"},
+		{"no output", "true", 0, "(no output)"},
+		{"stderr only", "echo oops >&2", 0, "[stderr]\noops\n"},
+		{"no newline then stderr", "printf out; echo err >&2", 0, "out\n[stderr]\nerr\n"},
+		{"exit code", "echo x; exit 3", 0, "x\n[exit code: 3]"},
+		{"timeout", "echo start; sleep 30", 200, "start\n[timed out after 200ms]\n[killed by signal: SIGTERM]"},
+		{"trapped timeout, exit 0", "trap 'echo bye; exit 0' TERM; sleep 30 & wait", 200, "bye\n[timed out after 200ms]"},
+		{"signal", "kill -KILL $$", 0, "(no output)\n[killed by signal: SIGKILL]"},
+		{"session cwd", "pwd", 0, dir + "\n"},
+		{"fractional timeout", "sleep 30", 150.7, "(no output)\n[timed out after 150ms]\n[killed by signal: SIGTERM]"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			a := args{"command": tc.cmd, "description": "Run a test command"}
+			if tc.timeout > 0 {
+				a["timeoutMs"] = tc.timeout
+			}
+			res := r.call(s, BashName, a)
+			if res.IsError || res.Text() != tc.want {
+				t.Errorf("got %q (isError %v); want %q", res.Text(), res.IsError, tc.want)
+			}
+		})
+	}
+	t.Run("truncated", func(t *testing.T) {
+		res := r.call(s, BashName, args{"command": "seq 100", "description": "d"})
+		text := res.Text()
+		var seq strings.Builder
+		for i := 1; i <= 100; i++ {
+			fmt.Fprintln(&seq, i)
+		}
+		prefix := seq.String()[seq.Len()-100:] + "[output truncated; full output: "
+		if !strings.HasPrefix(text, prefix) || !strings.HasSuffix(text, ".log]") {
+			t.Fatalf("got %q", text)
+		}
+		path := strings.TrimSuffix(strings.TrimPrefix(text, prefix), "]")
+		if b, err := os.ReadFile(path); err != nil || string(b) != seq.String() {
+			t.Errorf("spill %s: %v", path, err)
+		}
+	})
+	t.Run("adopted leftovers", func(t *testing.T) {
+		res := r.call(s, BashName, args{"command": "sleep 30 & echo started", "description": "d"})
+		if res.Text() != "started\n[still running in background as task bash-1]" {
+			t.Fatalf("got %q", res.Text())
+		}
+		if k := r.call(s, KillName, args{"task_id": "bash-1"}); k.Text() != "killed background task bash-1" {
+			t.Errorf("kill: %q", k.Text())
+		}
+	})
+}
+
+func TestBadInput(t *testing.T) {
+	r := newRig(t, nil)
+	marker := filepath.Join(t.TempDir(), "ran")
+	cmd := "touch " + marker
+	s := session.Session{ID: "s1"}
+	tests := []struct {
+		tool, args, want string
+	}{
+		{BashName, `{}`, "missing required argument command"},
+		{BashName, `{"description":"d"}`, "missing required argument command"},
+		{BashName, `{"command":"  ","description":"d"}`, `invalid command: expected a non-blank string, got "  "`},
+		{BashName, `{"command":42,"description":"d"}`, `invalid command: expected a non-blank string, got 42`},
+		{BashName, `{"command":"` + cmd + `"}`, "missing required argument description"},
+		{BashName, `{"command":"` + cmd + `","description":" "}`, `invalid description: expected a non-blank string, got " "`},
+		{BashName, `{"command":"` + cmd + `","description":"d","timeoutMs":0}`, "invalid timeoutMs: expected a positive number, got 0"},
+		{BashName, `{"command":"` + cmd + `","description":"d","timeoutMs":-5}`, "invalid timeoutMs: expected a positive number, got -5"},
+		{BashName, `{"command":"` + cmd + `","description":"d","timeoutMs":"100"}`, `invalid timeoutMs: expected a positive number, got "100"`},
+		{BashName, `{"command":"` + cmd + `","description":"d","timeoutMs":1e309}`, "invalid timeoutMs: expected a positive number, got 1e309"},
+		{BashName, `{"command":"` + cmd + `","description":"d","timeoutMs":null}`, "invalid timeoutMs: expected a positive number, got null"},
+		{BashName, `{"command":"` + cmd + `","description":"d","workdir":5}`, "invalid workdir: expected a string, got 5"},
+		{BashName, `{"command":"` + cmd + `","description":"d","run_in_background":"yes"}`, `invalid run_in_background: expected true or false, got "yes"`},
+		{BashName, `[1]`, "invalid arguments: expected a JSON object, got [1]"},
+		{BashName, `not json`, "invalid arguments: expected a JSON object, got not json"},
+		{BashName, `{"command":"` + cmd + `","description":"d","workdir":"/nonexistent/dsh"}`, "working directory /nonexistent/dsh does not exist"},
+		{OutputName, `{}`, "missing required argument task_id"},
+		{OutputName, `{"task_id":""}`, `invalid task_id: expected a non-empty string, got ""`},
+		{KillName, `{"task_id":3}`, "invalid task_id: expected a non-empty string, got 3"},
+		{OutputName, `{"task_id":"bash-99"}`, `unknown bash task "bash-99"`},
+		{KillName, `{"task_id":"bash-99"}`, `unknown bash task "bash-99"`},
+		{"no_such_tool", `{}`, `unknown tool "no_such_tool"`},
+	}
+	for _, tc := range tests {
+		res := r.call(s, tc.tool, tc.args)
+		if !res.IsError || res.Text() != tc.want {
+			t.Errorf("%s %s: got %q (isError %v); want %q", tc.tool, tc.args, res.Text(), res.IsError, tc.want)
+		}
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("a rejected call ran its command")
+	}
+	if n := len(r.exec.List()); n != 0 {
+		t.Errorf("rejected calls left %d tasks", n)
+	}
+	// Unknown arguments are ignored, and the tools still work.
+	if res := r.call(s, BashName, `{"command":"echo ok","description":"d","extra":[1]}`); res.IsError || res.Text() != "ok\n" {
+		t.Errorf("after bad input: %q", res.Text())
+	}
+}
+
+func TestWorkdir(t *testing.T) {
+	execCwd := t.TempDir()
+	r := newRig(t, &local.Options{Cwd: execCwd})
+	a, b := t.TempDir(), t.TempDir()
+	os.Mkdir(filepath.Join(a, "sub"), 0o755)
+	other := t.TempDir()
+	tests := []struct {
+		name    string
+		s       session.Session
+		workdir string
+		want    string
+	}{
+		{"session cwd", session.Session{ID: "a", Cwd: a}, "", a},
+		{"absolute workdir wins", session.Session{ID: "a", Cwd: a}, other, other},
+		{"relative to the session cwd", session.Session{ID: "a", Cwd: a}, "sub", filepath.Join(a, "sub")},
+		{"relative dot-dot", session.Session{ID: "a", Cwd: filepath.Join(a, "sub")}, "..", a},
+		{"another session, its own cwd", session.Session{ID: "b", Cwd: b}, "", b},
+		{"no session cwd: the executor default", session.Session{}, "", execCwd},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ar := args{"command": "pwd", "description": "Print the directory"}
+			if tc.workdir != "" {
+				ar["workdir"] = tc.workdir
+			}
+			if res := r.call(tc.s, BashName, ar); res.Text() != tc.want+"\n" {
+				t.Errorf("got %q; want %q", res.Text(), tc.want+"\n")
+			}
+		})
+	}
+	// Background tasks too.
+	res := r.call(session.Session{ID: "b", Cwd: b}, BashName, args{"command": "pwd", "description": "d", "run_in_background": true})
+	<-r.noticed
+	id := strings.TrimPrefix(res.Text(), "started background task ")
+	if out := r.call(session.Session{ID: "b"}, OutputName, args{"task_id": id}); out.Text() != b+"\n[status: completed, exit code: 0]" {
+		t.Errorf("background pwd: %q", out.Text())
+	}
+}
+
+func TestBackgroundTasks(t *testing.T) {
+	r := newRig(t, nil)
+	s := session.Session{ID: "s1"}
+	fifo := filepath.Join(t.TempDir(), "go")
+	if err := mkfifo(fifo); err != nil {
+		t.Fatal(err)
+	}
+	res := r.call(s, BashName, args{"command": "read < " + fifo + "; echo one; echo two >&2; exit 4", "description": "d", "run_in_background": true, "timeoutMs": 1})
+	if res.IsError || res.Text() != "started background task bash-1" {
+		t.Fatalf("start: %q", res.Text())
+	}
+	// The command is blocked on the FIFO: nothing can have been printed.
+	if got := r.call(s, OutputName, args{"task_id": "bash-1"}).Text(); got != "(no new output)\n[status: running]" {
+		t.Errorf("first read: %q", got)
+	}
+	w, _ := os.OpenFile(fifo, os.O_WRONLY, 0)
+	w.WriteString("\n")
+	w.Close()
+	<-r.noticed // no timeout applied to the background task: it ran to its end
+	if got := r.call(s, OutputName, args{"task_id": "bash-1"}).Text(); got != "one\n[stderr]\ntwo\n[status: completed, exit code: 4]" {
+		t.Errorf("read after the end: %q", got)
+	}
+	if got := r.call(s, OutputName, args{"task_id": "bash-1"}).Text(); got != "(no new output)\n[status: completed, exit code: 4]" {
+		t.Errorf("output delivered twice: %q", got)
+	}
+	if got := r.call(s, KillName, args{"task_id": "bash-1"}).Text(); got != "task bash-1 had already finished" {
+		t.Errorf("kill after the end: %q", got)
+	}
+	if got := r.noticesOf("s1"); len(got) != 1 || got[0] != "background task bash-1 finished [status: completed, exit code: 4]; read its output with bash_output" {
+		t.Errorf("notices %q", got)
+	}
+}
+
+func TestOwnership(t *testing.T) {
+	r := newRig(t, nil)
+	ended := make(chan bash.Task, 10)
+	defer r.exec.OnTaskDone(func(tk bash.Task) { ended <- tk })()
+	alice, bob, nobody := session.Session{ID: "alice"}, session.Session{ID: "bob"}, session.Session{}
+	r.call(alice, BashName, args{"command": "sleep 30", "description": "d", "run_in_background": true})   // bash-1
+	r.call(nobody, BashName, args{"command": "echo open", "description": "d", "run_in_background": true}) // bash-2
+	r.call(alice, BashName, args{"command": "echo mine", "description": "d", "run_in_background": true})  // bash-3
+	for range 2 {
+		<-ended
+	}
+	foreign := func(s session.Session, tool, id string) {
+		t.Helper()
+		res := r.call(s, tool, args{"task_id": id})
+		if !res.IsError || res.Text() != "task "+id+" belongs to another session" {
+			t.Errorf("%s of %s by %q: %q (isError %v)", tool, id, s.ID, res.Text(), res.IsError)
+		}
+	}
+	foreign(bob, OutputName, "bash-1")
+	foreign(bob, KillName, "bash-1")
+	foreign(nobody, OutputName, "bash-1")
+	foreign(nobody, KillName, "bash-1")
+	foreign(bob, OutputName, "bash-3")
+	// The unowned task is open to all, each read taking what is new.
+	if got := r.call(bob, OutputName, args{"task_id": "bash-2"}).Text(); got != "open\n[status: completed, exit code: 0]" {
+		t.Errorf("bob reads the open task: %q", got)
+	}
+	if got := r.call(alice, OutputName, args{"task_id": "bash-2"}).Text(); got != "(no new output)\n[status: completed, exit code: 0]" {
+		t.Errorf("alice reads the open task: %q", got)
+	}
+	// The owner can still read after completion, and kill its running task.
+	if got := r.call(alice, OutputName, args{"task_id": "bash-3"}).Text(); got != "mine\n[status: completed, exit code: 0]" {
+		t.Errorf("owner reads after completion: %q", got)
+	}
+	if got := r.call(alice, KillName, args{"task_id": "bash-1"}).Text(); got != "killed background task bash-1" {
+		t.Errorf("owner kills: %q", got)
+	}
+	if tk, _ := r.exec.Get("bash-1"); tk.Status != bash.StatusKilled {
+		t.Errorf("bash-1 after the owner's kill: %+v", tk)
+	}
+}
+
+func TestNotices(t *testing.T) {
+	r := newRig(t, nil)
+	ended := make(chan bash.Task, 10)
+	defer r.exec.OnTaskDone(func(tk bash.Task) { ended <- tk })()
+	a := session.Session{ID: "a"}
+	r.call(a, BashName, args{"command": "exit 2", "description": "d", "run_in_background": true})               // bash-1
+	r.call(a, BashName, args{"command": "sleep 30", "description": "d", "run_in_background": true})             // bash-2
+	r.call(session.Session{}, BashName, args{"command": "true", "description": "d", "run_in_background": true}) // bash-3, no owner
+	r.call(a, KillName, args{"task_id": "bash-2"})
+	for range 3 {
+		<-ended
+	}
+	want := []string{
+		"background task bash-1 finished [status: completed, exit code: 2]; read its output with bash_output",
+		"background task bash-2 finished [status: killed by SIGTERM]; read its output with bash_output",
+	}
+	got := r.noticesOf("a")
+	if len(got) != 2 || !(got[0] == want[0] && got[1] == want[1] || got[0] == want[1] && got[1] == want[0]) {
+		t.Errorf("notices %q; want %q", got, want)
+	}
+	if n := len(r.noticesOf("")); n != 0 {
+		t.Errorf("%d notices for an unowned task", n)
+	}
+	// Nothing after the executor closes, even for tasks it kills then.
+	r.call(a, BashName, args{"command": "sleep 30", "description": "d", "run_in_background": true})
+	if err := r.exec.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.noticesOf("a"); len(got) != 2 {
+		t.Errorf("a notice after Close: %q", got[2:])
+	}
+}
+
+func mkfifo(p string) error { return syscall.Mkfifo(p, 0o600) }

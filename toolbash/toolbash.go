@@ -1,0 +1,241 @@
+// Package toolbash is the model-facing shell tools: bash, bash_output and
+// bash_kill. It owns their schemas, descriptions and every byte of text the
+// model sees, the fence that keeps one session out of another's background
+// tasks, per-session working directories, background completion notices,
+// and how editors draw each call.
+//
+// It never touches a process: everything about processes goes through a
+// bash.Executor, so a local, sandboxed or remote executor changes nothing
+// the model sees. Texts come from pure functions (RunText, ReadText,
+// StatusLine, …) that have golden tests.
+//
+// Ownership: a task's owner is the owner token stored on it by the
+// executor at spawn (the calling session's ID). bash_output and bash_kill
+// refuse a task owned by another session, and a caller with no session may
+// touch only tasks with no owner.
+package toolbash
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+	"path/filepath"
+	"time"
+
+	"github.com/dshgo/dsh/bash"
+	"github.com/dshgo/dsh/tools"
+	"github.com/google/jsonschema-go/jsonschema"
+)
+
+// The tools' names.
+const (
+	BashName   = "bash"
+	OutputName = "bash_output"
+	KillName   = "bash_kill"
+)
+
+// Options configures the tools. A nil *Options means defaults.
+type Options struct {
+	// Notify delivers a background completion notice to the session that
+	// owns the finished task (its ID, the task's owner token). It is called
+	// on an executor goroutine and should return promptly. Nil: no notices.
+	Notify func(sessionID, notice string)
+}
+
+// Tools is the three shell tools over one executor. Make it with New and
+// Close it when done (that stops the notices); the executor stays the
+// caller's. The zero Tools can describe the tools (Tools) but not run them.
+type Tools struct {
+	exec  bash.Executor
+	unsub func()
+}
+
+// New makes the tools over exec.
+func New(exec bash.Executor, opts *Options) *Tools {
+	t := &Tools{exec: exec, unsub: func() {}}
+	if opts != nil && opts.Notify != nil {
+		notify := opts.Notify
+		t.unsub = exec.OnTaskDone(func(task bash.Task) {
+			// Unowned tasks have nobody to tell; a task that failed to
+			// start was reported by the call that started it.
+			if task.Owner != "" && task.Status != bash.StatusFailed {
+				notify(task.Owner, NoticeText(task))
+			}
+		})
+	}
+	return t
+}
+
+// Close stops the notices.
+func (t *Tools) Close() {
+	if t.unsub != nil {
+		t.unsub()
+	}
+}
+
+// Tools returns the three tool definitions: bash, bash_output, bash_kill.
+func (t *Tools) Tools() []*tools.Tool {
+	yes, no := true, false
+	return []*tools.Tool{
+		{
+			Name:          BashName,
+			Description:   bashDescription,
+			InputSchema:   bashSchema(),
+			Annotations:   tools.Annotations{Destructive: &yes, OpenWorld: &yes},
+			Execute:       t.bash,
+			PresentCall:   PresentBashCall,
+			PresentResult: PresentBashResult,
+		},
+		{
+			Name:        OutputName,
+			Description: bashOutputDescription,
+			InputSchema: taskSchema("The id of the background task, as bash returned it (e.g. bash-3)."),
+			Annotations: tools.Annotations{ReadOnly: true, OpenWorld: &no},
+			Execute:     t.output,
+			PresentCall: presentTaskCall(OutputName, "Read output from background task "),
+		},
+		{
+			Name:        KillName,
+			Description: bashKillDescription,
+			InputSchema: taskSchema("The id of the background task to stop (e.g. bash-3)."),
+			Annotations: tools.Annotations{Destructive: &yes, Idempotent: true, OpenWorld: &no},
+			Execute:     t.kill,
+			PresentCall: presentTaskCall(KillName, "Kill background task "),
+		},
+	}
+}
+
+// Register adds the three tools to r.
+func (t *Tools) Register(r *tools.Registry) error { return r.Register(t.Tools()...) }
+
+func bashSchema() *jsonschema.Schema {
+	zero := 0.0
+	return &jsonschema.Schema{
+		Type:     "object",
+		Required: []string{"command", "description"},
+		Properties: map[string]*jsonschema.Schema{
+			"command": {Type: "string", Pattern: `\S`,
+				Description: "The command, run as `bash -c COMMAND`. Nothing persists between calls: use workdir, not cd."},
+			"description": {Type: "string", Pattern: `\S`,
+				Description: "What the command does, in 5-10 words of active voice (\"List files in src\"). Shown to the user; it does not affect the run."},
+			"timeoutMs": {Type: "number", ExclusiveMinimum: &zero,
+				Description: "Timeout in milliseconds for a foreground run. The executor applies its default when omitted and caps it at its maximum."},
+			"workdir": {Type: "string",
+				Description: "Working directory for this call. Default: the session's directory; a relative path is taken from there."},
+			"run_in_background": {Type: "boolean",
+				Description: "Return a task id at once and run without a timeout; read output with bash_output, stop with bash_kill."},
+		},
+	}
+}
+
+func taskSchema(desc string) *jsonschema.Schema {
+	one := 1
+	return &jsonschema.Schema{
+		Type:       "object",
+		Required:   []string{"task_id"},
+		Properties: map[string]*jsonschema.Schema{"task_id": {Type: "string", MinLength: &one, Description: desc}},
+	}
+}
+
+// bashArgs are the bash tool's arguments, after schema validation.
+type bashArgs struct {
+	Command     string   `json:"command"`
+	Description string   `json:"description"`
+	TimeoutMs   *float64 `json:"timeoutMs"`
+	Workdir     *string  `json:"workdir"`
+	Background  bool     `json:"run_in_background"`
+}
+
+func (t *Tools) bash(ctx context.Context, call *tools.Call) (*tools.Result, error) {
+	var a bashArgs
+	if err := json.Unmarshal(call.Args, &a); err != nil {
+		return nil, err
+	}
+	req := bash.ExecRequest{Command: a.Command, Workdir: call.Session.Cwd, Owner: call.Session.ID}
+	if a.Workdir != nil && *a.Workdir != "" {
+		req.Workdir = *a.Workdir
+		if !filepath.IsAbs(req.Workdir) && call.Session.Cwd != "" {
+			req.Workdir = filepath.Join(call.Session.Cwd, req.Workdir)
+		}
+	}
+	if a.TimeoutMs != nil {
+		req.Timeout = msDuration(*a.TimeoutMs)
+	}
+	spec, err := t.exec.Resolve(req)
+	if err != nil {
+		return nil, err
+	}
+	if a.Background {
+		task, err := t.exec.Start(spec)
+		if err != nil {
+			return nil, err
+		}
+		return tools.TextResult(StartText(task)), nil
+	}
+	res, err := t.exec.Run(ctx, spec)
+	if errors.Is(err, bash.ErrAborted) {
+		return tools.ErrorResult("command aborted"), nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := tools.TextResult(RunText(res))
+	out.Meta = exitMeta(res)
+	return out, nil
+}
+
+// msDuration converts a positive millisecond count, saturating instead of
+// overflowing (the executor caps it anyway).
+func msDuration(ms float64) time.Duration {
+	d := ms * float64(time.Millisecond)
+	if d >= math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return max(time.Duration(d), 1)
+}
+
+type taskArgs struct {
+	TaskID string `json:"task_id"`
+}
+
+// ownedTask checks that the caller may touch the task.
+func (t *Tools) ownedTask(call *tools.Call) (bash.TaskID, error) {
+	var a taskArgs
+	if err := json.Unmarshal(call.Args, &a); err != nil {
+		return "", err
+	}
+	id := bash.TaskID(a.TaskID)
+	owner, err := t.exec.OwnerOf(id)
+	if err != nil {
+		return "", err
+	}
+	if owner != "" && owner != call.Session.ID {
+		return "", errors.New(ForeignTaskText(id))
+	}
+	return id, nil
+}
+
+func (t *Tools) output(ctx context.Context, call *tools.Call) (*tools.Result, error) {
+	id, err := t.ownedTask(call)
+	if err != nil {
+		return nil, err
+	}
+	r, err := t.exec.ReadOutput(id)
+	if err != nil {
+		return nil, err
+	}
+	return tools.TextResult(ReadText(r)), nil
+}
+
+func (t *Tools) kill(ctx context.Context, call *tools.Call) (*tools.Result, error) {
+	id, err := t.ownedTask(call)
+	if err != nil {
+		return nil, err
+	}
+	killed, err := t.exec.Kill(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return tools.TextResult(KillText(id, killed)), nil
+}
