@@ -129,14 +129,7 @@ func (s *stream) tail(hold bool) bash.Output {
 	if out.Truncated {
 		b = dropPartialHead(b)
 	}
-	end := s.total
-	if hold && !s.closed {
-		keep := completeLen(b)
-		end -= int64(len(b) - keep)
-		b = b[:keep]
-	}
-	s.read = end
-	out.Text = validText(b)
+	out.Text = s.deliver(b, hold)
 	return out
 }
 
@@ -153,15 +146,22 @@ func (s *stream) next() bash.Output {
 	} else {
 		b = b[s.read-start:]
 	}
+	out.Text = s.deliver(b, true)
+	return out
+}
+
+// deliver marks b, the end of the stream, as read and returns its text.
+// With hold, an incomplete trailing character of a stream that may go on
+// stays unread for the next read.
+func (s *stream) deliver(b []byte, hold bool) string {
 	end := s.total
-	if !s.closed {
+	if hold && !s.closed {
 		keep := completeLen(b)
 		end -= int64(len(b) - keep)
 		b = b[:keep]
 	}
 	s.read = end
-	out.Text = validText(b)
-	return out
+	return validText(b)
 }
 
 // dropPartialHead drops the continuation bytes of a character whose first
