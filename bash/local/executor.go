@@ -477,7 +477,6 @@ func (e *Executor) finish(t *task, status bash.TaskStatus, code int, sig, msg st
 	}
 	snap := t.snapshot()
 	e.mu.Unlock()
-	close(t.ended)
 	for _, old := range forget {
 		if old.p != nil {
 			old.p.out.release()
@@ -487,6 +486,8 @@ func (e *Executor) finish(t *task, status bash.TaskStatus, code int, sig, msg st
 	for _, fn := range call {
 		callListener(fn, snap)
 	}
+	// Only now: a Kill that returns has let every listener hear of the end.
+	close(t.ended)
 }
 
 func (t *task) snapshotDone() bool { return t.status != bash.StatusRunning }
@@ -581,7 +582,8 @@ func (e *Executor) ReadOutput(id bash.TaskID) (bash.TaskRead, error) {
 }
 
 // Kill stops the task and its whole process tree and waits until it has
-// ended or ctx is done. It returns false when the task had already ended.
+// ended, and the listeners have been told, or ctx is done. It returns false
+// when the task had already ended.
 func (e *Executor) Kill(ctx context.Context, id bash.TaskID) (bool, error) {
 	t, err := e.lookup(id)
 	if err != nil {

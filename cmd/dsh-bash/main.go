@@ -1,9 +1,11 @@
 // Command dsh-bash serves the model-facing shell tools bash, bash_output and
 // bash_kill.
 //
+//	dsh-bash mcp [--cwd DIR] [--http ADDR [--token TOKEN]] [executor flags]
 //	dsh-bash run [--workdir DIR] [--timeout-ms N] [executor flags] -- COMMAND
 //	dsh-bash schema
 //
+// mcp serves the tools to an MCP client, over stdio or streamable HTTP;
 // run makes one bash call through the same tool layer a model uses and
 // prints exactly the text the model would get; schema prints the three
 // tool definitions as JSON. Executor flags: --default-timeout-ms,
@@ -21,12 +23,13 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := cli(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	code := cli(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
 }
 
 const usage = `usage:
+  dsh-bash mcp [--cwd DIR] [--http ADDR [--token TOKEN]] [executor flags]
   dsh-bash run [--workdir DIR] [--timeout-ms N] [executor flags] -- COMMAND
   dsh-bash schema
 
@@ -37,12 +40,14 @@ executor flags:
 `
 
 // cli runs one dsh-bash invocation and returns its exit code.
-func cli(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+func cli(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return 2
 	}
 	switch args[0] {
+	case "mcp":
+		return mcpCmd(ctx, args[1:], stdin, stdout, stderr)
 	case "run":
 		return runCmd(ctx, args[1:], stdout, stderr)
 	case "schema":

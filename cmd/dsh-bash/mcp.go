@@ -1,0 +1,114 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/dshgo/dsh/bash/local"
+	"github.com/dshgo/dsh/mcpserver"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// mcpCmd serves the tools over MCP: stdio by default, streamable HTTP with
+// --http. It returns when the client goes away (stdin EOF), or on SIGINT or
+// SIGTERM, after every command it started is gone.
+func mcpCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("mcp", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var ef execFlags
+	ef.register(fs)
+	cwd := fs.String("cwd", "", "working directory of sessions whose client has no roots (default: the current directory)")
+	addr := fs.String("http", "", "serve streamable HTTP on `ADDR` (HOST:PORT, loopback unless --token) instead of stdio")
+	token := fs.String("token", "", "with --http: require `TOKEN` as a bearer token on every request")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "dsh-bash mcp: unexpected arguments %q\n", fs.Args())
+		return 2
+	}
+	if *token != "" && *addr == "" {
+		fmt.Fprintln(stderr, "dsh-bash mcp: --token goes with --http")
+		return 2
+	}
+	listen := ""
+	if *addr != "" {
+		var err error
+		if listen, err = mcpserver.ListenAddr(*addr, *token != ""); err != nil {
+			fmt.Fprintf(stderr, "dsh-bash mcp: %v\n", err)
+			return 2
+		}
+	}
+	opts := ef.options()
+	opts.Cwd = *cwd
+	exec, err := local.New(opts)
+	if err != nil {
+		fmt.Fprintf(stderr, "dsh-bash mcp: %v\n", err)
+		return 2
+	}
+	defer exec.Close()
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	srv, err := mcpserver.New(exec, &mcpserver.Options{Cwd: *cwd, Logger: logger, Version: version()})
+	if err != nil {
+		fmt.Fprintf(stderr, "dsh-bash mcp: %v\n", err)
+		return 2
+	}
+	defer srv.Close()
+	if listen == "" {
+		err = srv.Run(ctx, stdioTransport(stdin, stdout))
+	} else {
+		err = serveHTTP(ctx, srv, listen, *token, stderr)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "dsh-bash mcp: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// stdioTransport is the SDK's stdio transport on the process's own stdin
+// and stdout, else a transport on the given streams.
+func stdioTransport(in io.Reader, out io.Writer) mcp.Transport {
+	if in == os.Stdin && out == os.Stdout {
+		return &mcp.StdioTransport{}
+	}
+	return &mcp.IOTransport{Reader: io.NopCloser(in), Writer: nopWriteCloser{out}}
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+func serveHTTP(ctx context.Context, srv *mcpserver.Server, addr, token string, stderr io.Writer) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	hs := &http.Server{Handler: srv.HTTPHandler(&mcpserver.HTTPOptions{Token: token}), ReadHeaderTimeout: 10 * time.Second}
+	fmt.Fprintf(stderr, "dsh-bash mcp: serving streamable HTTP on http://%s/\n", ln.Addr())
+	done := make(chan error, 1)
+	go func() { done <- hs.Serve(ln) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	srv.Close() // ends the sessions' long-lived streams, so Shutdown can finish
+	if err := hs.Shutdown(shut); err != nil {
+		hs.Close()
+	}
+	if err := <-done; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

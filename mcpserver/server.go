@@ -1,0 +1,284 @@
+// Package mcpserver serves the shell tools over the Model Context Protocol,
+// with the official Go SDK, so that any MCP client (Claude Code, Codex,
+// Cursor, Zed, the MCP Inspector) can use them.
+//
+// Every tool of a tools.Registry becomes an MCP tool with the same name,
+// description, input schema and texts; a tool's error result is an MCP
+// isError result, and protocol errors are kept for protocol faults.
+//
+// One MCP session is one owner: each session gets a random owner token, so
+// two clients never read or kill each other's background tasks, and a
+// session's running tasks are killed when the session ends. A session's
+// working directory is the client's first file:// root, asked for on the
+// session's first tool call (with roots/list for clients before protocol
+// 2026-07-28, with an input request in the call's result from then on) and
+// kept for the session until the client says its roots changed; without
+// roots it is Options.Cwd. Background completion notices for a session
+// ride along with its next tool result, as extra text blocks, and go out as
+// log notifications where the client asked for them.
+package mcpserver
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"sync"
+
+	"github.com/dshgo/dsh/bash"
+	"github.com/dshgo/dsh/session"
+	"github.com/dshgo/dsh/toolbash"
+	"github.com/dshgo/dsh/tools"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Options configures a Server. A nil *Options means defaults.
+type Options struct {
+	// Cwd is the working directory of a session whose client has no roots.
+	// Default: the process cwd.
+	Cwd string
+	// Name and Version identify the server to clients. Defaults "dsh-bash"
+	// and "dev".
+	Name, Version string
+	// Logger receives the server's own diagnostics. Default: discarded.
+	Logger *slog.Logger
+	// SupportedProtocolVersions narrows the MCP protocol versions served
+	// (see mcp.ServerOptions). Empty: all the SDK supports.
+	SupportedProtocolVersions []string
+}
+
+// Server is an MCP server for the shell tools over one executor. Make it with
+// New; Close it when done. The executor stays the caller's to close.
+type Server struct {
+	exec   bash.Executor
+	reg    *tools.Registry
+	tb     *toolbash.Tools
+	mcp    *mcp.Server
+	cwd    string
+	logger *slog.Logger
+
+	mu       sync.Mutex
+	sessions map[*mcp.ServerSession]*sessionState
+	owners   map[string]*sessionState
+	closed   bool
+	wg       sync.WaitGroup // session watchers, log sends, task kills
+}
+
+// New makes a server with the three shell tools over exec.
+func New(exec bash.Executor, opts *Options) (*Server, error) {
+	if opts == nil {
+		opts = &Options{}
+	}
+	s := &Server{
+		exec:     exec,
+		reg:      &tools.Registry{},
+		cwd:      opts.Cwd,
+		logger:   opts.Logger,
+		sessions: map[*mcp.ServerSession]*sessionState{},
+		owners:   map[string]*sessionState{},
+	}
+	if s.logger == nil {
+		s.logger = slog.New(slog.DiscardHandler)
+	}
+	if s.cwd == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return nil, err
+		}
+		s.cwd = wd
+	}
+	s.tb = toolbash.New(exec, &toolbash.Options{Notify: s.notify})
+	if err := s.tb.Register(s.reg); err != nil {
+		s.tb.Close()
+		return nil, err
+	}
+	name, version := opts.Name, opts.Version
+	if name == "" {
+		name = "dsh-bash"
+	}
+	if version == "" {
+		version = "dev"
+	}
+	s.mcp = mcp.NewServer(&mcp.Implementation{Name: name, Version: version}, &mcp.ServerOptions{
+		Logger:                    s.logger,
+		RootsListChangedHandler:   s.rootsChanged,
+		SupportedProtocolVersions: opts.SupportedProtocolVersions,
+	})
+	s.mcp.AddReceivingMiddleware(s.trackSessions)
+	for _, t := range s.reg.Tools() {
+		s.mcp.AddTool(mcpTool(t), s.handler(t.Name))
+	}
+	return s, nil
+}
+
+// MCP returns the underlying SDK server, to serve it on a transport of the
+// caller's choice.
+func (s *Server) MCP() *mcp.Server { return s.mcp }
+
+// Run serves one session on t (for example &mcp.StdioTransport{}) until the
+// client disconnects or ctx is done; then that session's tasks are killed.
+func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
+	ss, err := s.mcp.Connect(ctx, t, nil)
+	if err != nil {
+		return err
+	}
+	s.session(ss)
+	done := make(chan error, 1)
+	go func() { done <- ss.Wait() }()
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		ss.Close()
+		<-done
+		err = ctx.Err()
+	}
+	s.endSession(ss)
+	if errors.Is(err, context.Canceled) || errors.Is(err, mcp.ErrConnectionClosed) {
+		err = nil
+	}
+	return err
+}
+
+// Close ends every session, kills their tasks and waits for the server's
+// goroutines. It does not close the executor.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	var all []*mcp.ServerSession
+	for ss := range s.sessions {
+		all = append(all, ss)
+	}
+	s.mu.Unlock()
+	for _, ss := range all {
+		ss.Close()
+		s.endSession(ss)
+	}
+	s.tb.Close()
+	s.wg.Wait()
+	return nil
+}
+
+// mcpTool turns a registry tool into its MCP definition.
+func mcpTool(t *tools.Tool) *mcp.Tool {
+	return &mcp.Tool{
+		Name:        t.Name,
+		Description: t.Description,
+		InputSchema: t.InputSchema,
+		Annotations: &mcp.ToolAnnotations{
+			ReadOnlyHint:    t.Annotations.ReadOnly,
+			DestructiveHint: t.Annotations.Destructive,
+			IdempotentHint:  t.Annotations.Idempotent,
+			OpenWorldHint:   t.Annotations.OpenWorld,
+		},
+	}
+}
+
+// handler runs a tools/call of the named tool through the registry.
+func (s *Server) handler(name string) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		st := s.session(req.Session)
+		if st == nil {
+			return nil, errors.New("the server is shutting down")
+		}
+		cwd, ask := st.cwdFor(ctx, req)
+		if ask != nil {
+			return ask, nil // the client answers with its roots and calls again
+		}
+		res := s.reg.Execute(ctx, &tools.Call{Tool: name, Args: req.Params.Arguments,
+			Session: session.Session{ID: st.owner, Cwd: cwd}})
+		out := &mcp.CallToolResult{IsError: res.IsError}
+		for _, c := range res.Content {
+			out.Content = append(out.Content, &mcp.TextContent{Text: c.Text})
+		}
+		for _, n := range st.takeNotices() {
+			out.Content = append(out.Content, &mcp.TextContent{Text: n})
+		}
+		return out, nil
+	}
+}
+
+// trackSessions registers every session on its first message, whatever the
+// protocol version (2026-07-28 sessions have no initialize).
+func (s *Server) trackSessions(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if ss, ok := req.GetSession().(*mcp.ServerSession); ok {
+			s.session(ss)
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// session returns the state of ss, making it (and a watcher that cleans up
+// when the session ends) on first sight; nil once the server is closed.
+func (s *Server) session(ss *mcp.ServerSession) *sessionState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st, ok := s.sessions[ss]; ok {
+		return st
+	}
+	if s.closed {
+		return nil
+	}
+	st := newSessionState(s, ss)
+	s.sessions[ss] = st
+	s.owners[st.owner] = st
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		ss.Wait()
+		s.endSession(ss)
+	}()
+	return st
+}
+
+// endSession forgets a session and kills its running tasks. Every caller
+// returns only once that is done.
+func (s *Server) endSession(ss *mcp.ServerSession) {
+	s.mu.Lock()
+	st := s.sessions[ss]
+	s.mu.Unlock()
+	if st == nil {
+		return
+	}
+	st.ended.Do(func() {
+		var wg sync.WaitGroup
+		for _, t := range s.exec.List() {
+			if t.Owner == st.owner && !t.Done() {
+				wg.Go(func() { _, _ = s.exec.Kill(context.Background(), t.ID) })
+			}
+		}
+		wg.Wait()
+		s.mu.Lock()
+		delete(s.sessions, ss)
+		delete(s.owners, st.owner)
+		s.mu.Unlock()
+	})
+}
+
+// notify queues a completion notice for its session's next tool result and
+// sends it as a log notification, which reaches clients that set a level.
+func (s *Server) notify(owner, text string) {
+	s.mu.Lock()
+	st := s.owners[owner]
+	if st == nil || s.closed {
+		s.mu.Unlock()
+		return
+	}
+	st.addNotice(text)
+	s.wg.Add(1)
+	s.mu.Unlock()
+	go func() {
+		defer s.wg.Done()
+		_ = st.ss.Log(context.Background(), &mcp.LoggingMessageParams{Level: "info", Logger: "dsh-bash", Data: text})
+	}()
+}
+
+// rootsChanged forgets the cached cwd of the session whose roots changed.
+func (s *Server) rootsChanged(_ context.Context, req *mcp.RootsListChangedRequest) {
+	s.mu.Lock()
+	st := s.sessions[req.Session]
+	s.mu.Unlock()
+	if st != nil {
+		st.forgetRoots()
+	}
+}

@@ -1,0 +1,131 @@
+package mcpserver
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net/url"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// rootsInput is the id of the roots input request in a tool result.
+const rootsInput = "roots"
+
+// newProtocol is the first protocol version in which a server asks for
+// roots with an input request instead of a roots/list request.
+const newProtocol = "2026-07-28"
+
+// rootsTimeout bounds a classic roots/list request.
+const rootsTimeout = 10 * time.Second
+
+// sessionState is what the server keeps for one MCP session.
+type sessionState struct {
+	s     *Server
+	ss    *mcp.ServerSession
+	owner string // the owner token of the session's tasks
+	ended sync.Once
+
+	mu      sync.Mutex
+	cwd     string // "" until known
+	notices []string
+}
+
+func newSessionState(s *Server, ss *mcp.ServerSession) *sessionState {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return &sessionState{s: s, ss: ss, owner: "mcp-" + hex.EncodeToString(b)}
+}
+
+// cwdFor returns the session's working directory. The first time, it asks
+// the client for its roots: a client on protocol 2026-07-28 or later gets a
+// result asking for them as input (it calls again with the answer, and the
+// command runs only then); an older client gets a roots/list request.
+// Clients without roots, and roots that are not local directories, give
+// the server's default.
+func (st *sessionState) cwdFor(ctx context.Context, req *mcp.CallToolRequest) (string, *mcp.CallToolResult) {
+	st.mu.Lock()
+	cwd := st.cwd
+	st.mu.Unlock()
+	if cwd != "" {
+		return cwd, nil
+	}
+	if resp, ok := req.Params.InputResponses[rootsInput].(*mcp.ListRootsResult); ok {
+		return st.learn(resp), nil
+	}
+	caps := req.ClientCapabilities()
+	if caps == nil || caps.RootsV2 == nil {
+		return st.learn(nil), nil
+	}
+	if req.ProtocolVersion() >= newProtocol {
+		return "", &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{rootsInput: &mcp.ListRootsParams{}}}
+	}
+	ctx, cancel := context.WithTimeout(ctx, rootsTimeout)
+	defer cancel()
+	res, err := st.ss.ListRoots(ctx, nil)
+	if err != nil {
+		st.s.logger.Warn("roots/list failed; using the default directory", "err", err)
+		res = nil
+	}
+	return st.learn(res), nil
+}
+
+// learn caches the cwd the roots give (the first file:// root that is an
+// absolute path), else the server default, and returns it.
+func (st *sessionState) learn(res *mcp.ListRootsResult) string {
+	cwd := st.s.cwd
+	if res != nil {
+		for _, r := range res.Roots {
+			if p, ok := rootPath(r.URI); ok {
+				cwd = p
+				break
+			}
+		}
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.cwd = cwd
+	return cwd
+}
+
+// rootPath turns a file:// URI into a clean absolute path.
+func rootPath(uri string) (string, bool) {
+	u, err := url.Parse(uri)
+	if err != nil || u.Scheme != "file" || (u.Host != "" && u.Host != "localhost") {
+		return "", false
+	}
+	if !filepath.IsAbs(u.Path) {
+		return "", false
+	}
+	return filepath.Clean(u.Path), true
+}
+
+func (st *sessionState) forgetRoots() {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.cwd = ""
+}
+
+// maxNotices bounds the notices waiting for a session's next tool result;
+// past it the oldest are dropped (each task's output stays readable).
+const maxNotices = 64
+
+func (st *sessionState) addNotice(n string) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.notices = append(st.notices, n)
+	if len(st.notices) > maxNotices {
+		st.notices = st.notices[len(st.notices)-maxNotices:]
+	}
+}
+
+func (st *sessionState) takeNotices() []string {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	n := st.notices
+	st.notices = nil
+	return n
+}
