@@ -1,0 +1,141 @@
+//go:build linux
+
+package main
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// mcpClient starts the built dsh-bash mcp as a subprocess over stdio.
+func mcpClient(t *testing.T, args ...string) (*mcp.ClientSession, *exec.Cmd) {
+	t.Helper()
+	cmd := execCommand(append([]string{"mcp"}, args...)...)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs, cmd
+}
+
+// execCommand is the built dsh-bash with args.
+func execCommand(args ...string) *exec.Cmd { return exec.Command(binary, args...) }
+
+func callText(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]any) string {
+	t.Helper()
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: args})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var parts []string
+	for _, c := range res.Content {
+		parts = append(parts, c.(*mcp.TextContent).Text)
+	}
+	return strings.Join(parts, "\n--\n")
+}
+
+// syncedPid starts a background task that reports its pid and then sleeps,
+// and returns the pid once the task has written it.
+func syncedPid(t *testing.T, cs *mcp.ClientSession) int {
+	t.Helper()
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "sync")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got := callText(t, cs, "bash", map[string]any{"command": "echo $$ > " + fifo + "; exec sleep 300", "description": "Sleep", "run_in_background": true})
+	if got != "started background task bash-1" {
+		t.Fatalf("start: %q", got)
+	}
+	f, err := os.Open(fifo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	line, _ := bufio.NewReader(f).ReadString('\n')
+	pid, err := strconv.Atoi(strings.TrimSpace(line))
+	if err != nil {
+		t.Fatalf("pid %q", line)
+	}
+	return pid
+}
+
+func alive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	return i > 0 && b[i+2] != 'Z'
+}
+
+// TestMCPStdioClientGone: closing the client (stdin EOF) stops dsh-bash
+// mcp, and the background sleep dies with it.
+func TestMCPStdioClientGone(t *testing.T) {
+	cs, cmd := mcpClient(t, "--cwd", t.TempDir())
+	if got := callText(t, cs, "bash", map[string]any{"command": "echo hi", "description": "Say hi"}); got != "hi\n" {
+		t.Errorf("call: %q", got)
+	}
+	pid := syncedPid(t, cs)
+	if !alive(pid) {
+		t.Fatal("the sleep is not running")
+	}
+	if err := cs.Close(); err != nil {
+		t.Logf("close: %v", err)
+	}
+	if cmd.ProcessState == nil {
+		t.Fatal("dsh-bash mcp did not exit when the client closed")
+	}
+	if alive(pid) {
+		t.Errorf("sleep %d outlived dsh-bash mcp", pid)
+	}
+}
+
+// TestMCPStdioSignal: SIGTERM stops dsh-bash mcp and its tasks.
+func TestMCPStdioSignal(t *testing.T) {
+	cs, cmd := mcpClient(t)
+	defer cs.Close()
+	pid := syncedPid(t, cs)
+	cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { cs.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("dsh-bash mcp ignored SIGTERM")
+	}
+	// Exited: the process has been reaped by the transport or will be.
+	for cmd.ProcessState == nil {
+		if _, err := cmd.Process.Wait(); err != nil {
+			break
+		}
+	}
+	if alive(pid) {
+		t.Errorf("sleep %d outlived dsh-bash mcp", pid)
+	}
+}
+
+func TestMCPUsage(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"mcp", "--http", "0.0.0.0:0"}, "dsh-bash mcp: refusing to serve on 0.0.0.0, which is not a loopback address, without a token: anyone who reaches it could run commands here; pass --token, or listen on 127.0.0.1\n"},
+		{[]string{"mcp", "--token", "x"}, "dsh-bash mcp: --token goes with --http\n"},
+		{[]string{"mcp", "extra"}, "dsh-bash mcp: unexpected arguments [\"extra\"]\n"},
+	} {
+		if _, stderr, code := dshBash(t, "", tc.args...); code != 2 || stderr != tc.want {
+			t.Errorf("%q: exit %d, stderr %q", tc.args, code, stderr)
+		}
+	}
+}
