@@ -22,13 +22,22 @@ type HTTPOptions struct {
 	SessionTimeout time.Duration
 }
 
-// HTTPHandler serves the server over MCP's streamable HTTP transport.
+// HTTPHandler serves the server over MCP's streamable HTTP transport. It
+// refuses cross-origin browser requests, and a request with a foreign Host
+// header on a loopback address (DNS rebinding).
 func (s *Server) HTTPHandler(opts *HTTPOptions) http.Handler {
 	if opts == nil {
 		opts = &HTTPOptions{}
 	}
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp },
-		&mcp.StreamableHTTPOptions{SessionTimeout: opts.SessionTimeout, Logger: s.logger})
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
+		SessionTimeout: opts.SessionTimeout,
+		Logger:         s.logger,
+		// A browser page must not drive the server (the SDK already refuses
+		// a foreign Host on loopback, against DNS rebinding).
+		CrossOriginProtection: http.NewCrossOriginProtection(),
+		// A client that gives up on a call aborts its command.
+		PropagateRequestCancellation: true,
+	})
 	if opts.Token == "" {
 		return h
 	}

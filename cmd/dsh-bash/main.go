@@ -29,7 +29,7 @@ func main() {
 }
 
 const usage = `usage:
-  dsh-bash mcp [--cwd DIR] [--http ADDR [--token TOKEN]] [executor flags]
+  dsh-bash mcp [--cwd DIR] [--http ADDR [--token TOKEN] [--idle-timeout D]] [executor flags]
   dsh-bash run [--workdir DIR] [--timeout-ms N] [executor flags] -- COMMAND
   dsh-bash schema
 

@@ -28,6 +28,7 @@ func mcpCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	cwd := fs.String("cwd", "", "working directory of sessions whose client has no roots (default: the current directory)")
 	addr := fs.String("http", "", "serve streamable HTTP on `ADDR` (HOST:PORT, loopback unless --token) instead of stdio")
 	token := fs.String("token", "", "with --http: require `TOKEN` as a bearer token on every request")
+	idle := fs.Duration("idle-timeout", time.Hour, "with --http: end a session (and kill its tasks) after it is idle this long; 0 never")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -65,7 +66,7 @@ func mcpCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if listen == "" {
 		err = srv.Run(ctx, stdioTransport(stdin, stdout))
 	} else {
-		err = serveHTTP(ctx, srv, listen, *token, stderr)
+		err = serveHTTP(ctx, srv, listen, &mcpserver.HTTPOptions{Token: *token, SessionTimeout: *idle}, stderr)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "dsh-bash mcp: %v\n", err)
@@ -87,12 +88,12 @@ type nopWriteCloser struct{ io.Writer }
 
 func (nopWriteCloser) Close() error { return nil }
 
-func serveHTTP(ctx context.Context, srv *mcpserver.Server, addr, token string, stderr io.Writer) error {
+func serveHTTP(ctx context.Context, srv *mcpserver.Server, addr string, opts *mcpserver.HTTPOptions, stderr io.Writer) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
 	}
-	hs := &http.Server{Handler: srv.HTTPHandler(&mcpserver.HTTPOptions{Token: token}), ReadHeaderTimeout: 10 * time.Second}
+	hs := &http.Server{Handler: srv.HTTPHandler(opts), ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(stderr, "dsh-bash mcp: serving streamable HTTP on http://%s/\n", ln.Addr())
 	done := make(chan error, 1)
 	go func() { done <- hs.Serve(ln) }()
