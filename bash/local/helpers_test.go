@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/dshgo/dsh/bash"
+	"github.com/dshgo/dsh/internal/proctest"
 	"go.uber.org/goleak"
 )
 
@@ -160,15 +161,7 @@ func start(t testing.TB, e *Executor, cmd, owner string) bash.Task {
 	return task
 }
 
-// alive reports whether pid is a live process (a zombie is dead).
-func alive(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	i := bytes.LastIndexByte(b, ')')
-	return i >= 0 && i+2 < len(b) && b[i+2] != 'Z' && b[i+2] != 'X'
-}
+var alive = proctest.Alive
 
 // readPids reads the pids a command wrote, one a line, into file.
 func readPids(t testing.TB, file string) []int {

@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/dshgo/dsh/internal/proctest"
 	"github.com/dshgo/dsh/toolbash"
 )
 
@@ -171,11 +172,8 @@ func TestSignalStopsEverything(t *testing.T) {
 	}
 	b, _ := os.ReadFile(pids)
 	for _, s := range strings.Fields(string(b)) {
-		pid, _ := strconv.Atoi(s)
-		if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
-			if i := bytes.LastIndexByte(st, ')'); i > 0 && st[i+2] != 'Z' {
-				t.Errorf("process %d outlived dsh-bash", pid)
-			}
+		if pid, _ := strconv.Atoi(s); proctest.Alive(pid) {
+			t.Errorf("process %d outlived dsh-bash", pid)
 		}
 	}
 }

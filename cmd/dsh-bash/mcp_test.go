@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dshgo/dsh/internal/proctest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -71,14 +72,7 @@ func syncedPid(t *testing.T, cs *mcp.ClientSession) int {
 	return pid
 }
 
-func alive(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	i := strings.LastIndexByte(string(b), ')')
-	return i > 0 && b[i+2] != 'Z'
-}
+var alive = proctest.Alive
 
 // TestMCPStdioClientGone: closing the client (stdin EOF) stops dsh-bash
 // mcp, and the background sleep dies with it.
