@@ -98,7 +98,23 @@ type ExecSpec struct {
 	// Owner is stored on the task (also on a task adopted from a foreground
 	// run).
 	Owner string
+	// OnOutput, if set, is called during a foreground run with each piece of
+	// output as it arrives, stdout and stderr alike, in the order they were
+	// read, as a terminal would show them. Pieces are valid UTF-8 and never
+	// split a character; calls are never concurrent, and they end before Run
+	// returns. It must not block. An executor that cannot stream may call it
+	// less often or not at all: the result stays the whole truth.
+	OnOutput func(stream Stream, text string)
 }
+
+// Stream names an output stream.
+type Stream string
+
+// The two output streams.
+const (
+	Stdout Stream = "stdout"
+	Stderr Stream = "stderr"
+)
 
 // RunResult is the outcome of a foreground run.
 type RunResult struct {

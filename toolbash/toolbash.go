@@ -83,6 +83,7 @@ func (t *Tools) Tools() []*tools.Tool {
 			Description:   bashDescription,
 			InputSchema:   bashSchema(),
 			Annotations:   tools.Annotations{Destructive: &yes, OpenWorld: &yes},
+			AskPermission: true,
 			Execute:       t.bash,
 			PresentCall:   PresentBashCall,
 			PresentResult: PresentBashResult,
@@ -172,6 +173,9 @@ func (t *Tools) bash(ctx context.Context, call *tools.Call) (*tools.Result, erro
 			return nil, err
 		}
 		return tools.TextResult(StartText(task)), nil
+	}
+	if call.Output != nil {
+		spec.OnOutput = func(_ bash.Stream, text string) { call.Output(text) }
 	}
 	res, err := t.exec.Run(ctx, spec)
 	if errors.Is(err, bash.ErrAborted) {

@@ -28,6 +28,9 @@ type Tool struct {
 	InputSchema *jsonschema.Schema
 	// Annotations are hints for clients (MCP tool annotations).
 	Annotations Annotations
+	// AskPermission says a front end that asks its user before running
+	// tools should ask before running this one.
+	AskPermission bool
 	// Execute runs a validated call. A returned error becomes an error
 	// result with the error's text; so does a panic.
 	Execute func(ctx context.Context, call *Call) (*Result, error)
@@ -59,6 +62,10 @@ type Call struct {
 	Args json.RawMessage
 	// Session is the caller.
 	Session session.Session
+	// Output, if set, receives the call's output as it is produced (for a
+	// terminal that shows it live). Tools that cannot stream ignore it; the
+	// result is always the whole answer. Calls are never concurrent.
+	Output func(text string)
 }
 
 // Content is one block of a result or presentation. Only text blocks exist

@@ -366,6 +366,7 @@ wait:
 			p.stop()
 		}
 	}
+	p.mute()
 	if res.Adopted == "" {
 		res.Stdout, res.Stderr = p.out.tail(false), p.errs.tail(false)
 		e.track(p, false)

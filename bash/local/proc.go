@@ -30,7 +30,10 @@ type proc struct {
 	state     *os.ProcessState
 	waitErr   error
 
-	pipesDone chan struct{} // closed once both streams hit EOF
+	onOutput  func(bash.Stream, string) // the spec's observer, or nil
+	outputMu  sync.Mutex                // serializes onOutput calls
+	muted     bool                      // under outputMu: Run has returned
+	pipesDone chan struct{}             // closed once both streams hit EOF
 	open      atomic.Int32  // streams not at EOF yet
 	stopReq   chan struct{} // closed by stop
 	linger    time.Duration // foreground: how long to wait for leftovers
@@ -54,6 +57,7 @@ func (e *Executor) spawn(spec bash.ExecSpec, linger time.Duration) (*proc, error
 		lingering: make(chan struct{}),
 		done:      make(chan struct{}),
 		linger:    linger,
+		onOutput:  spec.OnOutput,
 	}
 	var w [2]*os.File
 	for i := range 2 {
@@ -94,8 +98,8 @@ func (e *Executor) spawn(spec bash.ExecSpec, linger time.Duration) (*proc, error
 		return nil, fmt.Errorf("start bash: %w", err)
 	}
 	p.open.Store(2)
-	go p.drain(p.pipes[0], p.out, e)
-	go p.drain(p.pipes[1], p.errs, e)
+	go p.drain(p.pipes[0], p.out, bash.Stdout, e)
+	go p.drain(p.pipes[1], p.errs, bash.Stderr, e)
 	go func() {
 		defer e.wg.Done()
 		p.waitErr = p.cmd.Wait()
@@ -133,13 +137,17 @@ func closeAll(fs ...*os.File) {
 
 // drain copies one pipe into its stream until EOF. Its buffer starts small
 // (an idle task costs little) and doubles while reads fill it, up to 1 MiB.
-func (p *proc) drain(f *os.File, s *stream, e *Executor) {
+func (p *proc) drain(f *os.File, s *stream, name bash.Stream, e *Executor) {
 	defer e.wg.Done()
 	buf := make([]byte, 16<<10)
+	var partial []byte // an observed character not complete yet
 	for {
 		n, err := f.Read(buf)
 		if n > 0 {
 			s.write(buf[:n])
+			if p.onOutput != nil {
+				partial = p.observe(name, append(partial, buf[:n]...), false)
+			}
 			if n == len(buf) && len(buf) < 1<<20 {
 				buf = make([]byte, 2*len(buf))
 			}
@@ -148,11 +156,38 @@ func (p *proc) drain(f *os.File, s *stream, e *Executor) {
 			break
 		}
 	}
+	if p.onOutput != nil && len(partial) > 0 {
+		p.observe(name, partial, true)
+	}
 	f.Close()
 	s.eof()
 	if p.open.Add(-1) == 0 {
 		close(p.pipesDone)
 	}
+}
+
+// observe passes b to the output observer, holding back an incomplete
+// trailing character (unless final), which it returns.
+func (p *proc) observe(name bash.Stream, b []byte, final bool) []byte {
+	keep := len(b)
+	if !final {
+		keep = completeLen(b)
+	}
+	if keep > 0 {
+		p.outputMu.Lock()
+		if !p.muted {
+			p.onOutput(name, validText(b[:keep]))
+		}
+		p.outputMu.Unlock()
+	}
+	return append(b[:0:0], b[keep:]...)
+}
+
+// mute ends the observer's calls; once it returns there are no more.
+func (p *proc) mute() {
+	p.outputMu.Lock()
+	p.muted = true
+	p.outputMu.Unlock()
 }
 
 // stop starts the one escalation used for timeouts, aborts, Kill and Close:

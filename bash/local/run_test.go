@@ -9,8 +9,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/dshgo/dsh/bash"
 )
@@ -384,5 +386,60 @@ func TestContainmentKind(t *testing.T) {
 	e := newExec(t, nil)
 	if _, err := os.Stat("/sys/fs/cgroup/unified"); err == nil && e.Containment() != "cgroup" {
 		t.Errorf("a writable cgroup2 is mounted, yet containment is %q", e.Containment())
+	}
+}
+
+// TestOnOutput: a foreground run streams its output to the observer as it
+// arrives, stdout and stderr alike, never splitting a character, and the
+// pieces add up to the whole output.
+func TestOnOutput(t *testing.T) {
+	e := newExec(t, &Options{MaxOutputBytes: 10})
+	sp := newSyncPoint(t)
+	var mu sync.Mutex
+	var got strings.Builder
+	streams := map[bash.Stream]string{}
+	first := make(chan struct{})
+	spec, _ := e.Resolve(bash.ExecRequest{Command: `printf 'one \xe2\x82'; printf 'err\n' >&2; read < ` + sp.fifo + `; printf '\xac two\n'; sleep 30 & echo left`})
+	spec.OnOutput = func(s bash.Stream, text string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !utf8.ValidString(text) {
+			t.Errorf("invalid UTF-8 piece %q", text)
+		}
+		got.WriteString(text)
+		streams[s] += text
+		if strings.Contains(got.String(), "err") && strings.Contains(got.String(), "one ") {
+			select {
+			case <-first:
+			default:
+				close(first)
+			}
+		}
+	}
+	done := make(chan bash.RunResult, 1)
+	go func() {
+		res, _ := e.Run(context.Background(), spec)
+		done <- res
+	}()
+	<-first // both streams arrived while the command still runs
+	mu.Lock()
+	if s := got.String(); strings.Contains(s, "\uFFFD") || strings.Contains(s, "€") {
+		t.Errorf("a partial character was passed on: %q", s)
+	}
+	mu.Unlock()
+	w, _ := os.OpenFile(sp.fifo, os.O_WRONLY, 0)
+	w.WriteString("\n")
+	w.Close()
+	res := <-done
+	if res.Adopted == "" {
+		t.Fatalf("no adoption: %+v", res)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if streams[bash.Stdout] != "one € two\nleft\n" || streams[bash.Stderr] != "err\n" {
+		t.Errorf("observed %q", streams)
+	}
+	if all := got.String(); len(all) != len("one € two\nerr\nleft\n") {
+		t.Errorf("observed %q in all", all)
 	}
 }
