@@ -34,10 +34,10 @@ type proc struct {
 	outputMu  sync.Mutex                // serializes onOutput calls
 	muted     bool                      // under outputMu: Run has returned
 	pipesDone chan struct{}             // closed once both streams hit EOF
-	open      atomic.Int32  // streams not at EOF yet
-	stopReq   chan struct{} // closed by stop
-	linger    time.Duration // foreground: how long to wait for leftovers
-	lingering chan struct{} // closed linger after the shell exited, unless done or stopped
+	open      atomic.Int32              // streams not at EOF yet
+	stopReq   chan struct{}             // closed by stop
+	linger    time.Duration             // foreground: how long to wait for leftovers
+	lingering chan struct{}             // closed linger after the shell exited, unless done or stopped
 	stopOnce  sync.Once
 	done      chan struct{} // closed once shell, pipes and group are all gone
 }
