@@ -1,0 +1,345 @@
+// Package acpagent is the Agent Client Protocol front end: an agent that an
+// editor such as Zed runs over stdio, which drives an OpenAI-compatible
+// chat-completions model with the shell tools, and a Bridge, reusable by
+// any Go ACP agent, that turns tool calls into ACP tool_call cards.
+//
+// The Bridge draws every call from the tool's own presentation (tools
+// Registry.PresentCall and PresentResult), never from its name. When the
+// client announces clientCapabilities._meta.terminal_output = true, calls
+// that ask for a terminal become Zed terminal cards: the tool_call carries
+// _meta.terminal_info and a terminal content block, output streams as
+// _meta.terminal_output updates while the command runs, and the final
+// update carries _meta.terminal_exit (exit code or signal) and no content.
+// Without the capability the description rides on the call and a fenced
+// console block on the final update.
+//
+// The Agent keeps one conversation, working directory and owner token per
+// ACP session, asks the client's permission before a tool that wants it
+// (bash), unless told not to, aborts the running command and the model
+// request on session/cancel, adds background completion notices to the
+// session's next model request, and kills a session's tasks when the
+// connection ends.
+package acpagent
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/coder/acp-go-sdk"
+	"github.com/dshgo/dsh/bash"
+	"github.com/dshgo/dsh/toolbash"
+	"github.com/dshgo/dsh/tools"
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+)
+
+// Options configures an Agent. Model is required.
+type Options struct {
+	// Model is the chat-completions model, e.g. "deepseek-chat" or "gpt-4.1".
+	Model string
+	// ClientOptions configure the OpenAI-compatible client (base URL, API
+	// key, HTTP client). The client also reads OPENAI_BASE_URL and
+	// OPENAI_API_KEY; these options win.
+	ClientOptions []option.RequestOption
+	// SystemPrompt replaces the default system prompt; "%s" in it, if any,
+	// stands for the session's working directory.
+	SystemPrompt string
+	// Yolo runs tools without asking the user's permission.
+	Yolo bool
+	// MaxRounds bounds the model requests of one prompt. Default 100.
+	MaxRounds int
+	// Logger receives diagnostics. Default: discarded.
+	Logger *slog.Logger
+	// Name and Version identify the agent to clients. Defaults "dsh-bash"
+	// and "dev".
+	Name, Version string
+}
+
+const defaultSystemPrompt = `You are a coding agent working in the directory %s on the user's machine.
+Use the bash tool to inspect and change files and to run programs; each call is a fresh shell, so pass workdir instead of using cd.
+Run servers, watchers and other long-running commands with run_in_background, then read their output with bash_output and stop them with bash_kill.
+Be concise, and say what you did.`
+
+// Agent is an ACP agent for one connection. Make it with New, run it with
+// Serve.
+type Agent struct {
+	exec   bash.Executor
+	reg    *tools.Registry
+	tb     *toolbash.Tools
+	llm    openai.Client
+	opts   Options
+	logger *slog.Logger
+	defs   []openai.ChatCompletionToolUnionParam
+
+	ready chan struct{} // closed once conn is set
+	conn  *acp.AgentSideConnection
+
+	mu       sync.Mutex
+	terminal bool // the client takes Zed terminal cards
+	sessions map[acp.SessionId]*agentSession
+}
+
+// New makes an agent whose tools run on exec (which stays the caller's).
+func New(exec bash.Executor, opts *Options) (*Agent, error) {
+	if opts == nil || opts.Model == "" {
+		return nil, errors.New("acpagent: a model is required")
+	}
+	a := &Agent{
+		exec:     exec,
+		reg:      &tools.Registry{},
+		opts:     *opts,
+		logger:   opts.Logger,
+		llm:      openai.NewClient(opts.ClientOptions...),
+		ready:    make(chan struct{}),
+		sessions: map[acp.SessionId]*agentSession{},
+	}
+	if a.logger == nil {
+		a.logger = slog.New(slog.DiscardHandler)
+	}
+	if a.opts.MaxRounds <= 0 {
+		a.opts.MaxRounds = 100
+	}
+	if a.opts.SystemPrompt == "" {
+		a.opts.SystemPrompt = defaultSystemPrompt
+	}
+	a.tb = toolbash.New(exec, &toolbash.Options{Notify: a.notify})
+	if err := a.tb.Register(a.reg); err != nil {
+		return nil, err
+	}
+	a.reg.Use(a.permission)
+	for _, t := range a.reg.Tools() {
+		var params map[string]any
+		raw, err := json.Marshal(t.InputSchema)
+		if err == nil {
+			err = json.Unmarshal(raw, &params)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("acpagent: the schema of %s: %w", t.Name, err)
+		}
+		a.defs = append(a.defs, openai.ChatCompletionFunctionTool(openai.FunctionDefinitionParam{
+			Name: t.Name, Description: openai.String(t.Description), Parameters: params,
+		}))
+	}
+	return a, nil
+}
+
+// Registry returns the agent's tool registry, for adding tools or
+// middleware before Serve.
+func (a *Agent) Registry() *tools.Registry { return a.reg }
+
+// Serve speaks ACP on r and w until the client closes the connection or ctx
+// is done. Then every session's running tasks are killed.
+func (a *Agent) Serve(ctx context.Context, w io.Writer, r io.Reader) error {
+	a.conn = acp.NewAgentSideConnection(a, w, r)
+	a.conn.SetLogger(a.logger)
+	close(a.ready)
+	select {
+	case <-a.conn.Done():
+	case <-ctx.Done():
+	}
+	a.shutdown()
+	return nil
+}
+
+// shutdown cancels every prompt and kills every session's tasks.
+func (a *Agent) shutdown() {
+	a.mu.Lock()
+	var all []*agentSession
+	for _, s := range a.sessions {
+		all = append(all, s)
+	}
+	a.sessions = map[acp.SessionId]*agentSession{}
+	a.mu.Unlock()
+	for _, s := range all {
+		s.cancelPrompt()
+		a.killTasks(s)
+	}
+	a.tb.Close()
+}
+
+func (a *Agent) killTasks(s *agentSession) {
+	var wg sync.WaitGroup
+	for _, t := range a.exec.List() {
+		if t.Owner == s.owner && !t.Done() {
+			wg.Go(func() { _, _ = a.exec.Kill(context.Background(), t.ID) })
+		}
+	}
+	wg.Wait()
+}
+
+func (a *Agent) waitConn(ctx context.Context) error {
+	select {
+	case <-a.ready:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Initialize records the client's capabilities.
+func (a *Agent) Initialize(ctx context.Context, p acp.InitializeRequest) (acp.InitializeResponse, error) {
+	terminal, _ := p.ClientCapabilities.Meta["terminal_output"].(bool)
+	a.mu.Lock()
+	a.terminal = terminal
+	a.mu.Unlock()
+	name, version := a.opts.Name, a.opts.Version
+	if name == "" {
+		name = "dsh-bash"
+	}
+	if version == "" {
+		version = "dev"
+	}
+	return acp.InitializeResponse{
+		ProtocolVersion: acp.ProtocolVersionNumber,
+		AgentInfo:       &acp.Implementation{Name: name, Version: version},
+		AgentCapabilities: acp.AgentCapabilities{
+			PromptCapabilities: acp.PromptCapabilities{EmbeddedContext: true},
+		},
+		AuthMethods: []acp.AuthMethod{},
+	}, nil
+}
+
+// Authenticate has nothing to do: the model's credentials are the agent's.
+func (a *Agent) Authenticate(context.Context, acp.AuthenticateRequest) (acp.AuthenticateResponse, error) {
+	return acp.AuthenticateResponse{}, nil
+}
+
+// NewSession starts a conversation in an absolute working directory.
+func (a *Agent) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.NewSessionResponse, error) {
+	if !filepath.IsAbs(p.Cwd) {
+		return acp.NewSessionResponse{}, acp.NewInvalidParams(map[string]any{"error": fmt.Sprintf("cwd must be an absolute path, got %q", p.Cwd)})
+	}
+	b := make([]byte, 12)
+	_, _ = rand.Read(b)
+	id := acp.SessionId("sess-" + hex.EncodeToString(b))
+	s := &agentSession{id: id, owner: string(id), cwd: filepath.Clean(p.Cwd), allowed: map[string]bool{}}
+	s.history = []openai.ChatCompletionMessageParamUnion{openai.SystemMessage(systemPrompt(a.opts.SystemPrompt, s.cwd))}
+	a.mu.Lock()
+	a.sessions[id] = s
+	a.mu.Unlock()
+	return acp.NewSessionResponse{SessionId: id}, nil
+}
+
+func systemPrompt(tmpl, cwd string) string {
+	if strings.Contains(tmpl, "%s") {
+		return strings.ReplaceAll(tmpl, "%s", cwd)
+	}
+	return tmpl
+}
+
+// Cancel aborts the session's running prompt: its model request and its
+// command.
+func (a *Agent) Cancel(ctx context.Context, p acp.CancelNotification) error {
+	if s := a.session(p.SessionId); s != nil {
+		s.cancelPrompt()
+	}
+	return nil
+}
+
+// CloseSession cancels the session's work, kills its tasks and forgets it.
+func (a *Agent) CloseSession(ctx context.Context, p acp.CloseSessionRequest) (acp.CloseSessionResponse, error) {
+	a.mu.Lock()
+	s := a.sessions[p.SessionId]
+	delete(a.sessions, p.SessionId)
+	a.mu.Unlock()
+	if s != nil {
+		s.cancelPrompt()
+		a.killTasks(s)
+	}
+	return acp.CloseSessionResponse{}, nil
+}
+
+// ListSessions lists the connection's sessions.
+func (a *Agent) ListSessions(context.Context, acp.ListSessionsRequest) (acp.ListSessionsResponse, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var out acp.ListSessionsResponse
+	for _, s := range a.sessions {
+		out.Sessions = append(out.Sessions, acp.SessionInfo{SessionId: s.id, Cwd: s.cwd})
+	}
+	return out, nil
+}
+
+// ResumeSession is not supported: sessions live as long as the connection.
+func (a *Agent) ResumeSession(context.Context, acp.ResumeSessionRequest) (acp.ResumeSessionResponse, error) {
+	return acp.ResumeSessionResponse{}, acp.NewMethodNotFound(acp.AgentMethodSessionResume)
+}
+
+// SetSessionConfigOption is not supported.
+func (a *Agent) SetSessionConfigOption(context.Context, acp.SetSessionConfigOptionRequest) (acp.SetSessionConfigOptionResponse, error) {
+	return acp.SetSessionConfigOptionResponse{}, acp.NewMethodNotFound(acp.AgentMethodSessionSetConfigOption)
+}
+
+// SetSessionMode is not supported.
+func (a *Agent) SetSessionMode(context.Context, acp.SetSessionModeRequest) (acp.SetSessionModeResponse, error) {
+	return acp.SetSessionModeResponse{}, acp.NewMethodNotFound(acp.AgentMethodSessionSetMode)
+}
+
+func (a *Agent) session(id acp.SessionId) *agentSession {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.sessions[id]
+}
+
+// notify adds a completion notice to its session's next model request.
+func (a *Agent) notify(owner, text string) {
+	if s := a.session(acp.SessionId(owner)); s != nil {
+		s.addNotice(text)
+	}
+}
+
+// agentSession is one ACP session: its conversation, cwd and owner token.
+type agentSession struct {
+	id    acp.SessionId
+	owner string
+	cwd   string
+
+	mu      sync.Mutex
+	history []openai.ChatCompletionMessageParamUnion
+	notices []string
+	cancel  context.CancelFunc // of the running prompt
+	allowed map[string]bool    // tools the user allowed for the session
+}
+
+func (s *agentSession) cancelPrompt() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cancel != nil {
+		s.cancel()
+	}
+}
+
+func (s *agentSession) addNotice(n string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.notices = append(s.notices, n)
+}
+
+func (s *agentSession) takeNotices() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := s.notices
+	s.notices = nil
+	return n
+}
+
+func (s *agentSession) append(msgs ...openai.ChatCompletionMessageParamUnion) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.history = append(s.history, msgs...)
+}
+
+func (s *agentSession) messages() []openai.ChatCompletionMessageParamUnion {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]openai.ChatCompletionMessageParamUnion(nil), s.history...)
+}

@@ -1,0 +1,181 @@
+package acpagent
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"sync"
+
+	"github.com/coder/acp-go-sdk"
+	"github.com/dshgo/dsh/tools"
+)
+
+// Updater sends ACP session updates; *acp.AgentSideConnection is one.
+type Updater interface {
+	SessionUpdate(ctx context.Context, n acp.SessionNotification) error
+}
+
+// ToolRunner runs tool calls and says how to draw them; *tools.Registry is
+// one.
+type ToolRunner interface {
+	Execute(ctx context.Context, call *tools.Call) *tools.Result
+	PresentCall(name string, args json.RawMessage) tools.CallPresentation
+	PresentResult(name string, args json.RawMessage, res *tools.Result) tools.ResultPresentation
+}
+
+// Bridge turns tool calls into ACP tool_call cards: it asks each tool how to
+// draw its call and result (never special-casing a name), runs the call,
+// and streams a terminal card's output as it arrives. The zero Bridge is not
+// usable: set Tools and Updates.
+type Bridge struct {
+	Tools   ToolRunner
+	Updates Updater
+	// TerminalOutput is set when the client announced
+	// clientCapabilities._meta.terminal_output = true in initialize (Zed):
+	// calls that ask for a terminal are then drawn as terminal cards.
+	TerminalOutput bool
+}
+
+// RunToolCall draws call as a tool_call in session sid, runs it through
+// Tools, and draws its end with a tool_call_update. sessionCwd resolves a
+// terminal's relative cwd. It returns the tool's result for the model.
+func (b *Bridge) RunToolCall(ctx context.Context, sid acp.SessionId, sessionCwd string, call *tools.Call) *tools.Result {
+	p := b.Tools.PresentCall(call.Tool, call.Args)
+	id := acp.ToolCallId(call.ID)
+	terminal := b.TerminalOutput && p.Terminal != nil
+	start := &acp.SessionUpdateToolCall{
+		SessionUpdate: "tool_call",
+		ToolCallId:    id,
+		Title:         p.Title,
+		Kind:          acp.ToolKind(p.Kind),
+		Status:        acp.ToolCallStatusInProgress,
+		RawInput:      p.RawInput,
+		Content:       textContent(p.Content),
+	}
+	var out *outbox
+	if terminal {
+		start.Content = append(start.Content, acp.ToolTerminalRef(call.ID))
+		start.Meta = map[string]any{"terminal_info": map[string]any{"terminal_id": call.ID, "cwd": terminalCwd(p.Terminal.Cwd, sessionCwd)}}
+		out = b.newOutbox(ctx, sid, call.ID)
+		call.Output = out.add
+	}
+	b.send(ctx, sid, acp.SessionUpdate{ToolCall: start})
+
+	res := b.Tools.Execute(ctx, call)
+
+	rp := b.Tools.PresentResult(call.Tool, call.Args, res)
+	status := acp.ToolCallStatusCompleted
+	if res.IsError {
+		status = acp.ToolCallStatusFailed
+	}
+	end := &acp.SessionToolCallUpdate{SessionUpdate: "tool_call_update", ToolCallId: id, Status: &status}
+	if terminal {
+		if res.IsError {
+			// No process exit to show: say why in the terminal itself.
+			out.add(res.Text() + "\n")
+		}
+		out.close()
+		if rp.Terminal != nil && !res.IsError {
+			exit := map[string]any{"terminal_id": call.ID}
+			if rp.Terminal.Signal != "" {
+				exit["signal"] = rp.Terminal.Signal
+			} else if rp.Terminal.ExitCode != nil {
+				exit["exit_code"] = *rp.Terminal.ExitCode
+			}
+			end.Meta = map[string]any{"terminal_exit": exit}
+		}
+		// No content: an update's content would replace the terminal.
+	} else {
+		end.Content = textContent(rp.Content)
+	}
+	b.send(ctx, sid, acp.SessionUpdate{ToolCallUpdate: end})
+	return res
+}
+
+// send delivers one update; a client gone away is not the tool's failure.
+func (b *Bridge) send(ctx context.Context, sid acp.SessionId, u acp.SessionUpdate) {
+	_ = b.Updates.SessionUpdate(context.WithoutCancel(ctx), acp.SessionNotification{SessionId: sid, Update: u})
+}
+
+func textContent(cs []tools.Content) []acp.ToolCallContent {
+	var out []acp.ToolCallContent
+	for _, c := range cs {
+		out = append(out, acp.ToolContent(acp.TextBlock(c.Text)))
+	}
+	return out
+}
+
+// terminalCwd resolves a tool's terminal cwd against the session cwd.
+func terminalCwd(cwd, sessionCwd string) string {
+	switch {
+	case cwd == "":
+		return sessionCwd
+	case filepath.IsAbs(cwd) || sessionCwd == "":
+		return filepath.Clean(cwd)
+	}
+	return filepath.Join(sessionCwd, cwd)
+}
+
+// outbox sends a terminal's output as terminal_output updates, in order, on
+// a goroutine of its own, so that a slow client never stalls the command's
+// pipes; pieces that pile up meanwhile go out as one update.
+type outbox struct {
+	b   *Bridge
+	ctx context.Context
+	sid acp.SessionId
+	id  string
+
+	mu      sync.Mutex
+	pending []byte
+	closed  bool
+	wake    chan struct{}
+	done    chan struct{}
+}
+
+func (b *Bridge) newOutbox(ctx context.Context, sid acp.SessionId, id string) *outbox {
+	o := &outbox{b: b, ctx: ctx, sid: sid, id: id, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	go o.loop()
+	return o
+}
+
+func (o *outbox) add(text string) {
+	o.mu.Lock()
+	o.pending = append(o.pending, text...)
+	o.mu.Unlock()
+	select {
+	case o.wake <- struct{}{}:
+	default:
+	}
+}
+
+// close sends what is pending and waits until all of it went out.
+func (o *outbox) close() {
+	o.mu.Lock()
+	o.closed = true
+	o.mu.Unlock()
+	select {
+	case o.wake <- struct{}{}:
+	default:
+	}
+	<-o.done
+}
+
+func (o *outbox) loop() {
+	defer close(o.done)
+	for range o.wake {
+		o.mu.Lock()
+		data, closed := string(o.pending), o.closed
+		o.pending = o.pending[:0]
+		o.mu.Unlock()
+		if data != "" {
+			o.b.send(o.ctx, o.sid, acp.SessionUpdate{ToolCallUpdate: &acp.SessionToolCallUpdate{
+				SessionUpdate: "tool_call_update",
+				ToolCallId:    acp.ToolCallId(o.id),
+				Meta:          map[string]any{"terminal_output": map[string]any{"terminal_id": o.id, "data": data}},
+			}})
+		}
+		if closed {
+			return
+		}
+	}
+}

@@ -1,0 +1,195 @@
+package acpagent
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/coder/acp-go-sdk"
+	"github.com/dshgo/dsh/session"
+	"github.com/dshgo/dsh/tools"
+	"github.com/openai/openai-go/v3"
+)
+
+// Texts the model reads when the user intervenes.
+const (
+	declinedText  = "the user declined to run this command"
+	cancelledText = "cancelled by the user before it ran"
+)
+
+// Prompt runs one turn: model request, tool calls (in order, through the
+// registry), results back to the model, until the model stops.
+func (a *Agent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptResponse, error) {
+	s := a.session(p.SessionId)
+	if s == nil {
+		return acp.PromptResponse{}, acp.NewInvalidParams(map[string]any{"error": fmt.Sprintf("unknown session %q", p.SessionId)})
+	}
+	if err := a.waitConn(ctx); err != nil {
+		return acp.PromptResponse{}, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	s.mu.Lock()
+	if s.cancel != nil {
+		s.mu.Unlock()
+		return acp.PromptResponse{}, acp.NewInvalidRequest(map[string]any{"error": "a prompt is already running in this session"})
+	}
+	s.cancel = cancel
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.cancel = nil
+		s.mu.Unlock()
+	}()
+
+	s.append(openai.UserMessage(promptText(p.Prompt)))
+	a.mu.Lock()
+	bridge := &Bridge{Tools: a.reg, Updates: a.conn, TerminalOutput: a.terminal}
+	a.mu.Unlock()
+	for range a.opts.MaxRounds {
+		if notices := s.takeNotices(); len(notices) > 0 {
+			s.append(openai.UserMessage("Notices about background tasks (no reply needed):\n" + strings.Join(notices, "\n")))
+		}
+		msg, err := a.complete(ctx, s)
+		if ctx.Err() != nil {
+			return acp.PromptResponse{StopReason: acp.StopReasonCancelled}, nil
+		}
+		if err != nil {
+			return acp.PromptResponse{}, acp.NewInternalError(map[string]any{"error": "the model request failed: " + err.Error()})
+		}
+		s.append(msg.ToParam())
+		if len(msg.ToolCalls) == 0 {
+			return acp.PromptResponse{StopReason: acp.StopReasonEndTurn}, nil
+		}
+		for _, tc := range msg.ToolCalls {
+			if ctx.Err() != nil {
+				s.append(openai.ToolMessage(cancelledText, tc.ID))
+				continue
+			}
+			res := bridge.RunToolCall(ctx, s.id, s.cwd, &tools.Call{
+				ID: tc.ID, Tool: tc.Function.Name, Args: json.RawMessage(tc.Function.Arguments),
+				Session: session.Session{ID: s.owner, Cwd: s.cwd},
+			})
+			s.append(openai.ToolMessage(res.Text(), tc.ID))
+		}
+		if ctx.Err() != nil {
+			return acp.PromptResponse{StopReason: acp.StopReasonCancelled}, nil
+		}
+	}
+	return acp.PromptResponse{StopReason: acp.StopReasonMaxTurnRequests}, nil
+}
+
+// promptText flattens a prompt's blocks into the user message: text as is,
+// embedded text resources with their URI, links as links.
+func promptText(blocks []acp.ContentBlock) string {
+	var parts []string
+	for _, b := range blocks {
+		switch {
+		case b.Text != nil:
+			parts = append(parts, b.Text.Text)
+		case b.Resource != nil && b.Resource.Resource.TextResourceContents != nil:
+			r := b.Resource.Resource.TextResourceContents
+			parts = append(parts, fmt.Sprintf("<file uri=%q>\n%s\n</file>", r.Uri, r.Text))
+		case b.ResourceLink != nil:
+			parts = append(parts, fmt.Sprintf("[%s](%s)", b.ResourceLink.Name, b.ResourceLink.Uri))
+		}
+	}
+	return strings.Join(parts, "\n\n")
+}
+
+// complete makes one streaming model request, sending the assistant's text
+// to the client as agent_message_chunk updates as it arrives.
+func (a *Agent) complete(ctx context.Context, s *agentSession) (openai.ChatCompletionMessage, error) {
+	stream := a.llm.Chat.Completions.NewStreaming(ctx, openai.ChatCompletionNewParams{
+		Model:    a.opts.Model,
+		Messages: s.messages(),
+		Tools:    a.defs,
+	})
+	defer stream.Close()
+	var acc openai.ChatCompletionAccumulator
+	for stream.Next() {
+		chunk := stream.Current()
+		acc.AddChunk(chunk)
+		for _, c := range chunk.Choices {
+			if c.Delta.Content != "" {
+				_ = a.conn.SessionUpdate(ctx, acp.SessionNotification{SessionId: s.id, Update: acp.UpdateAgentMessageText(c.Delta.Content)})
+			}
+		}
+	}
+	if err := stream.Err(); err != nil {
+		return openai.ChatCompletionMessage{}, err
+	}
+	if len(acc.Choices) == 0 {
+		return openai.ChatCompletionMessage{}, errors.New("the model returned no choices")
+	}
+	msg := acc.Choices[0].Message
+	for i := range msg.ToolCalls {
+		if msg.ToolCalls[i].ID == "" { // some servers omit ids; the protocol needs them
+			b := make([]byte, 8)
+			_, _ = rand.Read(b)
+			msg.ToolCalls[i].ID = "call_" + hex.EncodeToString(b)
+		}
+	}
+	return msg, nil
+}
+
+// Permission option ids.
+const (
+	allowOnce   = "allow-once"
+	allowAlways = "allow-always"
+	rejectOnce  = "reject-once"
+)
+
+// permission asks the user, with session/request_permission, before a tool
+// that wants it; "allow always" holds for that tool in that session.
+func (a *Agent) permission(next tools.Handler) tools.Handler {
+	return func(ctx context.Context, call *tools.Call) *tools.Result {
+		t := a.reg.Tool(call.Tool)
+		if a.opts.Yolo || t == nil || !t.AskPermission {
+			return next(ctx, call)
+		}
+		s := a.session(acp.SessionId(call.Session.ID))
+		if s == nil {
+			return tools.ErrorResult("the session is gone")
+		}
+		s.mu.Lock()
+		ok := s.allowed[call.Tool]
+		s.mu.Unlock()
+		if ok {
+			return next(ctx, call)
+		}
+		p := a.reg.PresentCall(call.Tool, call.Args)
+		kind := acp.ToolKind(p.Kind)
+		resp, err := a.conn.RequestPermission(ctx, acp.RequestPermissionRequest{
+			SessionId: s.id,
+			ToolCall:  acp.ToolCallUpdate{ToolCallId: acp.ToolCallId(call.ID), Title: &p.Title, Kind: &kind, RawInput: p.RawInput},
+			Options: []acp.PermissionOption{
+				{OptionId: allowOnce, Name: "Allow", Kind: acp.PermissionOptionKindAllowOnce},
+				{OptionId: allowAlways, Name: "Allow always in this session", Kind: acp.PermissionOptionKindAllowAlways},
+				{OptionId: rejectOnce, Name: "Reject", Kind: acp.PermissionOptionKindRejectOnce},
+			},
+		})
+		switch {
+		case ctx.Err() != nil:
+			return tools.ErrorResult("command aborted")
+		case err != nil:
+			return tools.ErrorResult("could not ask the user for permission: " + err.Error())
+		case resp.Outcome.Selected == nil:
+			return tools.ErrorResult(declinedText)
+		}
+		switch resp.Outcome.Selected.OptionId {
+		case allowAlways:
+			s.mu.Lock()
+			s.allowed[call.Tool] = true
+			s.mu.Unlock()
+			fallthrough
+		case allowOnce:
+			return next(ctx, call)
+		}
+		return tools.ErrorResult(declinedText)
+	}
+}
