@@ -1,0 +1,433 @@
+//go:build linux
+
+package acpagent
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/coder/acp-go-sdk"
+	"github.com/dshgo/dsh/bash"
+	"github.com/dshgo/dsh/internal/proctest"
+)
+
+// normalize merges consecutive terminal_output updates of a call (the
+// output may arrive in any number of pieces) and drops agent message
+// chunks, which are checked on their own.
+func normalize(updates []map[string]any) []map[string]any {
+	var out []map[string]any
+	for _, u := range updates {
+		if u["sessionUpdate"] == "agent_message_chunk" {
+			continue
+		}
+		if data, ok := terminalData(u); ok && len(out) > 0 {
+			if prev, ok := terminalData(out[len(out)-1]); ok {
+				out[len(out)-1]["_meta"].(map[string]any)["terminal_output"].(map[string]any)["data"] = prev + data
+				continue
+			}
+		}
+		out = append(out, u)
+	}
+	return out
+}
+
+func terminalData(u map[string]any) (string, bool) {
+	meta, _ := u["_meta"].(map[string]any)
+	to, _ := meta["terminal_output"].(map[string]any)
+	data, ok := to["data"].(string)
+	return data, ok
+}
+
+func mustJSON(t *testing.T, s string) []map[string]any {
+	t.Helper()
+	var v []map[string]any
+	if err := json.Unmarshal([]byte(s), &v); err != nil {
+		t.Fatalf("%v in %s", err, s)
+	}
+	return v
+}
+
+func assertUpdates(t *testing.T, got []map[string]any, want string) {
+	t.Helper()
+	w := mustJSON(t, want)
+	if !reflect.DeepEqual(got, w) {
+		g, _ := json.MarshalIndent(got, "", "  ")
+		wj, _ := json.MarshalIndent(w, "", "  ")
+		t.Errorf("updates:\n%s\nwant:\n%s", g, wj)
+	}
+}
+
+func agentText(updates []map[string]any) string {
+	var b strings.Builder
+	for _, u := range updates {
+		if u["sessionUpdate"] == "agent_message_chunk" {
+			b.WriteString(u["content"].(map[string]any)["text"].(string))
+		}
+	}
+	return b.String()
+}
+
+func TestForegroundTerminalCard(t *testing.T) {
+	cwd := t.TempDir()
+	r := newRig(t, true, true, turn{calls: []fakeCall{bashCall("call_1", "echo hello")}}, turn{text: "Printed hello."})
+	sid := r.newSession(t, cwd)
+	if got := r.prompt(t, sid, "say hello"); got != acp.StopReasonEndTurn {
+		t.Fatalf("stop reason %s", got)
+	}
+	updates := r.client.sessionUpdates(t, sid)
+	assertUpdates(t, normalize(updates), `[
+		{"sessionUpdate":"tool_call","toolCallId":"call_1","title":"echo hello","kind":"execute","status":"in_progress","rawInput":"echo hello",
+		 "content":[{"type":"content","content":{"type":"text","text":"Run echo"}},{"type":"terminal","terminalId":"call_1"}],
+		 "_meta":{"terminal_info":{"terminal_id":"call_1","cwd":"`+cwd+`"}}},
+		{"sessionUpdate":"tool_call_update","toolCallId":"call_1","_meta":{"terminal_output":{"terminal_id":"call_1","data":"hello\n"}}},
+		{"sessionUpdate":"tool_call_update","toolCallId":"call_1","status":"completed","_meta":{"terminal_exit":{"terminal_id":"call_1","exit_code":0}}}
+	]`)
+	if got := agentText(updates); got != "Printed hello." {
+		t.Errorf("agent text %q", got)
+	}
+	// The model got the tool's text back, and the tools.
+	req := r.model.request(1)
+	msgs := req.messageTexts()
+	if last := msgs[len(msgs)-1]; last != "tool: hello\n" {
+		t.Errorf("last message to the model %q", last)
+	}
+	if len(req.Tools) != 3 || req.Tools[0].Function.Name != "bash" {
+		t.Errorf("tools %+v", req.Tools)
+	}
+}
+
+func TestForegroundWithoutTerminal(t *testing.T) {
+	cwd := t.TempDir()
+	r := newRig(t, false, true, turn{calls: []fakeCall{bashCall("call_1", "echo hello", "workdir", "sub")}}, turn{text: "ok"})
+	os.Mkdir(filepath.Join(cwd, "sub"), 0o755)
+	sid := r.newSession(t, cwd)
+	r.prompt(t, sid, "go")
+	assertUpdates(t, normalize(r.client.sessionUpdates(t, sid)), `[
+		{"sessionUpdate":"tool_call","toolCallId":"call_1","title":"echo hello","kind":"execute","status":"in_progress","rawInput":"echo hello",
+		 "content":[{"type":"content","content":{"type":"text","text":"Run echo"}}]},
+		{"sessionUpdate":"tool_call_update","toolCallId":"call_1","status":"completed",
+		 "content":[{"type":"content","content":{"type":"text","text":"`+"```console\\nhello\\n```"+`"}}]}
+	]`)
+}
+
+func TestTerminalCwdRelative(t *testing.T) {
+	cwd := t.TempDir()
+	os.Mkdir(filepath.Join(cwd, "sub"), 0o755)
+	r := newRig(t, true, true, turn{calls: []fakeCall{bashCall("c1", "pwd", "workdir", "sub")}}, turn{text: "ok"})
+	sid := r.newSession(t, cwd)
+	r.prompt(t, sid, "go")
+	u := normalize(r.client.sessionUpdates(t, sid))
+	if got := u[0]["_meta"].(map[string]any)["terminal_info"].(map[string]any)["cwd"]; got != filepath.Join(cwd, "sub") {
+		t.Errorf("terminal cwd %v", got)
+	}
+	if data, _ := terminalData(u[1]); data != filepath.Join(cwd, "sub")+"\n" {
+		t.Errorf("pwd %q", data)
+	}
+}
+
+// TestLiveTerminalOutput: output reaches the card while the command runs.
+func TestLiveTerminalOutput(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "go")
+	syscall.Mkfifo(fifo, 0o600)
+	r := newRig(t, true, true, turn{calls: []fakeCall{bashCall("c1", "echo first; read < "+fifo+"; echo second")}}, turn{text: "ok"})
+	sid := r.newSession(t, t.TempDir())
+	done := make(chan acp.StopReason, 1)
+	go func() { done <- r.prompt(t, sid, "go") }()
+	r.client.waitUpdate(t, sid, func(u map[string]any) bool { d, _ := terminalData(u); return strings.Contains(d, "first") })
+	for _, u := range r.client.sessionUpdates(t, sid) {
+		if u["status"] == "completed" {
+			t.Fatal("the call completed before its command was released")
+		}
+	}
+	w, _ := os.OpenFile(fifo, os.O_WRONLY, 0)
+	w.WriteString("\n")
+	w.Close()
+	<-done
+	u := normalize(r.client.sessionUpdates(t, sid))
+	if data, _ := terminalData(u[1]); data != "first\nsecond\n" || u[2]["status"] != "completed" {
+		t.Errorf("updates %v", u)
+	}
+}
+
+func TestCards(t *testing.T) {
+	tests := []struct {
+		name string
+		call fakeCall
+		want string // the final update
+	}{
+		{"non-zero exit pill", bashCall("c1", "exit 3"),
+			`{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","_meta":{"terminal_exit":{"terminal_id":"c1","exit_code":3}}}`},
+		{"signal pill", bashCall("c1", "kill -TERM $$"),
+			`{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","_meta":{"terminal_exit":{"terminal_id":"c1","signal":"SIGTERM"}}}`},
+		{"error result: no pill", bashCall("c1", "true", "workdir", "/nonexistent/dsh"),
+			`{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"failed"}`},
+		{"background: no terminal, no pill", bashCall("c1", "true", "run_in_background", true),
+			`{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","content":[{"type":"content","content":{"type":"text","text":"`+"```console\\nstarted background task bash-1\\n```"+`"}}]}`},
+		{"unknown tool: generic card", fakeCall{id: "c1", name: "nope", args: map[string]any{"x": 1}},
+			`{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"failed","content":[{"type":"content","content":{"type":"text","text":"unknown tool \"nope\""}}]}`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t, true, true, turn{calls: []fakeCall{tc.call}}, turn{text: "ok"})
+			sid := r.newSession(t, t.TempDir())
+			r.prompt(t, sid, "go")
+			u := normalize(r.client.sessionUpdates(t, sid))
+			var want map[string]any
+			json.Unmarshal([]byte(tc.want), &want)
+			if !reflect.DeepEqual(u[len(u)-1], want) {
+				t.Errorf("final update %v\nwant %v", u[len(u)-1], want)
+			}
+		})
+	}
+}
+
+func TestBackgroundAndUnknownCallCards(t *testing.T) {
+	r := newRig(t, true, true, turn{calls: []fakeCall{
+		bashCall("c1", "true", "run_in_background", true),
+		{id: "c2", name: "nope", args: map[string]any{"x": 1}},
+		{id: "c3", name: "bash_output", args: map[string]any{"task_id": "bash-1"}},
+	}}, turn{text: "ok"})
+	sid := r.newSession(t, t.TempDir())
+	r.prompt(t, sid, "go")
+	var starts []map[string]any
+	for _, u := range normalize(r.client.sessionUpdates(t, sid)) {
+		if u["sessionUpdate"] == "tool_call" {
+			starts = append(starts, u)
+		}
+	}
+	want := mustJSON(t, `[
+		{"sessionUpdate":"tool_call","toolCallId":"c1","title":"true","kind":"execute","status":"in_progress","rawInput":"true","content":[{"type":"content","content":{"type":"text","text":"Run true"}}]},
+		{"sessionUpdate":"tool_call","toolCallId":"c2","title":"nope","kind":"other","status":"in_progress","rawInput":{"x":1}},
+		{"sessionUpdate":"tool_call","toolCallId":"c3","title":"Read output from background task bash-1","kind":"execute","status":"in_progress","rawInput":"bash-1"}
+	]`)
+	if !reflect.DeepEqual(starts, want) {
+		t.Errorf("starts %v", starts)
+	}
+}
+
+func TestPermissions(t *testing.T) {
+	tests := []struct {
+		name   string
+		answer string
+		asks   int
+		ran    int
+		result string
+	}{
+		{"allow once asks each time", allowOnce, 2, 2, "x\n"},
+		{"allow always asks once", allowAlways, 1, 2, "x\n"},
+		{"reject", rejectOnce, 2, 0, "the user declined to run this command"},
+		{"cancelled outcome", "", 2, 0, "the user declined to run this command"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			marker := filepath.Join(t.TempDir(), "ran")
+			cmd := "echo x >> " + marker + "; echo x"
+			r := newRig(t, false, false, turn{calls: []fakeCall{bashCall("c1", cmd), bashCall("c2", cmd), {id: "c3", name: "bash_output", args: map[string]any{"task_id": "bash-9"}}}}, turn{text: "ok"})
+			r.client.answer = func(acp.RequestPermissionRequest) acp.RequestPermissionResponse {
+				if tc.answer == "" {
+					return acp.RequestPermissionResponse{Outcome: acp.NewRequestPermissionOutcomeCancelled()}
+				}
+				return acp.RequestPermissionResponse{Outcome: acp.NewRequestPermissionOutcomeSelected(acp.PermissionOptionId(tc.answer))}
+			}
+			sid := r.newSession(t, t.TempDir())
+			r.prompt(t, sid, "go")
+			r.client.mu.Lock()
+			asked := r.client.askedFor
+			r.client.mu.Unlock()
+			if len(asked) != tc.asks {
+				t.Fatalf("asked %d times; want %d", len(asked), tc.asks)
+			}
+			p := asked[0]
+			if p.ToolCall.ToolCallId != "c1" || *p.ToolCall.Title != cmd || len(p.Options) != 3 || p.Options[0].Kind != acp.PermissionOptionKindAllowOnce ||
+				p.Options[1].Kind != acp.PermissionOptionKindAllowAlways || p.Options[2].Kind != acp.PermissionOptionKindRejectOnce {
+				t.Errorf("request %+v", p)
+			}
+			b, _ := os.ReadFile(marker)
+			if n := strings.Count(string(b), "x"); n != tc.ran {
+				t.Errorf("ran %d times; want %d", n, tc.ran)
+			}
+			msgs := r.model.request(1).messageTexts()
+			if got := msgs[len(msgs)-3]; got != "tool: "+tc.result {
+				t.Errorf("model saw %q", got)
+			}
+			if got := msgs[len(msgs)-1]; got != `tool: unknown bash task "bash-9"` {
+				t.Errorf("bash_output (never asks) gave %q", got)
+			}
+		})
+	}
+}
+
+// TestCancel: session/cancel during a long command kills it, and the prompt
+// says cancelled.
+func TestCancel(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "pid")
+	syscall.Mkfifo(fifo, 0o600)
+	r := newRig(t, true, true, turn{calls: []fakeCall{bashCall("c1", "echo $$ > "+fifo+"; exec sleep 30"), bashCall("c2", "echo never")}})
+	sid := r.newSession(t, t.TempDir())
+	done := make(chan acp.StopReason, 1)
+	go func() { done <- r.prompt(t, sid, "go") }()
+	f, err := os.Open(fifo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line, _ := bufio.NewReader(f).ReadString('\n')
+	f.Close()
+	pid, _ := strconv.Atoi(strings.TrimSpace(line))
+	if err := r.conn.Cancel(context.Background(), acp.CancelNotification{SessionId: sid}); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-done; got != acp.StopReasonCancelled {
+		t.Errorf("stop reason %s", got)
+	}
+	if proctest.Alive(pid) {
+		t.Errorf("sleep %d survived the cancel", pid)
+	}
+	for _, u := range normalize(r.client.sessionUpdates(t, sid)) {
+		if u["toolCallId"] == "c2" {
+			t.Error("a call after the cancel was started")
+		}
+	}
+	// The conversation stays valid: the next prompt's request has a tool
+	// message for each call of the cancelled turn.
+	r.model.mu.Lock()
+	r.model.turns = []turn{{text: "ok"}}
+	r.model.mu.Unlock()
+	if got := r.prompt(t, sid, "again"); got != acp.StopReasonEndTurn {
+		t.Fatalf("after cancel: %s", got)
+	}
+	msgs := r.model.request(1).messageTexts()
+	want := []string{"tool: command aborted", "tool: cancelled by the user before it ran", "user: again"}
+	if got := msgs[len(msgs)-3:]; !reflect.DeepEqual(got, want) {
+		t.Errorf("history %q", got)
+	}
+}
+
+// TestCancelModelRequest: a cancel while the model is thinking returns
+// cancelled at once.
+func TestCancelModelRequest(t *testing.T) {
+	r := newRig(t, false, true, turn{hold: true, text: "never"})
+	sid := r.newSession(t, t.TempDir())
+	done := make(chan acp.StopReason, 1)
+	go func() { done <- r.prompt(t, sid, "go") }()
+	<-r.model.arrived
+	r.conn.Cancel(context.Background(), acp.CancelNotification{SessionId: sid})
+	if got := <-done; got != acp.StopReasonCancelled {
+		t.Errorf("stop reason %s", got)
+	}
+}
+
+// TestConcurrentSessions: two sessions with different cwds prompt at once;
+// each runs in its own directory and sees only its own events.
+func TestConcurrentSessions(t *testing.T) {
+	r := newRig(t, false, true)
+	r.model.script = func(req chatRequest) turn {
+		msgs := req.messageTexts()
+		last := msgs[len(msgs)-1]
+		if strings.HasPrefix(last, "user: ") {
+			return turn{calls: []fakeCall{bashCall("call-"+strings.TrimPrefix(last, "user: "), "pwd")}}
+		}
+		return turn{text: "ran in " + strings.TrimPrefix(last, "tool: ")}
+	}
+	dirs := []string{t.TempDir(), t.TempDir()}
+	sids := []acp.SessionId{r.newSession(t, dirs[0]), r.newSession(t, dirs[1])}
+	var wg sync.WaitGroup
+	for i, sid := range sids {
+		wg.Go(func() { r.prompt(t, sid, "s"+strconv.Itoa(i)) })
+	}
+	wg.Wait()
+	for i, sid := range sids {
+		u := r.client.sessionUpdates(t, sid)
+		if got := agentText(u); got != "ran in "+dirs[i]+"\n" {
+			t.Errorf("session %d: %q", i, got)
+		}
+		for _, x := range normalize(u) {
+			if x["toolCallId"] != "call-s"+strconv.Itoa(i) {
+				t.Errorf("session %d got an event of another session: %v", i, x)
+			}
+		}
+	}
+}
+
+// TestNoticeReachesItsSession: a background task's notice is in its own
+// session's next model request, and in no other's.
+func TestNoticeReachesItsSession(t *testing.T) {
+	r := newRig(t, false, true)
+	r.model.script = func(req chatRequest) turn {
+		msgs := req.messageTexts()
+		if msgs[len(msgs)-1] == "user: start" {
+			return turn{calls: []fakeCall{bashCall("c1", "exit 7", "run_in_background", true)}}
+		}
+		return turn{text: "ok"}
+	}
+	ended := make(chan bash.Task, 1)
+	defer r.exec.OnTaskDone(func(tk bash.Task) { ended <- tk })()
+	a, b := r.newSession(t, t.TempDir()), r.newSession(t, t.TempDir())
+	r.prompt(t, a, "start")
+	<-ended
+	r.prompt(t, b, "hello")
+	r.prompt(t, a, "next")
+	notice := "user: Notices about background tasks (no reply needed):\nbackground task bash-1 finished [status: completed, exit code: 7]; read its output with bash_output"
+	find := func(user string) []string {
+		r.model.mu.Lock()
+		defer r.model.mu.Unlock()
+		for _, req := range r.model.requests {
+			if msgs := req.messageTexts(); slices.Contains(msgs, "user: "+user) {
+				return msgs
+			}
+		}
+		t.Fatalf("no request with %q", user)
+		return nil
+	}
+	if msgs := find("next"); !reflect.DeepEqual(msgs[len(msgs)-2:], []string{"user: next", notice}) {
+		t.Errorf("session a's next request ends %q", msgs[len(msgs)-2:])
+	}
+	if msgs := find("hello"); strings.Contains(strings.Join(msgs, "\n"), "bash-1") {
+		t.Errorf("the notice reached the other session: %q", msgs)
+	}
+	// Delivered once: a later request of a does not repeat it.
+	r.prompt(t, a, "again")
+	if n := strings.Count(strings.Join(find("again"), "\n"), "finished [status"); n != 1 {
+		t.Errorf("the notice appears %d times in the history", n)
+	}
+}
+
+func TestNewSessionNeedsAbsoluteCwd(t *testing.T) {
+	r := newRig(t, false, true)
+	if _, err := r.conn.NewSession(context.Background(), acp.NewSessionRequest{Cwd: "relative/dir", McpServers: []acp.McpServer{}}); err == nil {
+		t.Error("a relative cwd was accepted")
+	}
+	if _, err := r.conn.Prompt(context.Background(), acp.PromptRequest{SessionId: "sess-nope", Prompt: []acp.ContentBlock{acp.TextBlock("x")}}); err == nil {
+		t.Error("a prompt to an unknown session was accepted")
+	}
+}
+
+// TestTasksDieWithConnection: closing the connection kills the sessions'
+// background tasks.
+func TestTasksDieWithConnection(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "pid")
+	syscall.Mkfifo(fifo, 0o600)
+	r := newRig(t, false, true, turn{calls: []fakeCall{bashCall("c1", "echo $$ > "+fifo+"; exec sleep 30", "run_in_background", true)}}, turn{text: "ok"})
+	sid := r.newSession(t, t.TempDir())
+	r.prompt(t, sid, "go")
+	f, _ := os.Open(fifo)
+	line, _ := bufio.NewReader(f).ReadString('\n')
+	f.Close()
+	pid, _ := strconv.Atoi(strings.TrimSpace(line))
+	if !proctest.Alive(pid) {
+		t.Fatal("the background sleep is not running")
+	}
+	r.disconnect()
+	if proctest.Alive(pid) {
+		t.Errorf("background sleep %d outlived the connection", pid)
+	}
+}
