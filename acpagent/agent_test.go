@@ -172,7 +172,7 @@ func TestCards(t *testing.T) {
 		{"error result: no pill", bashCall("c1", "true", "workdir", "/nonexistent/dsh"),
 			`{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"failed"}`},
 		{"background: no terminal, no pill", bashCall("c1", "true", "run_in_background", true),
-			`{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","content":[{"type":"content","content":{"type":"text","text":"`+"```console\\nstarted background task bash-1\\n```"+`"}}]}`},
+			`{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","content":[{"type":"content","content":{"type":"text","text":"` + "```console\\nstarted background task bash-1\\n```" + `"}}]}`},
 		{"unknown tool: generic card", fakeCall{id: "c1", name: "nope", args: map[string]any{"x": 1}},
 			`{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"failed","content":[{"type":"content","content":{"type":"text","text":"unknown tool \"nope\""}}]}`},
 	}
