@@ -361,11 +361,13 @@ func TestConcurrentSessions(t *testing.T) {
 // TestNoticeReachesItsSession: a background task's notice is in its own
 // session's next model request, and in no other's.
 func TestNoticeReachesItsSession(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "go")
+	syscall.Mkfifo(fifo, 0o600)
 	r := newRig(t, false, true)
 	r.model.script = func(req chatRequest) turn {
 		msgs := req.messageTexts()
 		if msgs[len(msgs)-1] == "user: start" {
-			return turn{calls: []fakeCall{bashCall("c1", "exit 7", "run_in_background", true)}}
+			return turn{calls: []fakeCall{bashCall("c1", "read < "+fifo+"; exit 7", "run_in_background", true)}}
 		}
 		return turn{text: "ok"}
 	}
@@ -373,6 +375,9 @@ func TestNoticeReachesItsSession(t *testing.T) {
 	defer r.exec.OnTaskDone(func(tk bash.Task) { ended <- tk })()
 	a, b := r.newSession(t, t.TempDir()), r.newSession(t, t.TempDir())
 	r.prompt(t, a, "start")
+	w, _ := os.OpenFile(fifo, os.O_WRONLY, 0) // the task ends only after the turn
+	w.WriteString("\n")
+	w.Close()
 	<-ended
 	r.prompt(t, b, "hello")
 	r.prompt(t, a, "next")

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -295,6 +296,7 @@ func newRig(t *testing.T, terminal bool, yolo bool, turns ...turn) *rig {
 	}()
 	client := &testClient{notify: make(chan acp.SessionNotification, 1)}
 	conn := acp.NewClientSideConnection(client, c2aW, a2cR)
+	conn.SetLogger(slog.New(slog.DiscardHandler))
 	var once sync.Once
 	disconnect := func() {
 		once.Do(func() {
