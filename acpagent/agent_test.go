@@ -18,6 +18,7 @@ import (
 
 	"github.com/coder/acp-go-sdk"
 	"github.com/dshgo/dsh/bash"
+	"github.com/dshgo/dsh/internal/fakellm"
 	"github.com/dshgo/dsh/internal/proctest"
 )
 
@@ -79,7 +80,7 @@ func agentText(updates []map[string]any) string {
 
 func TestForegroundTerminalCard(t *testing.T) {
 	cwd := t.TempDir()
-	r := newRig(t, true, true, turn{calls: []fakeCall{bashCall("call_1", "echo hello")}}, turn{text: "Printed hello."})
+	r := newRig(t, true, true, fakellm.Turn{Calls: []fakellm.Call{bashCall("call_1", "echo hello")}}, fakellm.Turn{Text: "Printed hello."})
 	sid := r.newSession(t, cwd)
 	if got := r.prompt(t, sid, "say hello"); got != acp.StopReasonEndTurn {
 		t.Fatalf("stop reason %s", got)
@@ -96,8 +97,8 @@ func TestForegroundTerminalCard(t *testing.T) {
 		t.Errorf("agent text %q", got)
 	}
 	// The model got the tool's text back, and the tools.
-	req := r.model.request(1)
-	msgs := req.messageTexts()
+	req := r.model.Request(1)
+	msgs := req.MessageTexts()
 	if last := msgs[len(msgs)-1]; last != "tool: hello\n" {
 		t.Errorf("last message to the model %q", last)
 	}
@@ -108,7 +109,7 @@ func TestForegroundTerminalCard(t *testing.T) {
 
 func TestForegroundWithoutTerminal(t *testing.T) {
 	cwd := t.TempDir()
-	r := newRig(t, false, true, turn{calls: []fakeCall{bashCall("call_1", "echo hello", "workdir", "sub")}}, turn{text: "ok"})
+	r := newRig(t, false, true, fakellm.Turn{Calls: []fakellm.Call{bashCall("call_1", "echo hello", "workdir", "sub")}}, fakellm.Turn{Text: "ok"})
 	os.Mkdir(filepath.Join(cwd, "sub"), 0o755)
 	sid := r.newSession(t, cwd)
 	r.prompt(t, sid, "go")
@@ -123,7 +124,7 @@ func TestForegroundWithoutTerminal(t *testing.T) {
 func TestTerminalCwdRelative(t *testing.T) {
 	cwd := t.TempDir()
 	os.Mkdir(filepath.Join(cwd, "sub"), 0o755)
-	r := newRig(t, true, true, turn{calls: []fakeCall{bashCall("c1", "pwd", "workdir", "sub")}}, turn{text: "ok"})
+	r := newRig(t, true, true, fakellm.Turn{Calls: []fakellm.Call{bashCall("c1", "pwd", "workdir", "sub")}}, fakellm.Turn{Text: "ok"})
 	sid := r.newSession(t, cwd)
 	r.prompt(t, sid, "go")
 	u := normalize(r.client.sessionUpdates(t, sid))
@@ -139,7 +140,7 @@ func TestTerminalCwdRelative(t *testing.T) {
 func TestLiveTerminalOutput(t *testing.T) {
 	fifo := filepath.Join(t.TempDir(), "go")
 	syscall.Mkfifo(fifo, 0o600)
-	r := newRig(t, true, true, turn{calls: []fakeCall{bashCall("c1", "echo first; read < "+fifo+"; echo second")}}, turn{text: "ok"})
+	r := newRig(t, true, true, fakellm.Turn{Calls: []fakellm.Call{bashCall("c1", "echo first; read < "+fifo+"; echo second")}}, fakellm.Turn{Text: "ok"})
 	sid := r.newSession(t, t.TempDir())
 	done := make(chan acp.StopReason, 1)
 	go func() { done <- r.prompt(t, sid, "go") }()
@@ -162,7 +163,7 @@ func TestLiveTerminalOutput(t *testing.T) {
 func TestCards(t *testing.T) {
 	tests := []struct {
 		name string
-		call fakeCall
+		call fakellm.Call
 		want string // the final update
 	}{
 		{"non-zero exit pill", bashCall("c1", "exit 3"),
@@ -173,12 +174,12 @@ func TestCards(t *testing.T) {
 			`{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"failed"}`},
 		{"background: no terminal, no pill", bashCall("c1", "true", "run_in_background", true),
 			`{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","content":[{"type":"content","content":{"type":"text","text":"` + "```console\\nstarted background task bash-1\\n```" + `"}}]}`},
-		{"unknown tool: generic card", fakeCall{id: "c1", name: "nope", args: map[string]any{"x": 1}},
+		{"unknown tool: generic card", fakellm.Call{ID: "c1", Name: "nope", Args: map[string]any{"x": 1}},
 			`{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"failed","content":[{"type":"content","content":{"type":"text","text":"unknown tool \"nope\""}}]}`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			r := newRig(t, true, true, turn{calls: []fakeCall{tc.call}}, turn{text: "ok"})
+			r := newRig(t, true, true, fakellm.Turn{Calls: []fakellm.Call{tc.call}}, fakellm.Turn{Text: "ok"})
 			sid := r.newSession(t, t.TempDir())
 			r.prompt(t, sid, "go")
 			u := normalize(r.client.sessionUpdates(t, sid))
@@ -192,11 +193,11 @@ func TestCards(t *testing.T) {
 }
 
 func TestBackgroundAndUnknownCallCards(t *testing.T) {
-	r := newRig(t, true, true, turn{calls: []fakeCall{
+	r := newRig(t, true, true, fakellm.Turn{Calls: []fakellm.Call{
 		bashCall("c1", "true", "run_in_background", true),
-		{id: "c2", name: "nope", args: map[string]any{"x": 1}},
-		{id: "c3", name: "bash_output", args: map[string]any{"task_id": "bash-1"}},
-	}}, turn{text: "ok"})
+		{ID: "c2", Name: "nope", Args: map[string]any{"x": 1}},
+		{ID: "c3", Name: "bash_output", Args: map[string]any{"task_id": "bash-1"}},
+	}}, fakellm.Turn{Text: "ok"})
 	sid := r.newSession(t, t.TempDir())
 	r.prompt(t, sid, "go")
 	var starts []map[string]any
@@ -232,7 +233,7 @@ func TestPermissions(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			marker := filepath.Join(t.TempDir(), "ran")
 			cmd := "echo x >> " + marker + "; echo x"
-			r := newRig(t, false, false, turn{calls: []fakeCall{bashCall("c1", cmd), bashCall("c2", cmd), {id: "c3", name: "bash_output", args: map[string]any{"task_id": "bash-9"}}}}, turn{text: "ok"})
+			r := newRig(t, false, false, fakellm.Turn{Calls: []fakellm.Call{bashCall("c1", cmd), bashCall("c2", cmd), {ID: "c3", Name: "bash_output", Args: map[string]any{"task_id": "bash-9"}}}}, fakellm.Turn{Text: "ok"})
 			r.client.answer = func(acp.RequestPermissionRequest) acp.RequestPermissionResponse {
 				if tc.answer == "" {
 					return acp.RequestPermissionResponse{Outcome: acp.NewRequestPermissionOutcomeCancelled()}
@@ -256,7 +257,7 @@ func TestPermissions(t *testing.T) {
 			if n := strings.Count(string(b), "x"); n != tc.ran {
 				t.Errorf("ran %d times; want %d", n, tc.ran)
 			}
-			msgs := r.model.request(1).messageTexts()
+			msgs := r.model.Request(1).MessageTexts()
 			if got := msgs[len(msgs)-3]; got != "tool: "+tc.result {
 				t.Errorf("model saw %q", got)
 			}
@@ -272,7 +273,7 @@ func TestPermissions(t *testing.T) {
 func TestCancel(t *testing.T) {
 	fifo := filepath.Join(t.TempDir(), "pid")
 	syscall.Mkfifo(fifo, 0o600)
-	r := newRig(t, true, true, turn{calls: []fakeCall{bashCall("c1", "echo $$ > "+fifo+"; exec sleep 30"), bashCall("c2", "echo never")}})
+	r := newRig(t, true, true, fakellm.Turn{Calls: []fakellm.Call{bashCall("c1", "echo $$ > "+fifo+"; exec sleep 30"), bashCall("c2", "echo never")}})
 	sid := r.newSession(t, t.TempDir())
 	done := make(chan acp.StopReason, 1)
 	go func() { done <- r.prompt(t, sid, "go") }()
@@ -299,13 +300,11 @@ func TestCancel(t *testing.T) {
 	}
 	// The conversation stays valid: the next prompt's request has a tool
 	// message for each call of the cancelled turn.
-	r.model.mu.Lock()
-	r.model.turns = []turn{{text: "ok"}}
-	r.model.mu.Unlock()
+	r.model.SetTurns(fakellm.Turn{Text: "ok"})
 	if got := r.prompt(t, sid, "again"); got != acp.StopReasonEndTurn {
 		t.Fatalf("after cancel: %s", got)
 	}
-	msgs := r.model.request(1).messageTexts()
+	msgs := r.model.Request(1).MessageTexts()
 	want := []string{"tool: command aborted", "tool: cancelled by the user before it ran", "user: again"}
 	if got := msgs[len(msgs)-3:]; !reflect.DeepEqual(got, want) {
 		t.Errorf("history %q", got)
@@ -315,11 +314,11 @@ func TestCancel(t *testing.T) {
 // TestCancelModelRequest: a cancel while the model is thinking returns
 // cancelled at once.
 func TestCancelModelRequest(t *testing.T) {
-	r := newRig(t, false, true, turn{hold: true, text: "never"})
+	r := newRig(t, false, true, fakellm.Turn{Hold: true, Text: "never"})
 	sid := r.newSession(t, t.TempDir())
 	done := make(chan acp.StopReason, 1)
 	go func() { done <- r.prompt(t, sid, "go") }()
-	<-r.model.arrived
+	<-r.model.Arrived
 	r.conn.Cancel(context.Background(), acp.CancelNotification{SessionId: sid})
 	if got := <-done; got != acp.StopReasonCancelled {
 		t.Errorf("stop reason %s", got)
@@ -330,14 +329,14 @@ func TestCancelModelRequest(t *testing.T) {
 // each runs in its own directory and sees only its own events.
 func TestConcurrentSessions(t *testing.T) {
 	r := newRig(t, false, true)
-	r.model.script = func(req chatRequest) turn {
-		msgs := req.messageTexts()
+	r.model.SetScript(func(req fakellm.Request) fakellm.Turn {
+		msgs := req.MessageTexts()
 		last := msgs[len(msgs)-1]
 		if strings.HasPrefix(last, "user: ") {
-			return turn{calls: []fakeCall{bashCall("call-"+strings.TrimPrefix(last, "user: "), "pwd")}}
+			return fakellm.Turn{Calls: []fakellm.Call{bashCall("call-"+strings.TrimPrefix(last, "user: "), "pwd")}}
 		}
-		return turn{text: "ran in " + strings.TrimPrefix(last, "tool: ")}
-	}
+		return fakellm.Turn{Text: "ran in " + strings.TrimPrefix(last, "tool: ")}
+	})
 	dirs := []string{t.TempDir(), t.TempDir()}
 	sids := []acp.SessionId{r.newSession(t, dirs[0]), r.newSession(t, dirs[1])}
 	var wg sync.WaitGroup
@@ -364,13 +363,13 @@ func TestNoticeReachesItsSession(t *testing.T) {
 	fifo := filepath.Join(t.TempDir(), "go")
 	syscall.Mkfifo(fifo, 0o600)
 	r := newRig(t, false, true)
-	r.model.script = func(req chatRequest) turn {
-		msgs := req.messageTexts()
+	r.model.SetScript(func(req fakellm.Request) fakellm.Turn {
+		msgs := req.MessageTexts()
 		if msgs[len(msgs)-1] == "user: start" {
-			return turn{calls: []fakeCall{bashCall("c1", "read < "+fifo+"; exit 7", "run_in_background", true)}}
+			return fakellm.Turn{Calls: []fakellm.Call{bashCall("c1", "read < "+fifo+"; exit 7", "run_in_background", true)}}
 		}
-		return turn{text: "ok"}
-	}
+		return fakellm.Turn{Text: "ok"}
+	})
 	ended := make(chan bash.Task, 1)
 	defer r.exec.OnTaskDone(func(tk bash.Task) { ended <- tk })()
 	a, b := r.newSession(t, t.TempDir()), r.newSession(t, t.TempDir())
@@ -383,10 +382,8 @@ func TestNoticeReachesItsSession(t *testing.T) {
 	r.prompt(t, a, "next")
 	notice := "user: Notices about background tasks (no reply needed):\nbackground task bash-1 finished [status: completed, exit code: 7]; read its output with bash_output"
 	find := func(user string) []string {
-		r.model.mu.Lock()
-		defer r.model.mu.Unlock()
-		for _, req := range r.model.requests {
-			if msgs := req.messageTexts(); slices.Contains(msgs, "user: "+user) {
+		for _, req := range r.model.Requests() {
+			if msgs := req.MessageTexts(); slices.Contains(msgs, "user: "+user) {
 				return msgs
 			}
 		}
@@ -421,7 +418,7 @@ func TestNewSessionNeedsAbsoluteCwd(t *testing.T) {
 func TestTasksDieWithConnection(t *testing.T) {
 	fifo := filepath.Join(t.TempDir(), "pid")
 	syscall.Mkfifo(fifo, 0o600)
-	r := newRig(t, false, true, turn{calls: []fakeCall{bashCall("c1", "echo $$ > "+fifo+"; exec sleep 30", "run_in_background", true)}}, turn{text: "ok"})
+	r := newRig(t, false, true, fakellm.Turn{Calls: []fakellm.Call{bashCall("c1", "echo $$ > "+fifo+"; exec sleep 30", "run_in_background", true)}}, fakellm.Turn{Text: "ok"})
 	sid := r.newSession(t, t.TempDir())
 	r.prompt(t, sid, "go")
 	f, _ := os.Open(fifo)

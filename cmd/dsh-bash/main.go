@@ -2,10 +2,13 @@
 // bash_kill.
 //
 //	dsh-bash mcp [--cwd DIR] [--http ADDR [--token TOKEN]] [executor flags]
+//	dsh-bash acp --model MODEL [--base-url URL] [--api-key KEY] [--yolo] [executor flags]
 //	dsh-bash run [--workdir DIR] [--timeout-ms N] [executor flags] -- COMMAND
 //	dsh-bash schema
 //
 // mcp serves the tools to an MCP client, over stdio or streamable HTTP;
+// acp is an agent for an ACP editor (Zed) that drives an OpenAI-compatible
+// model with the tools;
 // run makes one bash call through the same tool layer a model uses and
 // prints exactly the text the model would get; schema prints the three
 // tool definitions as JSON. Executor flags: --default-timeout-ms,
@@ -30,6 +33,7 @@ func main() {
 
 const usage = `usage:
   dsh-bash mcp [--cwd DIR] [--http ADDR [--token TOKEN] [--idle-timeout D]] [executor flags]
+  dsh-bash acp --model MODEL [--base-url URL] [--api-key KEY] [--yolo] [executor flags]
   dsh-bash run [--workdir DIR] [--timeout-ms N] [executor flags] -- COMMAND
   dsh-bash schema
 
@@ -48,6 +52,8 @@ func cli(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	switch args[0] {
 	case "mcp":
 		return mcpCmd(ctx, args[1:], stdin, stdout, stderr)
+	case "acp":
+		return acpCmd(ctx, args[1:], stdin, stdout, stderr)
 	case "run":
 		return runCmd(ctx, args[1:], stdout, stderr)
 	case "schema":
