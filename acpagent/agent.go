@@ -161,19 +161,9 @@ func (a *Agent) shutdown() {
 	a.mu.Unlock()
 	for _, s := range all {
 		s.cancelPrompt()
-		a.killTasks(s)
+		a.tb.EndSession(context.Background(), s.owner)
 	}
 	a.tb.Close()
-}
-
-func (a *Agent) killTasks(s *agentSession) {
-	var wg sync.WaitGroup
-	for _, t := range a.exec.List() {
-		if t.Owner == s.owner && !t.Done() {
-			wg.Go(func() { _, _ = a.exec.Kill(context.Background(), t.ID) })
-		}
-	}
-	wg.Wait()
 }
 
 func (a *Agent) waitConn(ctx context.Context) error {
@@ -253,7 +243,7 @@ func (a *Agent) CloseSession(ctx context.Context, p acp.CloseSessionRequest) (ac
 	a.mu.Unlock()
 	if s != nil {
 		s.cancelPrompt()
-		a.killTasks(s)
+		a.tb.EndSession(context.Background(), s.owner)
 	}
 	return acp.CloseSessionResponse{}, nil
 }

@@ -241,13 +241,7 @@ func (s *Server) endSession(ss *mcp.ServerSession) {
 		return
 	}
 	st.ended.Do(func() {
-		var wg sync.WaitGroup
-		for _, t := range s.exec.List() {
-			if t.Owner == st.owner && !t.Done() {
-				wg.Go(func() { _, _ = s.exec.Kill(context.Background(), t.ID) })
-			}
-		}
-		wg.Wait()
+		s.tb.EndSession(context.Background(), st.owner)
 		s.mu.Lock()
 		delete(s.sessions, ss)
 		delete(s.owners, st.owner)

@@ -339,3 +339,21 @@ func TestNotices(t *testing.T) {
 }
 
 func mkfifo(p string) error { return syscall.Mkfifo(p, 0o600) }
+
+func TestEndSession(t *testing.T) {
+	r := newRig(t, nil)
+	for _, s := range []session.Session{{ID: "a"}, {ID: "a"}, {ID: "b"}, {}} {
+		r.call(s, BashName, args{"command": "sleep 30", "description": "d", "run_in_background": true})
+	}
+	r.tb.EndSession(context.Background(), "a")
+	want := map[bash.TaskID]bash.TaskStatus{"bash-1": bash.StatusKilled, "bash-2": bash.StatusKilled, "bash-3": bash.StatusRunning, "bash-4": bash.StatusRunning}
+	for id, st := range want {
+		if tk, _ := r.exec.Get(id); tk.Status != st {
+			t.Errorf("%s: %s; want %s", id, tk.Status, st)
+		}
+	}
+	r.tb.EndSession(context.Background(), "") // unowned tasks belong to no session
+	if tk, _ := r.exec.Get("bash-4"); tk.Status != bash.StatusRunning {
+		t.Errorf("EndSession(\"\") killed an unowned task")
+	}
+}

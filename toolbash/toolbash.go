@@ -21,6 +21,7 @@ import (
 	"errors"
 	"math"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/dshgo/dsh/bash"
@@ -105,6 +106,21 @@ func (t *Tools) Tools() []*tools.Tool {
 			PresentCall: presentTaskCall(KillName, "Kill background task "),
 		},
 	}
+}
+
+// EndSession kills every running task the session owns, at once, and
+// returns when they are all gone. Front ends call it when a session ends.
+func (t *Tools) EndSession(ctx context.Context, sessionID string) {
+	if sessionID == "" {
+		return // unowned tasks belong to no session
+	}
+	var wg sync.WaitGroup
+	for _, task := range t.exec.List() {
+		if task.Owner == sessionID && !task.Done() {
+			wg.Go(func() { _, _ = t.exec.Kill(ctx, task.ID) })
+		}
+	}
+	wg.Wait()
 }
 
 // Register adds the three tools to r.
