@@ -85,7 +85,7 @@ func TestForegroundTerminalCard(t *testing.T) {
 	if got := r.prompt(t, sid, "say hello"); got != acp.StopReasonEndTurn {
 		t.Fatalf("stop reason %s", got)
 	}
-	updates := r.client.sessionUpdates(t, sid)
+	updates := r.client.SessionUpdates(t, sid)
 	assertUpdates(t, normalize(updates), `[
 		{"sessionUpdate":"tool_call","toolCallId":"call_1","title":"echo hello","kind":"execute","status":"in_progress","rawInput":"echo hello",
 		 "content":[{"type":"content","content":{"type":"text","text":"Run echo"}},{"type":"terminal","terminalId":"call_1"}],
@@ -113,7 +113,7 @@ func TestForegroundWithoutTerminal(t *testing.T) {
 	os.Mkdir(filepath.Join(cwd, "sub"), 0o755)
 	sid := r.newSession(t, cwd)
 	r.prompt(t, sid, "go")
-	assertUpdates(t, normalize(r.client.sessionUpdates(t, sid)), `[
+	assertUpdates(t, normalize(r.client.SessionUpdates(t, sid)), `[
 		{"sessionUpdate":"tool_call","toolCallId":"call_1","title":"echo hello","kind":"execute","status":"in_progress","rawInput":"echo hello",
 		 "content":[{"type":"content","content":{"type":"text","text":"Run echo"}}]},
 		{"sessionUpdate":"tool_call_update","toolCallId":"call_1","status":"completed",
@@ -127,7 +127,7 @@ func TestTerminalCwdRelative(t *testing.T) {
 	r := newRig(t, true, true, fakellm.Turn{Calls: []fakellm.Call{bashCall("c1", "pwd", "workdir", "sub")}}, fakellm.Turn{Text: "ok"})
 	sid := r.newSession(t, cwd)
 	r.prompt(t, sid, "go")
-	u := normalize(r.client.sessionUpdates(t, sid))
+	u := normalize(r.client.SessionUpdates(t, sid))
 	if got := u[0]["_meta"].(map[string]any)["terminal_info"].(map[string]any)["cwd"]; got != filepath.Join(cwd, "sub") {
 		t.Errorf("terminal cwd %v", got)
 	}
@@ -144,8 +144,8 @@ func TestLiveTerminalOutput(t *testing.T) {
 	sid := r.newSession(t, t.TempDir())
 	done := make(chan acp.StopReason, 1)
 	go func() { done <- r.prompt(t, sid, "go") }()
-	r.client.waitUpdate(t, sid, func(u map[string]any) bool { d, _ := terminalData(u); return strings.Contains(d, "first") })
-	for _, u := range r.client.sessionUpdates(t, sid) {
+	r.client.WaitUpdate(t, sid, func(u map[string]any) bool { d, _ := terminalData(u); return strings.Contains(d, "first") })
+	for _, u := range r.client.SessionUpdates(t, sid) {
 		if u["status"] == "completed" {
 			t.Fatal("the call completed before its command was released")
 		}
@@ -154,7 +154,7 @@ func TestLiveTerminalOutput(t *testing.T) {
 	w.WriteString("\n")
 	w.Close()
 	<-done
-	u := normalize(r.client.sessionUpdates(t, sid))
+	u := normalize(r.client.SessionUpdates(t, sid))
 	if data, _ := terminalData(u[1]); data != "first\nsecond\n" || u[2]["status"] != "completed" {
 		t.Errorf("updates %v", u)
 	}
@@ -182,7 +182,7 @@ func TestCards(t *testing.T) {
 			r := newRig(t, true, true, fakellm.Turn{Calls: []fakellm.Call{tc.call}}, fakellm.Turn{Text: "ok"})
 			sid := r.newSession(t, t.TempDir())
 			r.prompt(t, sid, "go")
-			u := normalize(r.client.sessionUpdates(t, sid))
+			u := normalize(r.client.SessionUpdates(t, sid))
 			var want map[string]any
 			json.Unmarshal([]byte(tc.want), &want)
 			if !reflect.DeepEqual(u[len(u)-1], want) {
@@ -201,7 +201,7 @@ func TestBackgroundAndUnknownCallCards(t *testing.T) {
 	sid := r.newSession(t, t.TempDir())
 	r.prompt(t, sid, "go")
 	var starts []map[string]any
-	for _, u := range normalize(r.client.sessionUpdates(t, sid)) {
+	for _, u := range normalize(r.client.SessionUpdates(t, sid)) {
 		if u["sessionUpdate"] == "tool_call" {
 			starts = append(starts, u)
 		}
@@ -234,17 +234,15 @@ func TestPermissions(t *testing.T) {
 			marker := filepath.Join(t.TempDir(), "ran")
 			cmd := "echo x >> " + marker + "; echo x"
 			r := newRig(t, false, false, fakellm.Turn{Calls: []fakellm.Call{bashCall("c1", cmd), bashCall("c2", cmd), {ID: "c3", Name: "bash_output", Args: map[string]any{"task_id": "bash-9"}}}}, fakellm.Turn{Text: "ok"})
-			r.client.answer = func(acp.RequestPermissionRequest) acp.RequestPermissionResponse {
+			r.client.SetAnswer(func(acp.RequestPermissionRequest) acp.RequestPermissionResponse {
 				if tc.answer == "" {
 					return acp.RequestPermissionResponse{Outcome: acp.NewRequestPermissionOutcomeCancelled()}
 				}
 				return acp.RequestPermissionResponse{Outcome: acp.NewRequestPermissionOutcomeSelected(acp.PermissionOptionId(tc.answer))}
-			}
+			})
 			sid := r.newSession(t, t.TempDir())
 			r.prompt(t, sid, "go")
-			r.client.mu.Lock()
-			asked := r.client.askedFor
-			r.client.mu.Unlock()
+			asked := r.client.Asked()
 			if len(asked) != tc.asks {
 				t.Fatalf("asked %d times; want %d", len(asked), tc.asks)
 			}
@@ -293,7 +291,7 @@ func TestCancel(t *testing.T) {
 	if proctest.Alive(pid) {
 		t.Errorf("sleep %d survived the cancel", pid)
 	}
-	for _, u := range normalize(r.client.sessionUpdates(t, sid)) {
+	for _, u := range normalize(r.client.SessionUpdates(t, sid)) {
 		if u["toolCallId"] == "c2" {
 			t.Error("a call after the cancel was started")
 		}
@@ -345,7 +343,7 @@ func TestConcurrentSessions(t *testing.T) {
 	}
 	wg.Wait()
 	for i, sid := range sids {
-		u := r.client.sessionUpdates(t, sid)
+		u := r.client.SessionUpdates(t, sid)
 		if got := agentText(u); got != "ran in "+dirs[i]+"\n" {
 			t.Errorf("session %d: %q", i, got)
 		}

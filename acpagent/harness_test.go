@@ -4,7 +4,6 @@ package acpagent
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"log/slog"
 	"strings"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/coder/acp-go-sdk"
 	"github.com/dshgo/dsh/bash/local"
+	"github.com/dshgo/dsh/internal/acptest"
 	"github.com/dshgo/dsh/internal/fakellm"
 	"github.com/openai/openai-go/v3/option"
 	"go.uber.org/goleak"
@@ -21,110 +21,12 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// testClient is the editor side: it records session updates and answers
-// permission requests as scripted.
-type testClient struct {
-	mu       sync.Mutex
-	updates  []acp.SessionNotification
-	notify   chan acp.SessionNotification
-	answer   func(acp.RequestPermissionRequest) acp.RequestPermissionResponse
-	askedFor []acp.RequestPermissionRequest
-}
-
-func (c *testClient) SessionUpdate(_ context.Context, n acp.SessionNotification) error {
-	c.mu.Lock()
-	c.updates = append(c.updates, n)
-	c.mu.Unlock()
-	select {
-	case c.notify <- n:
-	default:
-	}
-	return nil
-}
-
-func (c *testClient) RequestPermission(_ context.Context, p acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error) {
-	c.mu.Lock()
-	c.askedFor = append(c.askedFor, p)
-	answer := c.answer
-	c.mu.Unlock()
-	if answer == nil {
-		return acp.RequestPermissionResponse{Outcome: acp.NewRequestPermissionOutcomeSelected(allowOnce)}, nil
-	}
-	return answer(p), nil
-}
-
-func (c *testClient) ReadTextFile(context.Context, acp.ReadTextFileRequest) (acp.ReadTextFileResponse, error) {
-	return acp.ReadTextFileResponse{}, acp.NewMethodNotFound(acp.ClientMethodFsReadTextFile)
-}
-
-func (c *testClient) WriteTextFile(context.Context, acp.WriteTextFileRequest) (acp.WriteTextFileResponse, error) {
-	return acp.WriteTextFileResponse{}, acp.NewMethodNotFound(acp.ClientMethodFsWriteTextFile)
-}
-
-func (c *testClient) CreateTerminal(context.Context, acp.CreateTerminalRequest) (acp.CreateTerminalResponse, error) {
-	return acp.CreateTerminalResponse{}, acp.NewMethodNotFound(acp.ClientMethodTerminalCreate)
-}
-
-func (c *testClient) KillTerminal(context.Context, acp.KillTerminalRequest) (acp.KillTerminalResponse, error) {
-	return acp.KillTerminalResponse{}, acp.NewMethodNotFound(acp.ClientMethodTerminalKill)
-}
-
-func (c *testClient) TerminalOutput(context.Context, acp.TerminalOutputRequest) (acp.TerminalOutputResponse, error) {
-	return acp.TerminalOutputResponse{}, acp.NewMethodNotFound(acp.ClientMethodTerminalOutput)
-}
-
-func (c *testClient) ReleaseTerminal(context.Context, acp.ReleaseTerminalRequest) (acp.ReleaseTerminalResponse, error) {
-	return acp.ReleaseTerminalResponse{}, acp.NewMethodNotFound(acp.ClientMethodTerminalRelease)
-}
-
-func (c *testClient) WaitForTerminalExit(context.Context, acp.WaitForTerminalExitRequest) (acp.WaitForTerminalExitResponse, error) {
-	return acp.WaitForTerminalExitResponse{}, acp.NewMethodNotFound(acp.ClientMethodTerminalWaitForExit)
-}
-
-// sessionUpdates returns the updates of one session as JSON objects.
-func (c *testClient) sessionUpdates(t testing.TB, sid acp.SessionId) []map[string]any {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var out []map[string]any
-	for _, n := range c.updates {
-		if n.SessionId != sid {
-			continue
-		}
-		b, err := json.Marshal(n.Update)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var m map[string]any
-		json.Unmarshal(b, &m)
-		out = append(out, m)
-	}
-	return out
-}
-
-// waitUpdate waits for an update of sid that pred accepts.
-func (c *testClient) waitUpdate(t testing.TB, sid acp.SessionId, pred func(map[string]any) bool) {
-	t.Helper()
-	deadline := time.After(20 * time.Second)
-	for {
-		for _, u := range c.sessionUpdates(t, sid) {
-			if pred(u) {
-				return
-			}
-		}
-		select {
-		case <-c.notify:
-		case <-deadline:
-			t.Fatalf("no such update among %v", c.sessionUpdates(t, sid))
-		}
-	}
-}
-
 // rig is an agent over a real executor, a fake model and a client over
 // in-process pipes.
 type rig struct {
 	agent      *Agent
 	model      *fakellm.Server
-	client     *testClient
+	client     *acptest.Client
 	conn       *acp.ClientSideConnection
 	exec       *local.Executor
 	disconnect func() // closes the client's end and waits for Serve
@@ -149,7 +51,7 @@ func newRig(t *testing.T, terminal bool, yolo bool, turns ...fakellm.Turn) *rig 
 		served <- agent.Serve(context.Background(), a2cW, c2aR)
 		a2cW.Close()
 	}()
-	client := &testClient{notify: make(chan acp.SessionNotification, 1)}
+	client := acptest.New()
 	conn := acp.NewClientSideConnection(client, c2aW, a2cR)
 	conn.SetLogger(slog.New(slog.DiscardHandler))
 	var once sync.Once

@@ -10,60 +10,14 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 
 	"github.com/coder/acp-go-sdk"
+	"github.com/dshgo/dsh/internal/acptest"
 	"github.com/dshgo/dsh/internal/fakellm"
 	"github.com/dshgo/dsh/internal/proctest"
 )
-
-// editor is a minimal ACP client: it keeps the agent's text and allows
-// every command once.
-type editor struct {
-	mu   sync.Mutex
-	text strings.Builder
-	asks int
-}
-
-func (e *editor) SessionUpdate(_ context.Context, n acp.SessionNotification) error {
-	if c := n.Update.AgentMessageChunk; c != nil && c.Content.Text != nil {
-		e.mu.Lock()
-		e.text.WriteString(c.Content.Text.Text)
-		e.mu.Unlock()
-	}
-	return nil
-}
-
-func (e *editor) RequestPermission(context.Context, acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error) {
-	e.mu.Lock()
-	e.asks++
-	e.mu.Unlock()
-	return acp.RequestPermissionResponse{Outcome: acp.NewRequestPermissionOutcomeSelected("allow-once")}, nil
-}
-
-func (e *editor) ReadTextFile(context.Context, acp.ReadTextFileRequest) (acp.ReadTextFileResponse, error) {
-	return acp.ReadTextFileResponse{}, acp.NewMethodNotFound(acp.ClientMethodFsReadTextFile)
-}
-func (e *editor) WriteTextFile(context.Context, acp.WriteTextFileRequest) (acp.WriteTextFileResponse, error) {
-	return acp.WriteTextFileResponse{}, acp.NewMethodNotFound(acp.ClientMethodFsWriteTextFile)
-}
-func (e *editor) CreateTerminal(context.Context, acp.CreateTerminalRequest) (acp.CreateTerminalResponse, error) {
-	return acp.CreateTerminalResponse{}, acp.NewMethodNotFound(acp.ClientMethodTerminalCreate)
-}
-func (e *editor) KillTerminal(context.Context, acp.KillTerminalRequest) (acp.KillTerminalResponse, error) {
-	return acp.KillTerminalResponse{}, acp.NewMethodNotFound(acp.ClientMethodTerminalKill)
-}
-func (e *editor) TerminalOutput(context.Context, acp.TerminalOutputRequest) (acp.TerminalOutputResponse, error) {
-	return acp.TerminalOutputResponse{}, acp.NewMethodNotFound(acp.ClientMethodTerminalOutput)
-}
-func (e *editor) ReleaseTerminal(context.Context, acp.ReleaseTerminalRequest) (acp.ReleaseTerminalResponse, error) {
-	return acp.ReleaseTerminalResponse{}, acp.NewMethodNotFound(acp.ClientMethodTerminalRelease)
-}
-func (e *editor) WaitForTerminalExit(context.Context, acp.WaitForTerminalExitRequest) (acp.WaitForTerminalExitResponse, error) {
-	return acp.WaitForTerminalExitResponse{}, acp.NewMethodNotFound(acp.ClientMethodTerminalWaitForExit)
-}
 
 // TestACPBinary drives dsh-bash acp over real stdio: a prompt whose model
 // runs a foreground command and starts a background one, then stdin EOF
@@ -84,7 +38,7 @@ func TestACPBinary(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cmd.Process.Kill()
-	ed := &editor{}
+	ed := acptest.New()
 	conn := acp.NewClientSideConnection(ed, stdin, stdout)
 	conn.SetLogger(slog.New(slog.DiscardHandler))
 	ctx := context.Background()
@@ -113,10 +67,7 @@ func TestACPBinary(t *testing.T) {
 		t.Fatalf("prompt: %v %v", res, err)
 	}
 	pid := <-pidc
-	ed.mu.Lock()
-	text, asks := ed.text.String(), ed.asks
-	ed.mu.Unlock()
-	if text != "Started it." || asks != 2 {
+	if text, asks := ed.AgentText(sess.SessionId), len(ed.Asked()); text != "Started it." || asks != 2 {
 		t.Errorf("agent text %q, %d permission requests", text, asks)
 	}
 	msgs := model.Request(1).MessageTexts()

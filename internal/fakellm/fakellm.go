@@ -182,5 +182,3 @@ func (f *Server) Request(i int) Request {
 	}
 	return f.requests[i]
 }
-
-

@@ -1,0 +1,145 @@
+// Package acptest is the editor side of ACP tests: an acp.Client that
+// records session updates and answers permission requests as scripted.
+package acptest
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coder/acp-go-sdk"
+)
+
+var _ acp.Client = (*Client)(nil)
+
+// Client is the editor side of a test: it records session updates and
+// answers permission requests as Answer says (allow once by default). Its
+// file and terminal methods answer "method not found". Make it with New.
+type Client struct {
+	mu       sync.Mutex
+	updates  []acp.SessionNotification
+	notify   chan acp.SessionNotification
+	answer   func(acp.RequestPermissionRequest) acp.RequestPermissionResponse
+	askedFor []acp.RequestPermissionRequest
+}
+
+// New makes a Client.
+func New() *Client { return &Client{notify: make(chan acp.SessionNotification, 1)} }
+
+// SetAnswer sets how permission requests are answered.
+func (c *Client) SetAnswer(fn func(acp.RequestPermissionRequest) acp.RequestPermissionResponse) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.answer = fn
+}
+
+// Asked returns the permission requests received so far.
+func (c *Client) Asked() []acp.RequestPermissionRequest {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]acp.RequestPermissionRequest(nil), c.askedFor...)
+}
+
+// AgentText joins the agent_message_chunk texts of a session.
+func (c *Client) AgentText(sid acp.SessionId) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var b strings.Builder
+	for _, n := range c.updates {
+		if m := n.Update.AgentMessageChunk; n.SessionId == sid && m != nil && m.Content.Text != nil {
+			b.WriteString(m.Content.Text.Text)
+		}
+	}
+	return b.String()
+}
+
+func (c *Client) SessionUpdate(_ context.Context, n acp.SessionNotification) error {
+	c.mu.Lock()
+	c.updates = append(c.updates, n)
+	c.mu.Unlock()
+	select {
+	case c.notify <- n:
+	default:
+	}
+	return nil
+}
+
+func (c *Client) RequestPermission(_ context.Context, p acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error) {
+	c.mu.Lock()
+	c.askedFor = append(c.askedFor, p)
+	answer := c.answer
+	c.mu.Unlock()
+	if answer == nil {
+		return acp.RequestPermissionResponse{Outcome: acp.NewRequestPermissionOutcomeSelected("allow-once")}, nil
+	}
+	return answer(p), nil
+}
+
+func (c *Client) ReadTextFile(context.Context, acp.ReadTextFileRequest) (acp.ReadTextFileResponse, error) {
+	return acp.ReadTextFileResponse{}, acp.NewMethodNotFound(acp.ClientMethodFsReadTextFile)
+}
+
+func (c *Client) WriteTextFile(context.Context, acp.WriteTextFileRequest) (acp.WriteTextFileResponse, error) {
+	return acp.WriteTextFileResponse{}, acp.NewMethodNotFound(acp.ClientMethodFsWriteTextFile)
+}
+
+func (c *Client) CreateTerminal(context.Context, acp.CreateTerminalRequest) (acp.CreateTerminalResponse, error) {
+	return acp.CreateTerminalResponse{}, acp.NewMethodNotFound(acp.ClientMethodTerminalCreate)
+}
+
+func (c *Client) KillTerminal(context.Context, acp.KillTerminalRequest) (acp.KillTerminalResponse, error) {
+	return acp.KillTerminalResponse{}, acp.NewMethodNotFound(acp.ClientMethodTerminalKill)
+}
+
+func (c *Client) TerminalOutput(context.Context, acp.TerminalOutputRequest) (acp.TerminalOutputResponse, error) {
+	return acp.TerminalOutputResponse{}, acp.NewMethodNotFound(acp.ClientMethodTerminalOutput)
+}
+
+func (c *Client) ReleaseTerminal(context.Context, acp.ReleaseTerminalRequest) (acp.ReleaseTerminalResponse, error) {
+	return acp.ReleaseTerminalResponse{}, acp.NewMethodNotFound(acp.ClientMethodTerminalRelease)
+}
+
+func (c *Client) WaitForTerminalExit(context.Context, acp.WaitForTerminalExitRequest) (acp.WaitForTerminalExitResponse, error) {
+	return acp.WaitForTerminalExitResponse{}, acp.NewMethodNotFound(acp.ClientMethodTerminalWaitForExit)
+}
+
+// SessionUpdates returns the updates of one session as JSON objects.
+func (c *Client) SessionUpdates(t testing.TB, sid acp.SessionId) []map[string]any {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []map[string]any
+	for _, n := range c.updates {
+		if n.SessionId != sid {
+			continue
+		}
+		b, err := json.Marshal(n.Update)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		json.Unmarshal(b, &m)
+		out = append(out, m)
+	}
+	return out
+}
+
+// WaitUpdate waits for an update of sid that pred accepts.
+func (c *Client) WaitUpdate(t testing.TB, sid acp.SessionId, pred func(map[string]any) bool) {
+	t.Helper()
+	deadline := time.After(20 * time.Second)
+	for {
+		for _, u := range c.SessionUpdates(t, sid) {
+			if pred(u) {
+				return
+			}
+		}
+		select {
+		case <-c.notify:
+		case <-deadline:
+			t.Fatalf("no such update among %v", c.SessionUpdates(t, sid))
+		}
+	}
+}
