@@ -80,10 +80,12 @@ type Agent struct {
 	logger *slog.Logger
 	defs   []openai.ChatCompletionToolUnionParam
 
-	ready chan struct{} // closed once conn is set
-	conn  *acp.AgentSideConnection
+	ready   chan struct{} // closed once conn is set
+	conn    *acp.AgentSideConnection
+	prompts sync.WaitGroup // running prompt turns
 
 	mu       sync.Mutex
+	closed   bool // shutdown has begun: no new prompt starts
 	terminal bool // the client takes Zed terminal cards
 	sessions map[acp.SessionId]*agentSession
 }
@@ -137,7 +139,8 @@ func New(exec bash.Executor, opts *Options) (*Agent, error) {
 func (a *Agent) Registry() *tools.Registry { return a.reg }
 
 // Serve speaks ACP on r and w until the client closes the connection or ctx
-// is done. Then every session's running tasks are killed.
+// is done. Then it cancels every prompt, waits for them, and kills every
+// session's running tasks. Call it once.
 func (a *Agent) Serve(ctx context.Context, w io.Writer, r io.Reader) error {
 	a.conn = acp.NewAgentSideConnection(a, w, r)
 	a.conn.SetLogger(a.logger)
@@ -153,6 +156,7 @@ func (a *Agent) Serve(ctx context.Context, w io.Writer, r io.Reader) error {
 // shutdown cancels every prompt and kills every session's tasks.
 func (a *Agent) shutdown() {
 	a.mu.Lock()
+	a.closed = true
 	var all []*agentSession
 	for _, s := range a.sessions {
 		all = append(all, s)
@@ -161,6 +165,9 @@ func (a *Agent) shutdown() {
 	a.mu.Unlock()
 	for _, s := range all {
 		s.cancelPrompt()
+	}
+	a.prompts.Wait()
+	for _, s := range all {
 		a.tb.EndSession(context.Background(), s.owner)
 	}
 	a.tb.Close()

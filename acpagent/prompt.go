@@ -31,6 +31,14 @@ func (a *Agent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptResp
 	if err := a.waitConn(ctx); err != nil {
 		return acp.PromptResponse{}, err
 	}
+	a.mu.Lock()
+	if a.closed {
+		a.mu.Unlock()
+		return acp.PromptResponse{StopReason: acp.StopReasonCancelled}, nil
+	}
+	a.prompts.Add(1)
+	a.mu.Unlock()
+	defer a.prompts.Done()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	s.mu.Lock()
