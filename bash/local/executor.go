@@ -348,6 +348,7 @@ wait:
 			// The shell exited a drain delay ago and processes remain.
 			lingering = nil
 			if !p.stopping() {
+				p.mute() // what comes now belongs to the adopted task
 				e.adopt(p, spec, &res)
 				break wait
 			}
@@ -461,7 +462,7 @@ func (e *Executor) finish(t *task, status bash.TaskStatus, code int, sig, msg st
 	var forget []*task
 	for i := 0; e.finished > e.maxFinished && i < len(e.order); {
 		old := e.order[i]
-		if !old.snapshotDone() {
+		if old.status == bash.StatusRunning {
 			i++
 			continue
 		}
@@ -490,8 +491,6 @@ func (e *Executor) finish(t *task, status bash.TaskStatus, code int, sig, msg st
 	// Only now: a Kill that returns has let every listener hear of the end.
 	close(t.ended)
 }
-
-func (t *task) snapshotDone() bool { return t.status != bash.StatusRunning }
 
 func callListener(fn func(bash.Task), t bash.Task) {
 	defer func() { _ = recover() }() // a listener's panic is its own; the others still run
