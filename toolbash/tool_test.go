@@ -98,7 +98,7 @@ func TestBashEndToEnd(t *testing.T) {
 		{"no newline then stderr", "printf out; echo err >&2", 0, "out\n[stderr]\nerr\n"},
 		{"exit code", "echo x; exit 3", 0, "x\n[exit code: 3]"},
 		{"timeout", "echo start; sleep 30", 200, "start\n[timed out after 200ms]\n[killed by signal: SIGTERM]"},
-		{"trapped timeout, exit 0", "trap 'echo bye; exit 0' TERM; sleep 30 & wait", 200, "bye\n[timed out after 200ms]"},
+		{"trapped timeout, exit 0", "trap 'echo bye; exit 0' TERM; sleep 30 & wait", 1000, "bye\n[timed out after 1000ms]"},
 		{"signal", "kill -KILL $$", 0, "(no output)\n[killed by signal: SIGKILL]"},
 		{"session cwd", "pwd", 0, dir + "\n"},
 		{"fractional timeout", "sleep 30", 150.7, "(no output)\n[timed out after 150ms]\n[killed by signal: SIGTERM]"},

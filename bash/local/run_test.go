@@ -217,9 +217,10 @@ func TestTimeout(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			res := run(t, e, bash.ExecRequest{Command: tc.cmd, Timeout: 200 * time.Millisecond})
-			if !res.TimedOut || res.Timeout != 200*time.Millisecond {
-				t.Errorf("TimedOut %v Timeout %v; want true 200ms", res.TimedOut, res.Timeout)
+			// Long enough for bash to set its traps on a loaded machine.
+			res := run(t, e, bash.ExecRequest{Command: tc.cmd, Timeout: time.Second})
+			if !res.TimedOut || res.Timeout != time.Second {
+				t.Errorf("TimedOut %v Timeout %v; want true 1s", res.TimedOut, res.Timeout)
 			}
 			if res.ExitCode != tc.code || res.Signal != tc.signal || res.Stdout.Text != tc.stdout {
 				t.Errorf("exit %d signal %q stdout %q; want %d %q %q", res.ExitCode, res.Signal, res.Stdout.Text, tc.code, tc.signal, tc.stdout)
@@ -235,7 +236,7 @@ func TestTimeout(t *testing.T) {
 // commands after a SIGKILL run normally.
 func TestRunAfterKill(t *testing.T) {
 	e := newExec(t, &Options{Grace: 50 * time.Millisecond})
-	res := run(t, e, bash.ExecRequest{Command: "trap '' TERM; sleep 30", Timeout: 50 * time.Millisecond})
+	res := run(t, e, bash.ExecRequest{Command: "trap '' TERM; sleep 30", Timeout: 500 * time.Millisecond})
 	if res.Signal != "SIGKILL" {
 		t.Fatalf("setup: %+v", res)
 	}
