@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"flag"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -20,6 +21,7 @@ import (
 	"github.com/dshgo/dsh/bash"
 	"github.com/dshgo/dsh/internal/fakellm"
 	"github.com/dshgo/dsh/internal/proctest"
+	"golang.org/x/tools/txtar"
 )
 
 // normalize merges consecutive terminal_output updates of a call (the
@@ -58,14 +60,43 @@ func mustJSON(t *testing.T, s string) []map[string]any {
 	return v
 }
 
-func assertUpdates(t *testing.T, got []map[string]any, want string) {
+var update = flag.Bool("update", false, "rewrite the golden transcripts in testdata")
+
+// goldenUpdates compares a session's updates with a section of
+// testdata/cards.txtar, the session cwd written as $CWD; -update rewrites
+// the section.
+func goldenUpdates(t *testing.T, name string, got []map[string]any, cwd string) {
 	t.Helper()
-	w := mustJSON(t, want)
-	if !reflect.DeepEqual(got, w) {
-		g, _ := json.MarshalIndent(got, "", "  ")
-		wj, _ := json.MarshalIndent(w, "", "  ")
-		t.Errorf("updates:\n%s\nwant:\n%s", g, wj)
+	b, err := json.MarshalIndent(got, "", "  ")
+	if err != nil {
+		t.Fatal(err)
 	}
+	text := strings.ReplaceAll(string(b), cwd, "$CWD") + "\n"
+	const path = "testdata/cards.txtar"
+	ar, err := txtar.ParseFile(path)
+	if err != nil && !*update {
+		t.Fatalf("%v (run go test -update)", err)
+	}
+	if ar == nil {
+		ar = &txtar.Archive{Comment: []byte("ACP session updates of tool calls, as a client receives them; regenerate with go test -update.\n")}
+	}
+	for i, f := range ar.Files {
+		if f.Name != name {
+			continue
+		}
+		if *update {
+			ar.Files[i].Data = []byte(text)
+			os.WriteFile(path, txtar.Format(ar), 0o644)
+		} else if string(f.Data) != text {
+			t.Errorf("%s:\ngot:\n%swant:\n%s", name, text, f.Data)
+		}
+		return
+	}
+	if !*update {
+		t.Fatalf("no section %s in %s (run go test -update)", name, path)
+	}
+	ar.Files = append(ar.Files, txtar.File{Name: name, Data: []byte(text)})
+	os.WriteFile(path, txtar.Format(ar), 0o644)
 }
 
 func agentText(updates []map[string]any) string {
@@ -86,13 +117,7 @@ func TestForegroundTerminalCard(t *testing.T) {
 		t.Fatalf("stop reason %s", got)
 	}
 	updates := r.client.SessionUpdates(t, sid)
-	assertUpdates(t, normalize(updates), `[
-		{"sessionUpdate":"tool_call","toolCallId":"call_1","title":"echo hello","kind":"execute","status":"in_progress","rawInput":"echo hello",
-		 "content":[{"type":"content","content":{"type":"text","text":"Run echo"}},{"type":"terminal","terminalId":"call_1"}],
-		 "_meta":{"terminal_info":{"terminal_id":"call_1","cwd":"`+cwd+`"}}},
-		{"sessionUpdate":"tool_call_update","toolCallId":"call_1","_meta":{"terminal_output":{"terminal_id":"call_1","data":"hello\n"}}},
-		{"sessionUpdate":"tool_call_update","toolCallId":"call_1","status":"completed","_meta":{"terminal_exit":{"terminal_id":"call_1","exit_code":0}}}
-	]`)
+	goldenUpdates(t, "foreground-terminal", normalize(updates), cwd)
 	if got := agentText(updates); got != "Printed hello." {
 		t.Errorf("agent text %q", got)
 	}
@@ -113,12 +138,7 @@ func TestForegroundWithoutTerminal(t *testing.T) {
 	os.Mkdir(filepath.Join(cwd, "sub"), 0o755)
 	sid := r.newSession(t, cwd)
 	r.prompt(t, sid, "go")
-	assertUpdates(t, normalize(r.client.SessionUpdates(t, sid)), `[
-		{"sessionUpdate":"tool_call","toolCallId":"call_1","title":"echo hello","kind":"execute","status":"in_progress","rawInput":"echo hello",
-		 "content":[{"type":"content","content":{"type":"text","text":"Run echo"}}]},
-		{"sessionUpdate":"tool_call_update","toolCallId":"call_1","status":"completed",
-		 "content":[{"type":"content","content":{"type":"text","text":"`+"```console\\nhello\\n```"+`"}}]}
-	]`)
+	goldenUpdates(t, "foreground-no-terminal", normalize(r.client.SessionUpdates(t, sid)), cwd)
 }
 
 func TestTerminalCwdRelative(t *testing.T) {
