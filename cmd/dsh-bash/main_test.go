@@ -64,15 +64,15 @@ func TestRun(t *testing.T) {
 		code   int
 	}{
 		{"stdout", []string{"run", "--", "echo", "hello"}, "hello\n", 0},
-		{"one quoted command", []string{"run", "--", "echo out; echo err >&2; exit 3"}, "out\n[stderr]\nerr\n[exit code: 3]\n", 0},
-		{"no output", []string{"run", "--", "true"}, "(no output)\n", 0},
+		{"one quoted command", []string{"run", "--", "echo out; echo err >&2; exit 3"}, "out\n[stderr]\nerr\n[exit code: 3]", 0},
+		{"no output", []string{"run", "--", "true"}, "(no output)", 0},
 		{"cwd", []string{"run", "--", "pwd"}, dir + "\n", 0},
 		{"relative workdir", []string{"run", "--workdir", "sub", "--", "pwd"}, filepath.Join(dir, "sub") + "\n", 0},
-		{"timeout", []string{"run", "--timeout-ms", "200", "--", "sleep 30"}, "(no output)\n[timed out after 200ms]\n[killed by signal: SIGTERM]\n", 0},
-		{"max timeout caps", []string{"run", "--max-timeout-ms", "150", "--timeout-ms", "60000", "--", "sleep 30"}, "(no output)\n[timed out after 150ms]\n[killed by signal: SIGTERM]\n", 0},
-		{"default timeout", []string{"run", "--default-timeout-ms", "100", "--", "sleep 30"}, "(no output)\n[timed out after 100ms]\n[killed by signal: SIGTERM]\n", 0},
-		{"bad workdir is a tool failure", []string{"run", "--workdir", "/nonexistent/dsh", "--", "true"}, "working directory /nonexistent/dsh does not exist\n", 1},
-		{"bad timeout", []string{"run", "--timeout-ms", "-5", "--", "true"}, "invalid timeoutMs: expected a positive number, got -5\n", 1},
+		{"timeout", []string{"run", "--timeout-ms", "200", "--", "sleep 30"}, "(no output)\n[timed out after 200ms]\n[killed by signal: SIGTERM]", 0},
+		{"max timeout caps", []string{"run", "--max-timeout-ms", "150", "--timeout-ms", "60000", "--", "sleep 30"}, "(no output)\n[timed out after 150ms]\n[killed by signal: SIGTERM]", 0},
+		{"default timeout", []string{"run", "--default-timeout-ms", "100", "--", "sleep 30"}, "(no output)\n[timed out after 100ms]\n[killed by signal: SIGTERM]", 0},
+		{"bad workdir is a tool failure", []string{"run", "--workdir", "/nonexistent/dsh", "--", "true"}, "working directory /nonexistent/dsh does not exist", 1},
+		{"bad timeout", []string{"run", "--timeout-ms", "-5", "--", "true"}, "invalid timeoutMs: expected a positive number, got -5", 1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -90,7 +90,7 @@ func TestRunTruncatedKeepsSpill(t *testing.T) {
 	if code != 0 || !strings.HasPrefix(stdout, prefix) {
 		t.Fatalf("%q", stdout)
 	}
-	path := strings.TrimSuffix(strings.TrimPrefix(stdout, prefix), "]\n")
+	path := strings.TrimSuffix(strings.TrimPrefix(stdout, prefix), "]")
 	b, err := os.ReadFile(path)
 	if err != nil || !strings.HasPrefix(string(b), "1\n2\n3\n") || len(b) != 3893 {
 		t.Errorf("spill file %s after exit: %d bytes, %v", path, len(b), err)
@@ -167,7 +167,7 @@ func TestSignalStopsEverything(t *testing.T) {
 	cmd.Process.Signal(syscall.SIGTERM)
 	err = cmd.Wait()
 	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != 1 || o.String() != "command aborted\n" {
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 || o.String() != "command aborted" {
 		t.Errorf("exit %v, stdout %q", err, o.String())
 	}
 	b, _ := os.ReadFile(pids)

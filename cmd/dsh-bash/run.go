@@ -15,7 +15,18 @@ import (
 	"github.com/dshgo/dsh/tools"
 )
 
-// runCmd makes one bash tool call and prints the model-facing text. It exits
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// runCmd makes one bash tool call and prints the model-facing text (exactly,
+// unless stdout is a terminal, which gets a final newline). It exits
 // 0 whatever the command did; 1 when the tool itself failed (an error
 // result), 2 for bad usage.
 func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -61,8 +72,8 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cwd, _ := os.Getwd()
 	res := reg.Execute(ctx, &tools.Call{Tool: toolbash.BashName, Args: raw, Session: session.Session{Cwd: cwd}})
 	text := res.Text()
-	if !strings.HasSuffix(text, "\n") {
-		text += "\n"
+	if !strings.HasSuffix(text, "\n") && isTerminal(stdout) {
+		text += "\n" // for the prompt's sake; piped output stays exact
 	}
 	fmt.Fprint(stdout, text)
 	for _, t := range exec.List() {
