@@ -4,9 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
-	"sync"
 
 	"github.com/coder/acp-go-sdk"
+	"github.com/dshgo/dsh/internal/coalesce"
 	"github.com/dshgo/dsh/tools"
 )
 
@@ -52,12 +52,20 @@ func (b *Bridge) RunToolCall(ctx context.Context, sid acp.SessionId, sessionCwd 
 		RawInput:      p.RawInput,
 		Content:       textContent(p.Content),
 	}
-	var out *outbox
+	var out *coalesce.Sender
 	if terminal {
 		start.Content = append(start.Content, acp.ToolTerminalRef(call.ID))
 		start.Meta = map[string]any{"terminal_info": map[string]any{"terminal_id": call.ID, "cwd": terminalCwd(p.Terminal.Cwd, sessionCwd)}}
-		out = b.newOutbox(ctx, sid, call.ID)
-		call.Output = out.add
+		// Output goes out as it comes, from a goroutine of its own, so that a
+		// slow editor never stalls the command's pipes.
+		out = coalesce.New(func(data string) {
+			b.send(ctx, sid, acp.SessionUpdate{ToolCallUpdate: &acp.SessionToolCallUpdate{
+				SessionUpdate: "tool_call_update",
+				ToolCallId:    id,
+				Meta:          map[string]any{"terminal_output": map[string]any{"terminal_id": call.ID, "data": data}},
+			}})
+		}, 0)
+		call.Output = out.Add
 	}
 	b.send(ctx, sid, acp.SessionUpdate{ToolCall: start})
 
@@ -72,9 +80,9 @@ func (b *Bridge) RunToolCall(ctx context.Context, sid acp.SessionId, sessionCwd 
 	if terminal {
 		if res.IsError {
 			// No process exit to show: say why in the terminal itself.
-			out.add(res.Text() + "\n")
+			out.Add(res.Text() + "\n")
 		}
-		out.close()
+		out.Close()
 		if rp.Terminal != nil && !res.IsError {
 			exit := map[string]any{"terminal_id": call.ID}
 			if rp.Terminal.Signal != "" {
@@ -114,68 +122,4 @@ func terminalCwd(cwd, sessionCwd string) string {
 		return filepath.Clean(cwd)
 	}
 	return filepath.Join(sessionCwd, cwd)
-}
-
-// outbox sends a terminal's output as terminal_output updates, in order, on
-// a goroutine of its own, so that a slow client never stalls the command's
-// pipes; pieces that pile up meanwhile go out as one update.
-type outbox struct {
-	b   *Bridge
-	ctx context.Context
-	sid acp.SessionId
-	id  string
-
-	mu      sync.Mutex
-	pending []byte
-	closed  bool
-	wake    chan struct{}
-	done    chan struct{}
-}
-
-func (b *Bridge) newOutbox(ctx context.Context, sid acp.SessionId, id string) *outbox {
-	o := &outbox{b: b, ctx: ctx, sid: sid, id: id, wake: make(chan struct{}, 1), done: make(chan struct{})}
-	go o.loop()
-	return o
-}
-
-func (o *outbox) add(text string) {
-	o.mu.Lock()
-	o.pending = append(o.pending, text...)
-	o.mu.Unlock()
-	select {
-	case o.wake <- struct{}{}:
-	default:
-	}
-}
-
-// close sends what is pending and waits until all of it went out.
-func (o *outbox) close() {
-	o.mu.Lock()
-	o.closed = true
-	o.mu.Unlock()
-	select {
-	case o.wake <- struct{}{}:
-	default:
-	}
-	<-o.done
-}
-
-func (o *outbox) loop() {
-	defer close(o.done)
-	for range o.wake {
-		o.mu.Lock()
-		data, closed := string(o.pending), o.closed
-		o.pending = o.pending[:0]
-		o.mu.Unlock()
-		if data != "" {
-			o.b.send(o.ctx, o.sid, acp.SessionUpdate{ToolCallUpdate: &acp.SessionToolCallUpdate{
-				SessionUpdate: "tool_call_update",
-				ToolCallId:    acp.ToolCallId(o.id),
-				Meta:          map[string]any{"terminal_output": map[string]any{"terminal_id": o.id, "data": data}},
-			}})
-		}
-		if closed {
-			return
-		}
-	}
 }
