@@ -15,7 +15,9 @@
 // kept for the session until the client says its roots changed; without
 // roots it is Options.Cwd. Background completion notices for a session
 // ride along with its next tool result, as extra text blocks, and go out as
-// log notifications where the client asked for them.
+// log notifications where the client asked for them. A call made with a
+// progress token gets the command's live output as progress notifications
+// (bytes so far, and the latest line as the message).
 package mcpserver
 
 import (
@@ -23,9 +25,12 @@ import (
 	"errors"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/dshgo/dsh/bash"
+	"github.com/dshgo/dsh/internal/coalesce"
 	"github.com/dshgo/dsh/session"
 	"github.com/dshgo/dsh/toolbash"
 	"github.com/dshgo/dsh/tools"
@@ -184,8 +189,16 @@ func (s *Server) handler(name string) mcp.ToolHandler {
 		if ask != nil {
 			return ask, nil // the client answers with its roots and calls again
 		}
-		res := s.reg.Execute(ctx, &tools.Call{Tool: name, Args: req.Params.Arguments,
-			Session: session.Session{ID: st.owner, Cwd: cwd}})
+		call := &tools.Call{Tool: name, Args: req.Params.Arguments, Session: session.Session{ID: st.owner, Cwd: cwd}}
+		var progress *coalesce.Sender
+		if tok := req.Params.GetProgressToken(); tok != nil {
+			progress = progressSender(ctx, req.Session, tok)
+			call.Output = progress.Add
+		}
+		res := s.reg.Execute(ctx, call)
+		if progress != nil {
+			progress.Close() // every progress notification precedes the result
+		}
 		out := &mcp.CallToolResult{IsError: res.IsError}
 		for _, c := range res.Content {
 			out.Content = append(out.Content, &mcp.TextContent{Text: c.Text})
@@ -195,6 +208,30 @@ func (s *Server) handler(name string) mcp.ToolHandler {
 		}
 		return out, nil
 	}
+}
+
+// progressEvery paces progress notifications.
+const progressEvery = 100 * time.Millisecond
+
+// progressSender turns a call's live output into progress notifications for
+// a client that asked for them: progress counts the bytes of output so far,
+// and the message is its latest line.
+func progressSender(ctx context.Context, ss *mcp.ServerSession, tok any) *coalesce.Sender {
+	var bytes float64
+	return coalesce.New(func(text string) {
+		bytes += float64(len(text))
+		_ = ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: bytes, Message: lastLine(text)})
+	}, progressEvery)
+}
+
+// lastLine is the last non-blank line of text, at most 200 characters.
+func lastLine(text string) string {
+	lines := strings.Split(strings.TrimRight(text, "\r\n\t "), "\n")
+	l := strings.TrimSpace(lines[len(lines)-1])
+	if r := []rune(l); len(r) > 200 {
+		l = string(r[:199]) + "…"
+	}
+	return l
 }
 
 // trackSessions registers every session on its first message, whatever the

@@ -460,3 +460,65 @@ func TestListenAddr(t *testing.T) {
 		}
 	}
 }
+
+// TestProgress: a call with a progress token sees the command's output as
+// progress notifications while it runs, all before the result.
+func TestProgress(t *testing.T) {
+	r := newRig(t, nil)
+	type note struct {
+		progress float64
+		message  string
+	}
+	notes := make(chan note, 100)
+	cs := r.connect(t, &mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+		if req.Params.ProgressToken == "tok-1" {
+			notes <- note{req.Params.Progress, req.Params.Message}
+		}
+	}})
+	fifo := filepath.Join(t.TempDir(), "go")
+	syscall.Mkfifo(fifo, 0o600)
+	params := &mcp.CallToolParams{Name: "bash", Arguments: bashArgs("echo building; read < " + fifo + "; echo linking; echo done")}
+	params.SetProgressToken("tok-1")
+	done := make(chan *mcp.CallToolResult, 1)
+	go func() {
+		res, _ := cs.CallTool(context.Background(), params)
+		done <- res
+	}()
+	select {
+	case n := <-notes: // the command is blocked on the FIFO: this came live
+		if n.message != "building" || n.progress != float64(len("building\n")) {
+			t.Errorf("first progress %+v", n)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("no progress while the command ran")
+	}
+	w, _ := os.OpenFile(fifo, os.O_WRONLY, 0)
+	w.WriteString("\n")
+	w.Close()
+	res := <-done
+	if text(res) != "building\nlinking\ndone\n" {
+		t.Errorf("result %q", text(res))
+	}
+	var last note
+	for len(notes) > 0 {
+		last = <-notes
+	}
+	if last.progress != float64(len("building\nlinking\ndone\n")) || last.message != "done" {
+		t.Errorf("last progress %+v", last)
+	}
+}
+
+func TestLastLine(t *testing.T) {
+	for in, want := range map[string]string{
+		"a\nb\n":                 "b",
+		"a\nb\n\n  \n":           "b",
+		"  one  ":                "one",
+		"":                       "",
+		strings.Repeat("é", 300): strings.Repeat("é", 199) + "…",
+		"x\r\nprogress 50%\r\n":  "progress 50%",
+	} {
+		if got := lastLine(in); got != want {
+			t.Errorf("lastLine(%q) = %q; want %q", in, got, want)
+		}
+	}
+}
