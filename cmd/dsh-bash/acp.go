@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 
 	"github.com/dshgo/dsh/acpagent"
 	"github.com/dshgo/dsh/bash/local"
@@ -17,19 +15,12 @@ import (
 // when the editor closes stdin, or on SIGINT or SIGTERM, after every
 // command it started is gone.
 func acpCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("acp", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var ef execFlags
-	ef.register(fs)
+	fs, ef := newFlags("acp", stderr)
 	model := fs.String("model", "", "chat-completions `MODEL` (required), e.g. deepseek-chat or gpt-4.1")
 	baseURL := fs.String("base-url", "", "OpenAI-compatible API base `URL` (default: $OPENAI_BASE_URL, else OpenAI's)")
 	apiKey := fs.String("api-key", "", "API `KEY` (default: $OPENAI_API_KEY)")
 	yolo := fs.Bool("yolo", false, "run commands without asking the editor's permission")
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "dsh-bash acp: unexpected arguments %q\n", fs.Args())
+	if !parseNoArgs(fs, args, stderr) {
 		return 2
 	}
 	if *model == "" {
@@ -49,8 +40,7 @@ func acpCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		return 2
 	}
 	defer exec.Close()
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	agent, err := acpagent.New(exec, &acpagent.Options{Model: *model, ClientOptions: copts, Yolo: *yolo, Logger: logger, Version: version()})
+	agent, err := acpagent.New(exec, &acpagent.Options{Model: *model, ClientOptions: copts, Yolo: *yolo, Logger: warnLogger(stderr), Version: version()})
 	if err != nil {
 		fmt.Fprintf(stderr, "dsh-bash acp: %v\n", err)
 		return 2

@@ -2,6 +2,9 @@ package main
 
 import (
 	"flag"
+	"fmt"
+	"io"
+	"log/slog"
 	"time"
 
 	"github.com/dshgo/dsh/bash/local"
@@ -25,4 +28,30 @@ func (f *execFlags) options() *local.Options {
 		MaxTimeout:     time.Duration(f.maxTimeoutMs) * time.Millisecond,
 		MaxOutputBytes: f.maxOutputBytes,
 	}
+}
+
+// newFlags makes the flag set of a subcommand, with the executor flags.
+func newFlags(name string, stderr io.Writer) (*flag.FlagSet, *execFlags) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	ef := &execFlags{}
+	ef.register(fs)
+	return fs, ef
+}
+
+// parseNoArgs parses args for a subcommand that takes flags only.
+func parseNoArgs(fs *flag.FlagSet, args []string, stderr io.Writer) bool {
+	if err := fs.Parse(args); err != nil {
+		return false
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "dsh-bash %s: unexpected arguments %q\n", fs.Name(), fs.Args())
+		return false
+	}
+	return true
+}
+
+// warnLogger is the servers' diagnostics log: warnings and errors, on stderr.
+func warnLogger(stderr io.Writer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }

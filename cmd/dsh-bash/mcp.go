@@ -3,10 +3,8 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -21,19 +19,12 @@ import (
 // --http. It returns when the client goes away (stdin EOF), or on SIGINT or
 // SIGTERM, after every command it started is gone.
 func mcpCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("mcp", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var ef execFlags
-	ef.register(fs)
+	fs, ef := newFlags("mcp", stderr)
 	cwd := fs.String("cwd", "", "working directory of sessions whose client has no roots (default: the current directory)")
 	addr := fs.String("http", "", "serve streamable HTTP on `ADDR` (HOST:PORT, loopback unless --token) instead of stdio")
 	token := fs.String("token", "", "with --http: require `TOKEN` as a bearer token on every request")
 	idle := fs.Duration("idle-timeout", time.Hour, "with --http: end a session (and kill its tasks) after it is idle this long; 0 never")
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "dsh-bash mcp: unexpected arguments %q\n", fs.Args())
+	if !parseNoArgs(fs, args, stderr) {
 		return 2
 	}
 	if *token != "" && *addr == "" {
@@ -56,8 +47,7 @@ func mcpCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		return 2
 	}
 	defer exec.Close()
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	srv, err := mcpserver.New(exec, &mcpserver.Options{Cwd: *cwd, Logger: logger, Version: version()})
+	srv, err := mcpserver.New(exec, &mcpserver.Options{Cwd: *cwd, Logger: warnLogger(stderr), Version: version()})
 	if err != nil {
 		fmt.Fprintf(stderr, "dsh-bash mcp: %v\n", err)
 		return 2

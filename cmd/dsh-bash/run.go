@@ -30,10 +30,7 @@ func isTerminal(w io.Writer) bool {
 // 0 whatever the command did; 1 when the tool itself failed (an error
 // result), 2 for bad usage.
 func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var ef execFlags
-	ef.register(fs)
+	fs, ef := newFlags("run", stderr)
 	workdir := fs.String("workdir", "", "working directory of the call (relative: from the current directory)")
 	timeoutMs := fs.Float64("timeout-ms", 0, "the call's timeoutMs")
 	if err := fs.Parse(args); err != nil {
