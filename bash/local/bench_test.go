@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/dshgo/dsh/bash"
+	"github.com/dshgo/dsh/internal/pairbench"
 )
 
 // BenchmarkRunTrue compares one foreground call of `true` with a raw
@@ -44,20 +45,7 @@ func BenchmarkRunTrue(b *testing.B) {
 				ours(b)
 			}
 		})
-		b.Run("paired-"+name, func(b *testing.B) {
-			var tRaw, tOurs time.Duration
-			for b.Loop() {
-				t0 := time.Now()
-				raw(b)
-				t1 := time.Now()
-				ours(b)
-				tRaw += t1.Sub(t0)
-				tOurs += time.Since(t1)
-			}
-			b.ReportMetric(float64(tRaw.Nanoseconds())/float64(b.N), "raw-ns/call")
-			b.ReportMetric(float64(tOurs.Nanoseconds())/float64(b.N), "executor-ns/call")
-			b.ReportMetric(100*(float64(tOurs)/float64(tRaw)-1), "overhead-%")
-		})
+		b.Run("paired-"+name, func(b *testing.B) { pairbench.Run(b, "raw", raw, "executor", ours) })
 	}
 }
 

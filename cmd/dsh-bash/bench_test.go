@@ -6,9 +6,9 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
-	"time"
 
 	"github.com/dshgo/dsh/bash/local"
+	"github.com/dshgo/dsh/internal/pairbench"
 	"github.com/dshgo/dsh/toolbash"
 	"github.com/dshgo/dsh/tools"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -60,18 +60,5 @@ func BenchmarkBashTrue(b *testing.B) {
 			overMCP(b)
 		}
 	})
-	b.Run("paired", func(b *testing.B) {
-		var tIn, tMCP time.Duration
-		for b.Loop() {
-			t0 := time.Now()
-			inProcess(b)
-			t1 := time.Now()
-			overMCP(b)
-			tIn += t1.Sub(t0)
-			tMCP += time.Since(t1)
-		}
-		b.ReportMetric(float64(tIn.Nanoseconds())/float64(b.N), "tool-layer-ns/call")
-		b.ReportMetric(float64(tMCP.Nanoseconds())/float64(b.N), "mcp-ns/call")
-		b.ReportMetric(100*(float64(tMCP)/float64(tIn)-1), "overhead-%")
-	})
+	b.Run("paired", func(b *testing.B) { pairbench.Run(b, "tool-layer", inProcess, "mcp", overMCP) })
 }
