@@ -31,8 +31,7 @@ func BenchmarkRunTrue(b *testing.B) {
 			raw(b)
 		}
 	})
-	for _, mode := range []Containment{ContainCgroup, ContainProcessGroup} {
-		name := map[Containment]string{ContainCgroup: "cgroup", ContainProcessGroup: "pgroup"}[mode]
+	for name, mode := range modes(b) {
 		e := newExec(b, &Options{Containment: mode})
 		spec, _ := e.Resolve(bash.ExecRequest{Command: "true"})
 		ours := func(b *testing.B) {

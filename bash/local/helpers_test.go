@@ -107,6 +107,20 @@ func helperCmd(t testing.TB, args string) string {
 	return fmt.Sprintf("DSH_TEST_HELPER=%q %q", args, exe)
 }
 
+// modes are the containments tests run under; the cgroup one only where
+// this process may make cgroups (TestContainmentKind insists on it where a
+// cgroup2 hierarchy is mounted for us).
+func modes(t testing.TB) map[string]Containment {
+	m := map[string]Containment{"process group": ContainProcessGroup}
+	if c, err := newCgroupContainment(); err == nil {
+		c.close()
+		m["cgroup"] = ContainCgroup
+	} else {
+		t.Logf("cgroup containment not tested here: %v", err)
+	}
+	return m
+}
+
 // newExec makes an executor with short timers for tests and closes it at the
 // end of the test, checking that Close succeeds.
 func newExec(t testing.TB, o *Options) *Executor {
