@@ -26,7 +26,7 @@ func PresentBashCall(args json.RawMessage) tools.CallPresentation {
 		Background  any     `json:"run_in_background"`
 	}
 	if json.Unmarshal(args, &a) != nil || a.Command == nil {
-		return genericCall(BashName, args)
+		return tools.GenericCall(BashName, args)
 	}
 	p := tools.CallPresentation{Title: *a.Command, Kind: tools.KindExecute, RawInput: *a.Command}
 	if d, ok := a.Description.(string); ok && strings.TrimSpace(d) != "" {
@@ -69,20 +69,10 @@ func presentTaskCall(name, title string) func(json.RawMessage) tools.CallPresent
 			TaskID *string `json:"task_id"`
 		}
 		if json.Unmarshal(args, &a) != nil || a.TaskID == nil {
-			return genericCall(name, args)
+			return tools.GenericCall(name, args)
 		}
 		return tools.CallPresentation{Title: title + *a.TaskID, Kind: tools.KindExecute, RawInput: *a.TaskID}
 	}
-}
-
-// genericCall is the registry's fallback: title the tool name, kind other,
-// raw input the arguments.
-func genericCall(name string, args json.RawMessage) tools.CallPresentation {
-	var v any
-	if json.Unmarshal(args, &v) != nil {
-		v = string(args)
-	}
-	return tools.CallPresentation{Title: name, Kind: tools.KindOther, RawInput: v}
 }
 
 // exitMeta records a run's exit status beside its text.

@@ -64,17 +64,24 @@ type Terminal struct {
 // rawInput = the arguments) for a tool without one, an unknown tool, or a
 // presenter that panics.
 func (r *Registry) PresentCall(name string, args json.RawMessage) (p CallPresentation) {
-	generic := CallPresentation{Title: name, Kind: KindOther, RawInput: rawArgs(args)}
 	t := r.Tool(name)
 	if t == nil || t.PresentCall == nil {
-		return generic
+		return GenericCall(name, args)
 	}
 	defer func() {
 		if recover() != nil {
-			p = generic
+			p = GenericCall(name, args)
 		}
 	}()
 	return t.PresentCall(args)
+}
+
+// GenericCall is the presentation of a call that has none of its own:
+// title the tool name, kind other, raw input the arguments (as text when
+// they are not JSON). A tool's presenter returns it for arguments it cannot
+// read.
+func GenericCall(name string, args json.RawMessage) CallPresentation {
+	return CallPresentation{Title: name, Kind: KindOther, RawInput: rawArgs(args)}
 }
 
 // PresentResult returns how to draw a result of the named tool: the tool's

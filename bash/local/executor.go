@@ -283,8 +283,7 @@ func (e *Executor) Resolve(req bash.ExecRequest) (bash.ExecSpec, error) {
 	return spec, nil
 }
 
-// register counts a new proc's goroutines and tracks it, unless the
-// executor is closed.
+// begin counts a new proc's goroutines, unless the executor is closed.
 func (e *Executor) begin() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
