@@ -98,6 +98,11 @@ type ExecSpec struct {
 	// Owner is stored on the task (also on a task adopted from a foreground
 	// run).
 	Owner string
+	// SpillAfter, if positive, asks for a complete spill file of every
+	// stream longer than this many bytes, even when the stream still fits
+	// the executor's memory: a caller that shows less than the executor
+	// keeps (a text budget) can then name a file that holds it all.
+	SpillAfter int64
 	// OnOutput, if set, is called during a foreground run with each piece of
 	// output as it arrives, stdout and stderr alike, in the order they were
 	// read, as a terminal would show them. Pieces are valid UTF-8 and never

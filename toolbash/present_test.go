@@ -99,7 +99,7 @@ func TestPresentResultRoundTrip(t *testing.T) {
 		if r.Signal == "" {
 			wantCode = intp(r.ExitCode)
 		}
-		text := RunText(r)
+		text := RunText(r, 0)
 		live := tools.TextResult(text)
 		live.Meta = exitMeta(r)
 		replayed := tools.TextResult(text)

@@ -17,8 +17,19 @@ const (
 
 // RunText is the bash tool's text for a finished foreground run: stdout
 // (with its truncation note), a [stderr] section, "(no output)" when both
-// are empty, then the status markers, each on a line of its own.
-func RunText(r bash.RunResult) string {
+// are empty, then the status markers, each on a line of its own. The
+// streams are cut to fit maxChars characters in all (see budget.go); zero
+// or less means no budget.
+func RunText(r bash.RunResult, maxChars int) string {
+	if maxChars > 0 {
+		bare := r
+		stripStreams(&bare.Stdout, &bare.Stderr)
+		r.Stdout, r.Stderr = fitStreams(r.Stdout, r.Stderr, maxChars-fixedChars(runText(bare)))
+	}
+	return runText(r)
+}
+
+func runText(r bash.RunResult) string {
 	var b strings.Builder
 	streams(&b, r.Stdout, r.Stderr, truncationNote)
 	if b.Len() == 0 {
@@ -95,8 +106,19 @@ func StartText(t bash.Task) string { return "started background task " + string(
 
 // ReadText is bash_output's text: the new output (stdout, then a [stderr]
 // section) or "(no new output)", the lossy note when output was dropped
-// before it was read, and the status line.
-func ReadText(r bash.TaskRead) string {
+// before it was read (or cut to fit), and the status line. The streams are
+// cut to fit maxChars characters in all (see budget.go); zero or less means
+// no budget.
+func ReadText(r bash.TaskRead, maxChars int) string {
+	if maxChars > 0 {
+		bare := r
+		stripStreams(&bare.Stdout, &bare.Stderr)
+		r.Stdout, r.Stderr = fitStreams(r.Stdout, r.Stderr, maxChars-fixedChars(readText(bare)))
+	}
+	return readText(r)
+}
+
+func readText(r bash.TaskRead) string {
 	var b strings.Builder
 	streams(&b, r.Stdout, r.Stderr, nil)
 	if b.Len() == 0 {
@@ -148,6 +170,10 @@ func KillText(id bash.TaskID, killed bool) string {
 func NoticeText(t bash.Task) string {
 	return "background task " + string(t.ID) + " finished " + StatusLine(t) + "; read its output with bash_output"
 }
+
+// nulCommandText is the error for a command holding a NUL byte, which no
+// bash string can hold.
+const nulCommandText = "invalid command: it contains a NUL byte, which bash cannot run"
 
 // ForeignTaskText is the error for a task owned by another session.
 func ForeignTaskText(id bash.TaskID) string {

@@ -2,10 +2,13 @@ package toolbash
 
 import (
 	"flag"
+	"fmt"
+	"math/rand/v2"
 	"os"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/dshgo/dsh/bash"
 	"golang.org/x/tools/txtar"
@@ -75,7 +78,7 @@ func TestRunTextGolden(t *testing.T) {
 		{"signal-no-timeout", bash.RunResult{Stdout: out("x\n"), ExitCode: -1, Signal: "SIGKILL"}},
 		{"truncated-with-path", bash.RunResult{Stdout: bash.Output{Text: "99\n100\n", Truncated: true, SpillPath: spill}}},
 		{"truncated-unavailable", bash.RunResult{Stdout: bash.Output{Text: "99\n100", Truncated: true}}},
-		{"truncated-stderr", bash.RunResult{Stdout: out("ok\n"), Stderr: bash.Output{Text: "e9\n", Truncated: true, SpillPath: "/tmp/dsh-spill-1/stderr-cd34.log"}, ExitCode: 1}},
+		{"truncated-stderr", bash.RunResult{Stdout: out("ok\n"), Stderr: bash.Output{Text: "r 8\ne9\n", Truncated: true, SpillPath: "/tmp/dsh-spill-1/stderr-cd34.log"}, ExitCode: 1}},
 		{"adopted", bash.RunResult{Stdout: out("started\n"), Adopted: "bash-4"}},
 		{"adopted-exit-code", bash.RunResult{Stdout: out("hi"), ExitCode: 2, Adopted: "bash-5"}},
 		{"leftovers-killed", bash.RunResult{Stdout: out("hi\n"), LeftoversKilled: true}},
@@ -84,7 +87,11 @@ func TestRunTextGolden(t *testing.T) {
 	var names []string
 	for _, c := range cases {
 		names = append(names, c.name)
-		got[c.name] = RunText(c.r)
+		got[c.name] = RunText(c.r, DefaultMaxResultChars)
+	}
+	for _, c := range budgetCases() {
+		names = append(names, c.name)
+		got[c.name] = RunText(c.r, c.max)
 	}
 	golden(t, "run.txtar", names, got)
 }
@@ -102,24 +109,31 @@ func TestTaskTextsGolden(t *testing.T) {
 		text string
 	}{
 		{"start", StartText(running)},
-		{"read-new-output", ReadText(bash.TaskRead{Task: running, Stdout: out("line 1\nline 2\n")})},
-		{"read-no-new-output", ReadText(bash.TaskRead{Task: running})},
-		{"read-stderr", ReadText(bash.TaskRead{Task: running, Stdout: out("out"), Stderr: out("err\n")})},
-		{"read-stderr-only", ReadText(bash.TaskRead{Task: running, Stderr: out("err\n")})},
-		{"read-lossy-paths", ReadText(bash.TaskRead{Task: running, Stdout: bash.Output{Text: "tail\n", Truncated: true, SpillPath: p1}, Stderr: bash.Output{Text: "etail\n", Truncated: true, SpillPath: p2}})},
-		{"read-lossy-one-path", ReadText(bash.TaskRead{Task: running, Stdout: bash.Output{Text: "tail\n", Truncated: true, SpillPath: p1}})},
-		{"read-lossy-unavailable", ReadText(bash.TaskRead{Task: running, Stdout: bash.Output{Text: "tail", Truncated: true}})},
-		{"read-completed", ReadText(bash.TaskRead{Task: completed, Stdout: out("done\n")})},
-		{"read-completed-exit-code", ReadText(bash.TaskRead{Task: failedExit})},
-		{"read-killed", ReadText(bash.TaskRead{Task: killed})},
-		{"read-killed-by-signal", ReadText(bash.TaskRead{Task: killedSig, Stdout: out("partial")})},
-		{"read-failed", ReadText(bash.TaskRead{Task: failed})},
+		{"read-new-output", ReadText(bash.TaskRead{Task: running, Stdout: out("line 1\nline 2\n")}, DefaultMaxResultChars)},
+		{"read-no-new-output", ReadText(bash.TaskRead{Task: running}, DefaultMaxResultChars)},
+		{"read-stderr", ReadText(bash.TaskRead{Task: running, Stdout: out("out"), Stderr: out("err\n")}, DefaultMaxResultChars)},
+		{"read-stderr-only", ReadText(bash.TaskRead{Task: running, Stderr: out("err\n")}, DefaultMaxResultChars)},
+		{"read-lossy-paths", ReadText(bash.TaskRead{Task: running, Stdout: bash.Output{Text: "ut 9\nout 10\n", Truncated: true, SpillPath: p1}, Stderr: bash.Output{Text: "rr 9\nerr 10\n", Truncated: true, SpillPath: p2}}, DefaultMaxResultChars)},
+		{"read-lossy-one-path", ReadText(bash.TaskRead{Task: running, Stdout: bash.Output{Text: "ut 9\nout 10\n", Truncated: true, SpillPath: p1}}, DefaultMaxResultChars)},
+		{"read-lossy-unavailable", ReadText(bash.TaskRead{Task: running, Stdout: bash.Output{Text: "tail", Truncated: true}}, DefaultMaxResultChars)},
+		{"read-completed", ReadText(bash.TaskRead{Task: completed, Stdout: out("done\n")}, DefaultMaxResultChars)},
+		{"read-completed-exit-code", ReadText(bash.TaskRead{Task: failedExit}, DefaultMaxResultChars)},
+		{"read-killed", ReadText(bash.TaskRead{Task: killed}, DefaultMaxResultChars)},
+		{"read-killed-by-signal", ReadText(bash.TaskRead{Task: killedSig, Stdout: out("partial")}, DefaultMaxResultChars)},
+		{"read-failed", ReadText(bash.TaskRead{Task: failed}, DefaultMaxResultChars)},
 		{"kill-killed", KillText("bash-3", true)},
 		{"kill-finished", KillText("bash-3", false)},
 		{"notice-completed", NoticeText(completed)},
 		{"notice-killed", NoticeText(killedSig)},
 		{"foreign-task", ForeignTaskText("bash-3")},
 	}
+	long := bash.Output{Text: lines("o", 1, 40), Truncated: true, SpillPath: p1}
+	cases = append(cases,
+		struct{ name, text string }{"read-budget-lossy", ReadText(bash.TaskRead{Task: running, Stdout: long, Stderr: out(lines("e", 1, 3))}, 200)},
+		struct{ name, text string }{"read-budget-cut", ReadText(bash.TaskRead{Task: completed, Stdout: bash.Output{Text: lines("o", 1, 40), SpillPath: p1}}, 200)},
+		struct{ name, text string }{"notices", NoticesText([]string{NoticeText(completed), NoticeText(killedSig)})},
+		struct{ name, text string }{"notice-block", NoticeBlock([]string{NoticeText(completed)})},
+	)
 	got := map[string]string{}
 	var names []string
 	for _, c := range cases {
@@ -127,4 +141,97 @@ func TestTaskTextsGolden(t *testing.T) {
 		got[c.name] = c.text
 	}
 	golden(t, "tasks.txtar", names, got)
+}
+
+// lines is "prefixN\n" for N from first to last.
+func lines(prefix string, first, last int) string {
+	var b strings.Builder
+	for i := first; i <= last; i++ {
+		fmt.Fprintf(&b, "%s%d\n", prefix, i)
+	}
+	return b.String()
+}
+
+type budgetCase struct {
+	name string
+	r    bash.RunResult
+	max  int
+}
+
+// budgetCases show the result budget at work, with budgets small enough to
+// read.
+func budgetCases() []budgetCase {
+	spill, espill := "/tmp/dsh-spill-1/o/stdout-ab12.log", "/tmp/dsh-spill-1/o/stderr-cd34.log"
+	seqTail := bash.Output{Text: "0858\n190859\n190860\n", Truncated: true, SpillPath: spill}
+	return []budgetCase{
+		{"cut-tail-starts-at-line", bash.RunResult{Stdout: seqTail}, DefaultMaxResultChars},
+		{"cut-tail-long-line-kept", bash.RunResult{Stdout: bash.Output{Text: strings.Repeat("x", lineWindow+5) + "\nend\n", Truncated: true, SpillPath: spill}}, DefaultMaxResultChars},
+		{"budget-stdout-only", bash.RunResult{Stdout: bash.Output{Text: lines("line ", 1, 60), SpillPath: spill}, ExitCode: 1}, 300},
+		{"budget-stdout-flood-keeps-stderr", bash.RunResult{Stdout: bash.Output{Text: lines("out ", 1, 500), Truncated: true, SpillPath: spill}, Stderr: out(lines("error ", 1, 5))}, 300},
+		{"budget-both-halves", bash.RunResult{Stdout: bash.Output{Text: lines("out ", 1, 100), SpillPath: spill}, Stderr: bash.Output{Text: lines("err ", 1, 100), SpillPath: espill}}, 400},
+		{"budget-cut-unavailable", bash.RunResult{Stdout: out(lines("line ", 1, 60))}, 200},
+		{"budget-multibyte", bash.RunResult{Stdout: bash.Output{Text: strings.Repeat("é€😀\n", 100), SpillPath: spill}}, 150},
+		{"budget-markers-only", bash.RunResult{Stdout: bash.Output{Text: lines("x", 1, 10), SpillPath: spill}, TimedOut: true, Timeout: time.Second, ExitCode: -1, Signal: "SIGTERM"}, 10},
+	}
+}
+
+// TestBudgetHolds checks the budget's rules on many random results: the
+// text fits, every marker and path survives, each stream keeps at least
+// its fair share (half of the room, less one partial line), and a cut
+// stream is always noted.
+func TestBudgetHolds(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	gen := func() string {
+		var b strings.Builder
+		n := rng.IntN(3000)
+		if rng.IntN(3) == 0 { // one long line: cuts fill the share exactly
+			return strings.Repeat("z", n)
+		}
+		for b.Len() < n {
+			b.WriteString(strings.Repeat(string(rune('a'+rng.IntN(26))), rng.IntN(120)))
+			if rng.IntN(4) > 0 {
+				b.WriteString("\n")
+			}
+			if rng.IntN(8) == 0 {
+				b.WriteString("é😀")
+			}
+		}
+		return b.String()
+	}
+	for i := range 2000 {
+		max := 300 + rng.IntN(3000)
+		r := bash.RunResult{
+			Stdout:   bash.Output{Text: gen(), Truncated: rng.IntN(2) == 0, SpillPath: "/tmp/s/out.log"},
+			Stderr:   bash.Output{Text: gen(), SpillPath: "/tmp/s/err.log"},
+			ExitCode: rng.IntN(3),
+			TimedOut: rng.IntN(2) == 0, Timeout: time.Second,
+		}
+		text := RunText(r, max)
+		if n := utf8.RuneCountInString(text); n > max {
+			t.Fatalf("case %d: %d characters over a budget of %d:\n%s", i, n, max, text)
+		}
+		bare := RunText(bash.RunResult{ExitCode: r.ExitCode, TimedOut: r.TimedOut, Timeout: r.Timeout}, 0)
+		markers := strings.TrimPrefix(bare, noOutput)
+		if !strings.HasSuffix(text, markers) {
+			t.Fatalf("case %d: markers %q lost:\n%s", i, markers, text)
+		}
+		o, e := fitStreams(r.Stdout, r.Stderr, max-fixedChars(runText(stripped(r))))
+		for _, c := range []struct{ in, got bash.Output }{{r.Stdout, o}, {r.Stderr, e}} {
+			if c.got.Text != c.in.Text && !c.got.Truncated {
+				t.Fatalf("case %d: a cut stream is not noted", i)
+			}
+			if !strings.HasSuffix(c.in.Text, c.got.Text) {
+				t.Fatalf("case %d: the kept text is not the stream's tail", i)
+			}
+			room := (max - fixedChars(runText(stripped(r)))) / 2
+			if n, in := utf8.RuneCountInString(c.got.Text), utf8.RuneCountInString(c.in.Text); n < min(in, room)-lineWindow {
+				t.Fatalf("case %d: a stream of %d characters kept %d, under half the room (%d)", i, in, n, room)
+			}
+		}
+	}
+}
+
+func stripped(r bash.RunResult) bash.RunResult {
+	stripStreams(&r.Stdout, &r.Stderr)
+	return r
 }

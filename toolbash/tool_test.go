@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -101,7 +102,8 @@ func TestBashEndToEnd(t *testing.T) {
 		{"trapped timeout, exit 0", "trap 'echo bye; exit 0' TERM; sleep 30 & wait", 1000, "bye\n[timed out after 1000ms]"},
 		{"signal", "kill -KILL $$", 0, "(no output)\n[killed by signal: SIGKILL]"},
 		{"session cwd", "pwd", 0, dir + "\n"},
-		{"fractional timeout", "sleep 30", 150.7, "(no output)\n[timed out after 150ms]\n[killed by signal: SIGTERM]"},
+		{"fractional timeout", "sleep 30", 150.2, "(no output)\n[timed out after 151ms]\n[killed by signal: SIGTERM]"},
+		{"sub-millisecond timeout", "sleep 30", 0.001, "(no output)\n[timed out after 1ms]\n[killed by signal: SIGTERM]"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -122,7 +124,8 @@ func TestBashEndToEnd(t *testing.T) {
 		for i := 1; i <= 100; i++ {
 			fmt.Fprintln(&seq, i)
 		}
-		prefix := seq.String()[seq.Len()-100:] + "[output truncated; full output: "
+		tail := seq.String()[seq.Len()-100:]
+		prefix := tail[strings.IndexByte(tail, '\n')+1:] + "[output truncated; full output: "
 		if !strings.HasPrefix(text, prefix) || !strings.HasSuffix(text, ".log]") {
 			t.Fatalf("got %q", text)
 		}
@@ -335,6 +338,61 @@ func TestNotices(t *testing.T) {
 	}
 	if got := r.noticesOf("a"); len(got) != 2 {
 		t.Errorf("a notice after Close: %q", got[2:])
+	}
+}
+
+// TestNoticesNeverRedundant checks which notices wait for TakeNotices: one
+// per ended task of the session, once; none for a task whose final status
+// the session has read or which it killed; none after the session ended.
+func TestNoticesNeverRedundant(t *testing.T) {
+	r := newRig(t, nil)
+	a, b := session.Session{ID: "a"}, session.Session{ID: "b"}
+	bg := func(s session.Session, cmd string) {
+		r.call(s, BashName, args{"command": cmd, "description": "d", "run_in_background": true})
+	}
+	bg(a, "exit 3")   // bash-1: ends; a reads its end
+	bg(a, "exit 4")   // bash-2: ends; nobody reads it
+	bg(a, "sleep 30") // bash-3: a kills it
+	bg(b, "exit 5")   // bash-4: b's
+	for range 3 {
+		<-r.noticed
+	}
+	if got := r.call(a, OutputName, args{"task_id": "bash-1"}).Text(); got != "(no new output)\n[status: completed, exit code: 3]" {
+		t.Fatalf("read: %q", got)
+	}
+	r.call(a, KillName, args{"task_id": "bash-3"})
+	want := []string{"background task bash-2 finished [status: completed, exit code: 4]; read its output with bash_output"}
+	if got := r.tb.TakeNotices("a"); !slices.Equal(got, want) {
+		t.Errorf("a's notices %q; want %q", got, want)
+	}
+	if got := r.tb.TakeNotices("a"); len(got) != 0 {
+		t.Errorf("notices delivered twice: %q", got)
+	}
+	r.tb.EndSession(context.Background(), "b")
+	if got := r.tb.TakeNotices("b"); len(got) != 0 {
+		t.Errorf("notices of an ended session: %q", got)
+	}
+}
+
+// TestNoticeAfterRead covers the other order: the owner reads a task's
+// final status before the executor tells its listeners; the notice that
+// comes then is dropped.
+func TestNoticeAfterRead(t *testing.T) {
+	var box noticeBox
+	end := bash.Task{ID: "bash-7", Owner: "a", Status: bash.StatusCompleted}
+	box.seenEnd("a", end.ID)
+	if _, ok := box.add(end); ok {
+		t.Error("a notice was queued after its task's end was read")
+	}
+	other := bash.Task{ID: "bash-8", Owner: "a", Status: bash.StatusKilled}
+	if _, ok := box.add(other); !ok {
+		t.Error("an unread task's notice was not queued")
+	}
+	for i := range 2 * maxSeenEnds {
+		box.seenEnd("a", bash.TaskID(fmt.Sprint("bash-x", i)))
+	}
+	if len(box.seen) > maxSeenEnds || len(box.order) > maxSeenEnds {
+		t.Errorf("the memory of read ends grows: %d, %d", len(box.seen), len(box.order))
 	}
 }
 

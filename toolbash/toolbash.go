@@ -21,6 +21,7 @@ import (
 	"errors"
 	"math"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -38,35 +39,62 @@ const (
 
 // Options configures the tools. A nil *Options means defaults.
 type Options struct {
-	// Notify delivers a background completion notice to the session that
-	// owns the finished task (its ID, the task's owner token). It is called
-	// on an executor goroutine and should return promptly. Nil: no notices.
+	// Notify, if set, is told of each completion notice as it is queued
+	// for the session that owns the finished task (its ID, the task's owner
+	// token), for front ends that push notices at once (MCP log
+	// notifications). It is called on an executor goroutine and should
+	// return promptly. Whether or not it is set, the notice also waits for
+	// TakeNotices.
 	Notify func(sessionID, notice string)
+	// MaxResultChars is the budget, in characters, of the whole text of one
+	// result of bash or bash_output (see budget.go). Zero means
+	// DefaultMaxResultChars; negative means no budget.
+	MaxResultChars int
 }
 
 // Tools is the three shell tools over one executor. Make it with New and
 // Close it when done (that stops the notices); the executor stays the
 // caller's. The zero Tools can describe the tools (Tools) but not run them.
 type Tools struct {
-	exec  bash.Executor
-	unsub func()
+	exec     bash.Executor
+	unsub    func()
+	maxChars int
+	notify   func(sessionID, notice string)
+	notices  noticeBox
 }
 
 // New makes the tools over exec.
 func New(exec bash.Executor, opts *Options) *Tools {
-	t := &Tools{exec: exec, unsub: func() {}}
-	if opts != nil && opts.Notify != nil {
-		notify := opts.Notify
-		t.unsub = exec.OnTaskDone(func(task bash.Task) {
-			// Unowned tasks have nobody to tell; a task that failed to
-			// start was reported by the call that started it.
-			if task.Owner != "" && task.Status != bash.StatusFailed {
-				notify(task.Owner, NoticeText(task))
-			}
-		})
+	if opts == nil {
+		opts = &Options{}
 	}
+	t := &Tools{exec: exec, maxChars: opts.MaxResultChars, notify: opts.Notify}
+	if t.maxChars == 0 {
+		t.maxChars = DefaultMaxResultChars
+	}
+	t.unsub = exec.OnTaskDone(t.taskDone)
 	return t
 }
+
+// taskDone queues the notice of an ended task for its owner.
+func (t *Tools) taskDone(task bash.Task) {
+	// Unowned tasks have nobody to tell; a task that failed to start was
+	// reported by the call that started it.
+	if task.Owner == "" || task.Status == bash.StatusFailed {
+		return
+	}
+	if text, ok := t.notices.add(task); ok && t.notify != nil {
+		t.notify(task.Owner, text)
+	}
+}
+
+// TakeNotices returns the completion notices waiting for the session,
+// oldest first, and forgets them. A notice never waits once its session
+// has read the task's final status with bash_output or killed it with
+// bash_kill: the result that said so made it redundant. Front ends add
+// what it returns to the session's next tool result (NoticeBlock) or model
+// request (NoticesText).
+func (t *Tools) TakeNotices(sessionID string) []string { return t.notices.take(sessionID) }
 
 // Close stops the notices.
 func (t *Tools) Close() {
@@ -109,11 +137,13 @@ func (t *Tools) Tools() []*tools.Tool {
 }
 
 // EndSession kills every running task the session owns, at once, and
-// returns when they are all gone. Front ends call it when a session ends.
+// returns when they are all gone; the session's waiting notices are
+// forgotten. Front ends call it when a session ends.
 func (t *Tools) EndSession(ctx context.Context, sessionID string) {
 	if sessionID == "" {
 		return // unowned tasks belong to no session
 	}
+	defer t.notices.drop(sessionID)
 	var wg sync.WaitGroup
 	for _, task := range t.exec.List() {
 		if task.Owner == sessionID && !task.Done() {
@@ -169,6 +199,9 @@ func (t *Tools) bash(ctx context.Context, call *tools.Call) (*tools.Result, erro
 	if err := json.Unmarshal(call.Args, &a); err != nil {
 		return nil, err
 	}
+	if strings.ContainsRune(a.Command, 0) {
+		return nil, errors.New(nulCommandText)
+	}
 	req := bash.ExecRequest{Command: a.Command, Workdir: call.Session.Cwd, Owner: call.Session.ID}
 	if a.Workdir != nil && *a.Workdir != "" {
 		req.Workdir = *a.Workdir
@@ -182,6 +215,9 @@ func (t *Tools) bash(ctx context.Context, call *tools.Call) (*tools.Result, erro
 	spec, err := t.exec.Resolve(req)
 	if err != nil {
 		return nil, err
+	}
+	if t.maxChars > 0 {
+		spec.SpillAfter = spillAfter(t.maxChars)
 	}
 	if a.Background {
 		task, err := t.exec.Start(spec)
@@ -200,19 +236,21 @@ func (t *Tools) bash(ctx context.Context, call *tools.Call) (*tools.Result, erro
 	if err != nil {
 		return nil, err
 	}
-	out := tools.TextResult(RunText(res))
+	out := tools.TextResult(RunText(res, t.maxChars))
 	out.Meta = exitMeta(res)
 	return out, nil
 }
 
-// msDuration converts a positive millisecond count, saturating instead of
-// overflowing (the executor caps it anyway).
+// msDuration converts a positive millisecond count, rounded up to whole
+// milliseconds (so a timeout is never reported as 0ms, and what is reported
+// is what applied), saturating instead of overflowing (the executor caps it
+// anyway).
 func msDuration(ms float64) time.Duration {
-	d := ms * float64(time.Millisecond)
+	d := math.Ceil(ms) * float64(time.Millisecond)
 	if d >= math.MaxInt64 {
 		return math.MaxInt64
 	}
-	return max(time.Duration(d), 1)
+	return time.Duration(d)
 }
 
 type taskArgs struct {
@@ -245,7 +283,10 @@ func (t *Tools) output(ctx context.Context, call *tools.Call) (*tools.Result, er
 	if err != nil {
 		return nil, err
 	}
-	return tools.TextResult(ReadText(r)), nil
+	if r.Task.Done() {
+		t.notices.seenEnd(call.Session.ID, id)
+	}
+	return tools.TextResult(ReadText(r, t.maxChars)), nil
 }
 
 func (t *Tools) kill(ctx context.Context, call *tools.Call) (*tools.Result, error) {
@@ -256,6 +297,9 @@ func (t *Tools) kill(ctx context.Context, call *tools.Call) (*tools.Result, erro
 	killed, err := t.exec.Kill(ctx, id)
 	if err != nil {
 		return nil, err
+	}
+	if killed {
+		t.notices.seenEnd(call.Session.ID, id)
 	}
 	return tools.TextResult(KillText(id, killed)), nil
 }

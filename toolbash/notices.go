@@ -1,0 +1,111 @@
+package toolbash
+
+import (
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/dshgo/dsh/bash"
+)
+
+// maxPendingNotices bounds the notices waiting for one session; past it
+// the oldest are dropped (each task's output stays readable).
+const maxPendingNotices = 64
+
+// maxSeenEnds bounds the memory of tasks whose end their owner has read.
+// It only has to outlast the moment between a read that sees a task's end
+// and the executor telling its listeners, so a few hundred is plenty.
+const maxSeenEnds = 256
+
+// noticeBox holds the completion notices waiting for each session, and
+// keeps them from being redundant: a notice is dropped once its session
+// has read the task's final status (bash_output) or killed it (bash_kill),
+// whichever comes first, the read or the notice.
+type noticeBox struct {
+	mu      sync.Mutex
+	pending map[string][]pendingNotice // by session ID, oldest first
+	seen    map[bash.TaskID]bool       // ends read before their notice came
+	order   []bash.TaskID              // seen, oldest first
+}
+
+type pendingNotice struct {
+	task bash.TaskID
+	text string
+}
+
+// add queues the notice of an ended task for its owner and returns its
+// text, unless the owner has already seen the end.
+func (b *noticeBox) add(t bash.Task) (string, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.seen[t.ID] {
+		delete(b.seen, t.ID)
+		return "", false
+	}
+	if b.pending == nil {
+		b.pending = map[string][]pendingNotice{}
+	}
+	text := NoticeText(t)
+	q := append(b.pending[t.Owner], pendingNotice{t.ID, text})
+	if len(q) > maxPendingNotices {
+		q = q[len(q)-maxPendingNotices:]
+	}
+	b.pending[t.Owner] = q
+	return text, true
+}
+
+// seenEnd records that the owner has seen the task's end: its notice, if
+// waiting, is dropped, and one that comes later never is queued.
+func (b *noticeBox) seenEnd(owner string, id bash.TaskID) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	q := b.pending[owner]
+	if i := slices.IndexFunc(q, func(n pendingNotice) bool { return n.task == id }); i >= 0 {
+		b.pending[owner] = slices.Delete(q, i, i+1)
+		return
+	}
+	if b.seen == nil {
+		b.seen = map[bash.TaskID]bool{}
+	}
+	if !b.seen[id] {
+		b.seen[id] = true
+		b.order = append(b.order, id)
+	}
+	for len(b.order) > maxSeenEnds {
+		delete(b.seen, b.order[0])
+		b.order = b.order[1:]
+	}
+}
+
+// take returns the session's waiting notices, oldest first, and forgets
+// them.
+func (b *noticeBox) take(owner string) []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	q := b.pending[owner]
+	delete(b.pending, owner)
+	out := make([]string, len(q))
+	for i, n := range q {
+		out[i] = n.text
+	}
+	return out
+}
+
+// drop forgets a session's notices.
+func (b *noticeBox) drop(owner string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.pending, owner)
+}
+
+// NoticesText is how waiting completion notices reach the model: a heading,
+// then one notice per line.
+func NoticesText(notices []string) string {
+	return "[background task notices]\n" + strings.Join(notices, "\n")
+}
+
+// NoticeBlock is NoticesText set apart for a content block of its own after
+// a tool result's text: a client that joins a result's blocks without a
+// separator (Codex does) still shows a blank line between the result and
+// the notices.
+func NoticeBlock(notices []string) string { return "\n\n" + NoticesText(notices) }
