@@ -23,6 +23,7 @@ package mcpserver
 import (
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"os"
 	"strings"
@@ -120,32 +121,68 @@ func New(exec bash.Executor, opts *Options) (*Server, error) {
 // caller's choice.
 func (s *Server) MCP() *mcp.Server { return s.mcp }
 
-// Run serves one session on t (for example &mcp.StdioTransport{}) until the
-// client disconnects or ctx is done; then that session's tasks are killed.
+// Run serves one session on t (for example an in-memory transport) until
+// the client disconnects or ctx is done; then that session's calls are
+// aborted and its tasks killed, at once. For stdio, ServeStdio is hardened
+// against misbehaving clients.
 func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
+	return s.serve(ctx, t, nil, nil)
+}
+
+// ServeStdio serves one session over newline-delimited JSON on in and out
+// (the process's stdin and stdout, for a client that started the server).
+// A line that is not a JSON-RPC message is answered with an error and the
+// session goes on; a cancelled request gets no response; when in ends or a
+// write to out fails, the client is gone: every call in flight is aborted
+// and every task of the session killed at once, the requests already read
+// are answered, and ServeStdio returns. It returns too when ctx is done.
+func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, opts *StdioOptions) error {
+	conn := newStdioConn(in, out, opts)
+	return s.serve(ctx, connTransport{conn}, conn.gone, conn.broken)
+}
+
+// serve runs a session until its connection ends or ctx is done. When gone
+// is closed, the session's work is aborted at once while the connection
+// finishes answering; when broken is closed, nothing more can reach the
+// client and the session ends as when ctx is done.
+func (s *Server) serve(ctx context.Context, t mcp.Transport, gone, broken <-chan struct{}) error {
 	ss, err := s.mcp.Connect(ctx, t, nil)
 	if err != nil {
 		return err
 	}
-	s.session(ss)
+	st := s.session(ss)
 	done := make(chan error, 1)
 	go func() { done <- ss.Wait() }()
-	select {
-	case err = <-done:
-	case <-ctx.Done():
-		ss.Close()
-		<-done
-		err = ctx.Err()
+	for {
+		select {
+		case err = <-done:
+		case <-gone:
+			gone = nil
+			if st != nil {
+				st.end() // abort at once; the connection answers what it read
+			}
+			continue
+		case <-broken:
+			s.closeSession(ss)
+			err = <-done
+		case <-ctx.Done():
+			s.closeSession(ss)
+			<-done
+			err = ctx.Err()
+		}
+		break
 	}
 	s.endSession(ss)
-	if errors.Is(err, context.Canceled) || errors.Is(err, mcp.ErrConnectionClosed) {
+	if errors.Is(err, context.Canceled) || errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) {
 		err = nil
 	}
 	return err
 }
 
-// Close ends every session, kills their tasks and waits for the server's
-// goroutines. It does not close the executor.
+// Close ends every session at once: calls in flight are aborted, tasks
+// killed and connections closed, all together, and it returns when that is
+// done and the server's goroutines are gone. It does not close the
+// executor.
 func (s *Server) Close() error {
 	s.mu.Lock()
 	s.closed = true
@@ -154,13 +191,30 @@ func (s *Server) Close() error {
 		all = append(all, ss)
 	}
 	s.mu.Unlock()
+	var wg sync.WaitGroup
 	for _, ss := range all {
-		ss.Close()
-		s.endSession(ss)
+		wg.Go(func() { s.closeSession(ss) })
 	}
+	wg.Wait()
 	s.tb.Close()
 	s.wg.Wait()
 	return nil
+}
+
+// closeSession ends a session now: its calls are aborted and its tasks
+// killed while its connection closes (which waits for the calls to return).
+func (s *Server) closeSession(ss *mcp.ServerSession) {
+	s.mu.Lock()
+	st := s.sessions[ss]
+	s.mu.Unlock()
+	var ended <-chan struct{}
+	if st != nil {
+		ended = st.end()
+	}
+	ss.Close()
+	if ended != nil {
+		<-ended
+	}
 }
 
 // mcpTool turns a registry tool into its MCP definition.
@@ -185,6 +239,8 @@ func (s *Server) handler(name string) mcp.ToolHandler {
 		if st == nil {
 			return nil, errors.New("the server is shutting down")
 		}
+		ctx, stop := st.callContext(ctx)
+		defer stop()
 		cwd, ask := st.cwdFor(ctx, req)
 		if ask != nil {
 			return ask, nil // the client answers with its roots and calls again
@@ -203,8 +259,8 @@ func (s *Server) handler(name string) mcp.ToolHandler {
 		for _, c := range res.Content {
 			out.Content = append(out.Content, &mcp.TextContent{Text: c.Text})
 		}
-		for _, n := range st.takeNotices() {
-			out.Content = append(out.Content, &mcp.TextContent{Text: n})
+		if n := s.tb.TakeNotices(st.owner); len(n) > 0 {
+			out.Content = append(out.Content, &mcp.TextContent{Text: toolbash.NoticeBlock(n)})
 		}
 		return out, nil
 	}
@@ -268,8 +324,9 @@ func (s *Server) session(ss *mcp.ServerSession) *sessionState {
 	return st
 }
 
-// endSession forgets a session and kills its running tasks. Every caller
-// returns only once that is done.
+// endSession ends a session whose connection is over (aborting its calls
+// and killing its tasks) and forgets it. Every caller returns only once
+// that is done.
 func (s *Server) endSession(ss *mcp.ServerSession) {
 	s.mu.Lock()
 	st := s.sessions[ss]
@@ -277,17 +334,16 @@ func (s *Server) endSession(ss *mcp.ServerSession) {
 	if st == nil {
 		return
 	}
-	st.ended.Do(func() {
-		s.tb.EndSession(context.Background(), st.owner)
-		s.mu.Lock()
-		delete(s.sessions, ss)
-		delete(s.owners, st.owner)
-		s.mu.Unlock()
-	})
+	<-st.end()
+	s.mu.Lock()
+	delete(s.sessions, ss)
+	delete(s.owners, st.owner)
+	s.mu.Unlock()
 }
 
-// notify queues a completion notice for its session's next tool result and
-// sends it as a log notification, which reaches clients that set a level.
+// notify sends a completion notice as a log notification, which reaches
+// clients that set a level; the notice also waits in toolbash for the
+// session's next tool result.
 func (s *Server) notify(owner, text string) {
 	s.mu.Lock()
 	st := s.owners[owner]
@@ -295,7 +351,6 @@ func (s *Server) notify(owner, text string) {
 		s.mu.Unlock()
 		return
 	}
-	st.addNotice(text)
 	s.wg.Add(1)
 	s.mu.Unlock()
 	go func() {

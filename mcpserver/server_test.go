@@ -203,7 +203,7 @@ func TestBackgroundAndNotice(t *testing.T) {
 	if got := text(call(t, cs, "bash", bashArgs("sleep 30", "run_in_background", true))); got != "started background task bash-2" {
 		t.Fatalf("start: %q", got)
 	}
-	if got := text(call(t, cs, "bash_kill", map[string]any{"task_id": "bash-2"})); got != "killed background task bash-2\n--\nbackground task bash-2 finished [status: killed by SIGTERM]; read its output with bash_output" {
+	if got := text(call(t, cs, "bash_kill", map[string]any{"task_id": "bash-2"})); got != "killed background task bash-2" { // the kill said it: no notice
 		t.Errorf("kill: %q", got)
 	}
 	w, _ := os.OpenFile(fifo, os.O_WRONLY, 0)
@@ -215,7 +215,7 @@ func TestBackgroundAndNotice(t *testing.T) {
 		}
 	}
 	res := call(t, cs, "bash", bashArgs("echo next"))
-	want := []string{"next\n", "background task bash-1 finished [status: completed, exit code: 0]; read its output with bash_output"}
+	want := []string{"next\n", "\n\n[background task notices]\nbackground task bash-1 finished [status: completed, exit code: 0]; read its output with bash_output"}
 	if got := texts(res); len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
 		t.Errorf("next call: %q; want %q", got, want)
 	}
@@ -402,7 +402,7 @@ func TestHTTPSessions(t *testing.T) {
 			t.Errorf("%s of the other's %s: %q", tc.tool, tc.id, text(res))
 		}
 	}
-	if got := text(call(t, a, "bash_kill", map[string]any{"task_id": aTask})); got != "killed background task "+aTask+"\n--\nbackground task "+aTask+" finished [status: killed by SIGTERM]; read its output with bash_output" {
+	if got := text(call(t, a, "bash_kill", map[string]any{"task_id": aTask})); got != "killed background task "+aTask {
 		t.Errorf("own kill: %q", got)
 	}
 	if tk, _ := r.exec.Get(bash.TaskID(bTask)); tk.Status != bash.StatusRunning {

@@ -27,17 +27,46 @@ type sessionState struct {
 	s     *Server
 	ss    *mcp.ServerSession
 	owner string // the owner token of the session's tasks
-	ended sync.Once
 
-	mu      sync.Mutex
-	cwd     string // "" until known
-	notices []string
+	calls    context.Context // done once the session ends: its calls abort
+	abort    context.CancelFunc
+	endOnce  sync.Once
+	endTasks chan struct{} // closed once the session's tasks are gone
+
+	mu  sync.Mutex
+	cwd string // "" until known
 }
 
 func newSessionState(s *Server, ss *mcp.ServerSession) *sessionState {
 	b := make([]byte, 16)
 	_, _ = rand.Read(b)
-	return &sessionState{s: s, ss: ss, owner: "mcp-" + hex.EncodeToString(b)}
+	calls, abort := context.WithCancel(context.Background())
+	return &sessionState{s: s, ss: ss, owner: "mcp-" + hex.EncodeToString(b),
+		calls: calls, abort: abort, endTasks: make(chan struct{})}
+}
+
+// callContext is the context of one tool call of the session: it is done
+// when the request's is, or when the session ends.
+func (st *sessionState) callContext(ctx context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(st.calls, cancel)
+	return ctx, func() { stop(); cancel() }
+}
+
+// end starts ending the session, once: every call in flight is aborted and
+// every task of the session killed, at the same time. The channel is
+// closed when the tasks are gone.
+func (st *sessionState) end() <-chan struct{} {
+	st.endOnce.Do(func() {
+		st.abort()
+		st.s.wg.Add(1)
+		go func() {
+			defer st.s.wg.Done()
+			defer close(st.endTasks)
+			st.s.tb.EndSession(context.Background(), st.owner)
+		}()
+	})
+	return st.endTasks
 }
 
 // cwdFor returns the session's working directory. The first time, it asks
@@ -107,25 +136,4 @@ func (st *sessionState) forgetRoots() {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	st.cwd = ""
-}
-
-// maxNotices bounds the notices waiting for a session's next tool result;
-// past it the oldest are dropped (each task's output stays readable).
-const maxNotices = 64
-
-func (st *sessionState) addNotice(n string) {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	st.notices = append(st.notices, n)
-	if len(st.notices) > maxNotices {
-		st.notices = st.notices[len(st.notices)-maxNotices:]
-	}
-}
-
-func (st *sessionState) takeNotices() []string {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	n := st.notices
-	st.notices = nil
-	return n
 }

@@ -1,0 +1,321 @@
+//go:build linux
+
+package mcpserver
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/dshgo/dsh/internal/proctest"
+)
+
+// wire is a client that speaks raw JSON-RPC lines to ServeStdio over
+// pipes, so that it can also send what no SDK client would.
+type wire struct {
+	t      *testing.T
+	in     *io.PipeWriter // the server's stdin
+	out    *bufio.Reader  // the server's stdout
+	outR   *io.PipeReader
+	served chan error
+	once   sync.Once
+	err    error
+}
+
+// wait returns what ServeStdio returned, once it has.
+func (w *wire) wait() error {
+	w.once.Do(func() { w.err = <-w.served })
+	return w.err
+}
+
+func (r *rig) wire(t *testing.T, ctx context.Context, opts *StdioOptions) *wire {
+	t.Helper()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	w := &wire{t: t, in: inW, out: bufio.NewReader(outR), outR: outR, served: make(chan error, 1)}
+	go func() {
+		w.served <- r.srv.ServeStdio(ctx, inR, outW, opts)
+		outW.Close()
+	}()
+	t.Cleanup(func() {
+		inW.Close()
+		go io.Copy(io.Discard, outR)
+		w.wait()
+	})
+	return w
+}
+
+func (w *wire) send(lines ...string) {
+	w.t.Helper()
+	for _, l := range lines {
+		if _, err := io.WriteString(w.in, l+"\n"); err != nil {
+			w.t.Fatalf("write %q: %v", l, err)
+		}
+	}
+}
+
+// msg is a JSON-RPC message as the client reads it.
+type msg struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Result json.RawMessage `json:"result"`
+	Error  *struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// next reads the next message that is not a notification.
+func (w *wire) next() msg {
+	w.t.Helper()
+	for {
+		line, err := w.out.ReadString('\n')
+		if err != nil {
+			w.t.Fatalf("read: %v (got %q)", err, line)
+		}
+		var m msg
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			w.t.Fatalf("the server wrote a line that is not JSON: %q", line)
+		}
+		if m.Method == "" {
+			return m
+		}
+	}
+}
+
+// rest reads everything until the server closes its output.
+func (w *wire) rest() []msg {
+	w.t.Helper()
+	var all []msg
+	for {
+		line, err := w.out.ReadString('\n')
+		if err != nil {
+			return all
+		}
+		var m msg
+		if json.Unmarshal([]byte(line), &m) == nil && m.Method == "" {
+			all = append(all, m)
+		}
+	}
+}
+
+const initLines = `{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"wire","version":"1"}}}
+{"jsonrpc":"2.0","method":"notifications/initialized"}`
+
+func (w *wire) initialize() {
+	w.t.Helper()
+	w.send(initLines)
+	if m := w.next(); string(m.ID) != `"init"` || m.Error != nil {
+		w.t.Fatalf("initialize: %+v", m)
+	}
+}
+
+func toolCall(id int, command string) string {
+	args, _ := json.Marshal(bashArgs(command))
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"bash","arguments":%s}}`, id, args)
+}
+
+// callText is the text of a tools/call result.
+func callText(t *testing.T, m msg) string {
+	t.Helper()
+	var res struct {
+		Content []struct{ Text string } `json:"content"`
+	}
+	if m.Error != nil || json.Unmarshal(m.Result, &res) != nil {
+		t.Fatalf("not a tool result: %+v", m)
+	}
+	var parts []string
+	for _, c := range res.Content {
+		parts = append(parts, c.Text)
+	}
+	return strings.Join(parts, "")
+}
+
+// TestStdioMalformedLines: a line that is not a JSON-RPC message is
+// answered with a JSON-RPC error, and the session goes on serving.
+func TestStdioMalformedLines(t *testing.T) {
+	r := newRig(t, nil)
+	w := r.wire(t, context.Background(), &StdioOptions{MaxLineBytes: 4096})
+	w.initialize()
+	tests := []struct {
+		name, line string
+		code       int
+		id         string
+	}{
+		{"not JSON", `hello`, -32700, "null"},
+		{"empty batch", `[]`, -32600, "null"},
+		{"batch", `[{"jsonrpc":"2.0","id":90,"method":"ping"}]`, -32600, "null"},
+		{"NaN", `{"jsonrpc":"2.0","id":91,"method":"ping","params":{"x":NaN}}`, -32700, "null"},
+		{"truncated object", `{"jsonrpc":"2.0","id":92,"method":"pi`, -32700, "null"},
+		{"wrong jsonrpc", `{"jsonrpc":"1.0","id":93,"method":"ping"}`, -32600, "93"},
+		{"no jsonrpc", `{"id":"x94","method":"ping"}`, -32600, `"x94"`},
+		{"neither request nor response", `{"jsonrpc":"2.0"}`, -32600, "null"},
+		{"a number", `42`, -32600, "null"},
+		{"too long", `{"jsonrpc":"2.0","id":95,"method":"ping","params":{"pad":"` + strings.Repeat("x", 5000) + `"}}`, -32600, "null"},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			w.send(tc.line)
+			m := w.next()
+			if m.Error == nil || m.Error.Code != tc.code || string(m.ID) != tc.id {
+				t.Errorf("answer %+v (id %s); want code %d, id %s", m.Error, m.ID, tc.code, tc.id)
+			}
+			w.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"ping"}`, 1000+i))
+			if m := w.next(); string(m.ID) != strconv.Itoa(1000+i) || m.Error != nil {
+				t.Errorf("ping after it: %+v", m)
+			}
+		})
+	}
+	w.send(toolCall(7, "echo still serving"))
+	if got := callText(t, w.next()); got != "still serving\n" {
+		t.Errorf("tool call after the bad lines: %q", got)
+	}
+}
+
+// TestStdioCancelledRequest: a request the client cancels gets no response
+// at all, and its command is aborted.
+func TestStdioCancelledRequest(t *testing.T) {
+	r := newRig(t, nil)
+	w := r.wire(t, context.Background(), nil)
+	w.initialize()
+	dir := t.TempDir()
+	sync, pidFile := filepath.Join(dir, "sync"), filepath.Join(dir, "pid")
+	mkfifo(t, sync)
+	w.send(toolCall(7, fmt.Sprintf("sleep 300 & echo $! > %s; echo > %s; wait", pidFile, sync)))
+	reached(t, sync)
+	w.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"reason":"the user pressed Esc"}}`)
+	pid := readPid(t, pidFile)
+	if !proctest.Exited(pid, time.Minute) {
+		t.Fatalf("the cancelled command's sleep %d is still alive", pid)
+	}
+	w.in.Close() // every answer the server still owes comes before its output ends
+	for _, m := range w.rest() {
+		if string(m.ID) == "7" {
+			t.Errorf("the cancelled request got a response: %s", m.Result)
+		}
+	}
+	if err := w.wait(); err != nil {
+		t.Errorf("ServeStdio: %v", err)
+	}
+}
+
+// TestStdioEOFAbortsAndAnswers: when the client closes stdin, every call in
+// flight is aborted at once, every request already written is answered,
+// the session's background tasks die, and ServeStdio returns.
+func TestStdioEOFAbortsAndAnswers(t *testing.T) {
+	r := newRig(t, nil)
+	w := r.wire(t, context.Background(), nil)
+	w.initialize()
+	dir := t.TempDir()
+	sync, fg, bg := filepath.Join(dir, "sync"), filepath.Join(dir, "fg"), filepath.Join(dir, "bg")
+	mkfifo(t, sync)
+	w.send(toolCall(1, fmt.Sprintf("sleep 300 & echo $! > %s; disown; echo started", bg)))
+	if got := callText(t, w.next()); !strings.HasPrefix(got, "started\n[still running in background as task") {
+		t.Fatalf("background start: %q", got)
+	}
+	w.send(toolCall(2, fmt.Sprintf("sleep 300 & echo $! > %s; echo > %s; wait", fg, sync)))
+	reached(t, sync)
+	w.send(`{"jsonrpc":"2.0","id":3,"method":"ping"}`, `{"jsonrpc":"2.0","id":4,"method":"tools/list"}`)
+	w.in.Close()
+	answered := map[string]msg{}
+	for _, m := range w.rest() {
+		answered[string(m.ID)] = m
+	}
+	for _, id := range []string{"2", "3", "4"} {
+		if _, ok := answered[id]; !ok {
+			t.Errorf("request %s got no answer", id)
+		}
+	}
+	if m, ok := answered["2"]; ok && callText(t, m) != "command aborted" {
+		t.Errorf("the call in flight: %q", callText(t, m))
+	}
+	for _, f := range []string{fg, bg} {
+		if pid := readPid(t, f); !proctest.Exited(pid, time.Minute) {
+			t.Errorf("process %d outlived the client", pid)
+		}
+	}
+	if err := w.wait(); err != nil {
+		t.Errorf("ServeStdio: %v", err)
+	}
+}
+
+// TestStdioClientStoppedReading: a failed write means the client is gone:
+// the session ends and its tasks die, though stdin is still open.
+func TestStdioClientStoppedReading(t *testing.T) {
+	r := newRig(t, nil)
+	w := r.wire(t, context.Background(), nil)
+	w.initialize()
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	w.send(toolCall(1, fmt.Sprintf("sleep 300 & echo $! > %s; echo started", pidFile)))
+	w.next()
+	w.outR.Close() // the client's reader is gone; its writer is not
+	w.send(`{"jsonrpc":"2.0","id":2,"method":"ping"}`)
+	if pid := readPid(t, pidFile); !proctest.Exited(pid, time.Minute) {
+		t.Errorf("task process %d outlived its client", pid)
+	}
+	w.wait()
+}
+
+// TestStdioShutdownAbortsCalls: when ctx ends (SIGTERM in dsh-bash), a call
+// in flight is aborted at once instead of being waited for.
+func TestStdioShutdownAbortsCalls(t *testing.T) {
+	r := newRig(t, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w := r.wire(t, ctx, nil)
+	w.initialize()
+	dir := t.TempDir()
+	sync, pidFile := filepath.Join(dir, "sync"), filepath.Join(dir, "pid")
+	mkfifo(t, sync)
+	w.send(toolCall(1, fmt.Sprintf("trap '' TERM; sleep 300 & echo $! > %s; echo > %s; wait", pidFile, sync)))
+	reached(t, sync)
+	cancel()
+	w.wait()
+	if pid := readPid(t, pidFile); !proctest.Exited(pid, time.Minute) {
+		t.Errorf("process %d outlived the shutdown", pid)
+	}
+}
+
+func mkfifo(t *testing.T, p string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(p, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// reached waits until a command has written a line to the FIFO.
+func reached(t *testing.T, fifo string) {
+	t.Helper()
+	f, err := os.Open(fifo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	bufio.NewReader(f).ReadString('\n')
+}
+
+func readPid(t *testing.T, file string) int {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatalf("pid file %s: %q", file, b)
+	}
+	return pid
+}
