@@ -3,11 +3,11 @@
 package local
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -105,25 +105,12 @@ type leafDir struct {
 }
 
 func newCgroupContainment() (*cgroupContainment, error) {
-	mount, err := cgroup2Mount()
+	home, err := ownCgroupHome()
 	if err != nil {
 		return nil, err
 	}
-	self, err := os.ReadFile("/proc/self/cgroup")
-	if err != nil {
-		return nil, fmt.Errorf("read our cgroup: %w", err)
-	}
-	var own string
-	for line := range strings.Lines(string(self)) {
-		if p, ok := strings.CutPrefix(strings.TrimSpace(line), "0::"); ok {
-			own = p
-		}
-	}
-	if own == "" {
-		return nil, errors.New("this process is in no cgroup v2 hierarchy")
-	}
 	name := fmt.Sprintf("dsh-%d-%s", os.Getpid(), randomHex(4))
-	dir := filepath.Join(mount, own, name)
+	dir := filepath.Join(home.dir, name)
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("make a cgroup for commands: %w", err)
 	}
@@ -132,30 +119,7 @@ func newCgroupContainment() (*cgroupContainment, error) {
 		os.Remove(dir)
 		return nil, err
 	}
-	return &cgroupContainment{dir: dir, rel: filepath.Join(own, name), w: w}, nil
-}
-
-// cgroup2Mount finds where the cgroup v2 hierarchy is mounted.
-func cgroup2Mount() (string, error) {
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return "", fmt.Errorf("read mounts: %w", err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		// id parent major:minor root mountpoint options [tags] - fstype source opts
-		pre, post, ok := strings.Cut(sc.Text(), " - ")
-		if !ok {
-			continue
-		}
-		if fs := strings.Fields(post); len(fs) > 0 && fs[0] == "cgroup2" {
-			if f := strings.Fields(pre); len(f) >= 5 {
-				return f[4], nil
-			}
-		}
-	}
-	return "", errors.New("no cgroup v2 file system is mounted")
+	return &cgroupContainment{dir: dir, rel: path.Join(home.rel, name), w: w}, nil
 }
 
 func (c *cgroupContainment) kind() string { return "cgroup" }
