@@ -7,11 +7,26 @@
 // Each command runs as `bash --noprofile --norc -c COMMAND` in its own
 // session (a new process group with no controlling terminal, so a program
 // that opens /dev/tty fails at once instead of waiting for a person), with
-// stdin on /dev/null. The environment is the executor's own minus every
-// variable whose name looks like a credential (KEY, SECRET, TOKEN, PASSWORD,
-// PASSWD or CREDENTIAL, in any case), minus BASH_ENV and ENV, plus
-// NO_COLOR=1 TERM=dumb PAGER=cat GIT_PAGER=cat GIT_TERMINAL_PROMPT=0.
-// Options.AllowEnv and Options.Env adjust that.
+// stdin on /dev/null.
+//
+// # Environment
+//
+// The environment is the executor's own (or Options.BaseEnv) scrubbed, plus
+// NO_COLOR=1 TERM=dumb PAGER=cat GIT_PAGER=cat GIT_TERMINAL_PROMPT=0, plus
+// Options.Env, which is taken as given. The scrub drops:
+//
+//   - always, since they change what bash runs: BASH_ENV, ENV, SHELLOPTS,
+//     BASHOPTS and every BASH_FUNC_* (an exported function can replace any
+//     command, echo included);
+//   - unless Options.AllowEnv names them, variables that look like
+//     credentials: a name that contains, in any case, KEY, SECRET, TOKEN,
+//     PASSWORD, PASSWD, PASSPHRASE, CREDENTIAL, PRIVATE, COOKIE, SESSION,
+//     AUTHORIZATION or OAUTH; a name one of whose underscore-separated parts
+//     is PASS, PAT, AUTH, PEM or DSN (GITHUB_PAT and DB_DSN go; PATH and
+//     GIT_AUTHOR_NAME stay); SSH_AUTH_SOCK; and any variable whose value holds
+//     a URL with a password (postgres://u:pw@host/db), as net/url reads it.
+//
+// AllowEnv cannot name the shell-control variables: New refuses it.
 //
 // # Containment and killing
 //

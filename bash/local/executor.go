@@ -73,8 +73,10 @@ type Options struct {
 	// Env holds extra "NAME=value" entries for every command, added after
 	// the scrubbing and the overrides.
 	Env []string
-	// AllowEnv names variables passed through although their names look like
-	// credentials.
+	// AllowEnv names variables passed through although they look like
+	// credentials (by name or by value; see the package doc). It cannot name
+	// BASH_ENV, ENV, SHELLOPTS, BASHOPTS or a BASH_FUNC_ variable, which
+	// change what bash runs: New refuses that. Env can still set them.
 	AllowEnv []string
 	// BaseEnv replaces os.Environ() as the environment that is scrubbed.
 	BaseEnv []string
@@ -192,6 +194,9 @@ func (o *Options) defaults() error {
 	neg("SpillBudget", o.SpillBudget)
 	if o.Containment < ContainAuto || o.Containment > ContainProcessGroup {
 		bad = append(bad, fmt.Sprintf("Containment %d is not one of the defined values", o.Containment))
+	}
+	if err := checkAllowEnv(o.AllowEnv); err != nil {
+		bad = append(bad, err.Error())
 	}
 	for _, kv := range o.Env {
 		if name, _, ok := strings.Cut(kv, "="); !ok || name == "" {

@@ -437,3 +437,17 @@ func TestOnOutput(t *testing.T) {
 		t.Errorf("observed %q in all", all)
 	}
 }
+
+// TestShellControlScrubbed: exported functions and shell options in the
+// executor's environment do not reach bash. Both would today: SHELLOPTS
+// turns on tracing before the command runs, and an exported function named
+// echo replaces the builtin.
+func TestShellControlScrubbed(t *testing.T) {
+	base := []string{"PATH=" + os.Getenv("PATH"), "SHELLOPTS=xtrace", "BASHOPTS=xpg_echo",
+		"BASH_FUNC_echo%%=() {  builtin echo pwned; }", "BASH_ENV=/dev/null"}
+	e := newExec(t, &Options{BaseEnv: base})
+	res := runCmd(t, e, `echo hi; echo 'a\tb'`)
+	if res.Stdout.Text != "hi\na\\tb\n" || res.Stderr.Text != "" || res.ExitCode != 0 {
+		t.Errorf("stdout %q stderr %q exit %d; want \"hi\\na\\\\tb\\n\", nothing, 0", res.Stdout.Text, res.Stderr.Text, res.ExitCode)
+	}
+}
