@@ -7,7 +7,15 @@
 // Each command runs as `bash --noprofile --norc -c COMMAND` in its own
 // session (a new process group with no controlling terminal, so a program
 // that opens /dev/tty fails at once instead of waiting for a person), with
-// stdin on /dev/null.
+// stdin on /dev/null. A command too long for one argument (Linux refuses
+// 128 KiB or more), or one that does not fit beside a large environment,
+// is passed in a sealed memfd (elsewhere, an unlinked 0600 file in the
+// private spill directory) on fd 3 instead, which bash reads whole and
+// evaluates with fd 3 closed, so no child inherits it; exit codes, `exit N`,
+// heredocs, traps and line numbers are as with -c (only a syntax error's
+// message lacks the "-c: line N:" part). A command holding a NUL byte cannot be a bash
+// string: Resolve, Run and Start return a *bash.CommandError matching
+// bash.ErrNULInCommand and start nothing.
 //
 // # Environment
 //

@@ -271,6 +271,9 @@ func (e *Executor) Resolve(req bash.ExecRequest) (bash.ExecSpec, error) {
 	if strings.TrimSpace(req.Command) == "" {
 		return bash.ExecSpec{}, errors.New("the command is empty")
 	}
+	if err := checkCommand(req.Command); err != nil {
+		return bash.ExecSpec{}, err
+	}
 	if req.Timeout < 0 {
 		return bash.ExecSpec{}, fmt.Errorf("the timeout must be positive, got %v", req.Timeout)
 	}

@@ -170,9 +170,17 @@ func run(t testing.TB, e *Executor, req bash.ExecRequest) bash.RunResult {
 	}
 	res, err := e.Run(context.Background(), spec)
 	if err != nil {
-		t.Fatalf("Run(%q): %v", req.Command, err)
+		t.Fatalf("Run(%q): %v", short(req.Command), err)
 	}
 	return res
+}
+
+// short cuts a long command for a message.
+func short(cmd string) string {
+	if len(cmd) > 200 {
+		return fmt.Sprintf("%s… (%d bytes)", cmd[:200], len(cmd))
+	}
+	return cmd
 }
 
 func runCmd(t testing.TB, e *Executor, cmd string) bash.RunResult {
@@ -188,7 +196,7 @@ func start(t testing.TB, e *Executor, cmd, owner string) bash.Task {
 	}
 	task, err := e.Start(spec)
 	if err != nil {
-		t.Fatalf("Start(%q): %v", cmd, err)
+		t.Fatalf("Start(%q): %v", short(cmd), err)
 	}
 	return task
 }

@@ -46,12 +46,8 @@ func (sp *spiller) create(stream string) (*spillFile, error) {
 	if sp.closed {
 		return nil, errors.New("spill files are closed")
 	}
-	if sp.dir == "" {
-		dir, err := os.MkdirTemp(sp.parent, "dsh-spill-")
-		if err != nil {
-			return nil, fmt.Errorf("make the spill directory: %w", err)
-		}
-		sp.dir = dir
+	if err := sp.ensureDirLocked(); err != nil {
+		return nil, err
 	}
 	var last error
 	for range 4 {
@@ -66,6 +62,39 @@ func (sp *spiller) create(stream string) (*spillFile, error) {
 		}
 	}
 	return nil, fmt.Errorf("create a spill file: %w", last)
+}
+
+// ensureDirLocked makes the private directory on first use.
+func (sp *spiller) ensureDirLocked() error {
+	if sp.dir != "" {
+		return nil
+	}
+	dir, err := os.MkdirTemp(sp.parent, "dsh-spill-")
+	if err != nil {
+		return fmt.Errorf("make the spill directory: %w", err)
+	}
+	sp.dir = dir
+	return nil
+}
+
+// tempFile makes a 0600 file in the private directory, open for reading and
+// writing, and unlinks it at once.
+func (sp *spiller) tempFile() (*os.File, error) {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	if sp.closed {
+		return nil, errors.New("spill files are closed")
+	}
+	if err := sp.ensureDirLocked(); err != nil {
+		return nil, err
+	}
+	path := filepath.Join(sp.dir, "cmd-"+randomHex(12))
+	f, err := openExclusive(path)
+	if err != nil {
+		return nil, fmt.Errorf("create a temporary file: %w", err)
+	}
+	os.Remove(path)
+	return f, nil
 }
 
 func randomHex(n int) string {
