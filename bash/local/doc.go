@@ -61,16 +61,32 @@
 // # Output
 //
 // Each stream keeps its last Options.MaxOutputBytes (64000) in memory. On the
-// first overflow a spill file is made that holds the complete stream, in a
-// private directory (0700) made for the executor, with 0600 files under
-// random names created with O_EXCL|O_NOFOLLOW. A spill file that would pass
-// Options.MaxSpillBytes, or the executor's Options.SpillBudget, or that fails
-// to write or close, is withdrawn: removed, and no longer named; before that,
-// the oldest complete spill files are evicted to stay within the budget.
-// Spill files
-// are removed on Close unless Options.KeepSpillFiles is set, and with their
-// task when it is forgotten. Pipes are always drained, so memory stays
-// bounded whatever a command prints.
+// first overflow a spill file is made that holds the complete stream.
+//
+// Spill files live in a private directory (0700) made for the executor in
+// Options.SpillDir, named dsh-spill-PID-START-RANDOM (see CleanStale), and
+// in it one private directory (0700) per owner token, named after a short
+// hash of the token (never the token itself; "no-owner" for none). The
+// executor's directory is opened once (O_DIRECTORY|O_NOFOLLOW) and checked
+// to be ours (a directory owned by our uid, mode 0700), and so is each
+// owner's; every file is then created (0600, a random name,
+// O_CREAT|O_EXCL|O_NOFOLLOW) and removed (unlinkat) through the open
+// directory, never by path. A command can rename our directories or put a
+// symlink in their place: our writes and removals still go to our own
+// directories, and nothing is written or removed where the symlink points.
+// Output.SpillPath is the absolute path of the file (executor directory,
+// owner directory, file name), for the model to read.
+//
+// A spill file that would pass Options.MaxSpillBytes, or the executor's
+// Options.SpillBudget, or that fails to write or close, is withdrawn:
+// removed, and no longer named; before that, the oldest complete spill files
+// are evicted to stay within the budget. Spill files are removed with their
+// task when it is forgotten, and on Close, which then removes the owner
+// directories and the executor's (a directory found replaced is left alone,
+// and Close says so), unless Options.KeepSpillFiles is set: then complete
+// files stay, in a directory named dsh-spill-kept-RANDOM, which CleanStale
+// never removes. Pipes are always drained, so memory stays bounded whatever
+// a command prints.
 //
 // # Leftovers
 //

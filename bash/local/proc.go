@@ -53,8 +53,8 @@ func (e *Executor) spawn(spec bash.ExecSpec, linger time.Duration) (*proc, error
 		return nil, err
 	}
 	p := &proc{
-		out:       newStream("stdout", e.maxOutput, e.spill),
-		errs:      newStream("stderr", e.maxOutput, e.spill),
+		out:       newStream("stdout", spec.Owner, e.maxOutput, e.spill),
+		errs:      newStream("stderr", spec.Owner, e.maxOutput, e.spill),
 		shellDone: make(chan struct{}),
 		pipesDone: make(chan struct{}),
 		stopReq:   make(chan struct{}),
