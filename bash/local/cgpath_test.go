@@ -70,3 +70,26 @@ func TestContainmentKind(t *testing.T) {
 		t.Errorf("a cgroup2 hierarchy is mounted for us at %s and we are root, yet containment is %q", home.dir, e.Containment())
 	}
 }
+
+func TestParseStat(t *testing.T) {
+	// A comm can hold spaces and parentheses: only the last ')' ends it.
+	stat := "4242 (a) b (c) R 1 4242 4242 0 -1 4194368 120 0 0 0 1 2 0 0 20 0 1 0 987654 1000 100 18446744073709551615\n"
+	if flags, err := parseStatFlags([]byte(stat)); err != nil || flags != 4194368 || flags&pfForkNoExec == 0 {
+		t.Errorf("flags = %d, %v", flags, err)
+	}
+	if start, err := parseStartTime([]byte(stat)); err != nil || start != 987654 {
+		t.Errorf("start time = %d, %v", start, err)
+	}
+	for _, bad := range []string{"4242 no parens R 1", "4242 (x) R 1 2"} {
+		if _, err := parseStatFlags([]byte(bad)); err == nil {
+			t.Errorf("parseStatFlags(%q) accepted it", bad)
+		}
+		if _, err := parseStartTime([]byte(bad)); err == nil {
+			t.Errorf("parseStartTime(%q) accepted it", bad)
+		}
+	}
+	// Our own process has run exec: no PF_FORKNOEXEC.
+	if unborn, known := forkedNoExec(os.Getpid()); unborn || !known {
+		t.Errorf("forkedNoExec(self) = %v, %v", unborn, known)
+	}
+}

@@ -44,7 +44,19 @@
 // cloned straight into its leaf (CLONE_INTO_CGROUP). A leaf holds every
 // descendant, even one that calls setsid and leaves the process group; its
 // cgroup.events says when the last one has exited, and cgroup.kill kills
-// all of them at once. Executor.Containment then reports "cgroup".
+// all of them at once. Executor.Containment then reports "cgroup". The
+// executor's directory is named dsh-PID-START-RANDOM (see CleanStale).
+//
+// Empty leaves are reused (making and removing one per command would cost
+// about 5 % of a short command's run). A leaf whose cgroup.kill was ever
+// written kills every process later cloned into it at birth (Linux 6.18),
+// and commands can write to any leaf's cgroup.kill, their own or another's,
+// busy or idle, without a trace. So a leaf the executor killed is never
+// reused, and every spawn checks that the shell got to exec (its
+// PF_FORKNOEXEC flag in /proc/PID/stat is clear): a shell killed before it
+// ran anything is reaped, its leaf and every free leaf are dropped, and the
+// shell is started again in a new leaf, so the command runs once, as asked.
+// Where /proc cannot tell, the leaf is not reused.
 //
 // Elsewhere, or with Options.Containment set to ContainProcessGroup, the
 // command's process group stands in for the leaf: killing signals the group,

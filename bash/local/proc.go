@@ -71,7 +71,11 @@ func (e *Executor) spawn(spec bash.ExecSpec, linger time.Duration) (*proc, error
 	err = e.startShell(p, spec, w, long)
 	if !long && errors.Is(err, syscall.E2BIG) {
 		// The environment left too little room for the command in argv.
-		err = e.startShell(p, spec, w, true)
+		long = true
+		err = e.startShell(p, spec, w, long)
+	}
+	for try := 0; try < 2 && errors.Is(err, errUnborn); try++ {
+		err = e.startShell(p, spec, w, long) // in a new cgroup
 	}
 	closeAll(w[:]...)
 	if err != nil {
@@ -149,14 +153,22 @@ func (e *Executor) startShell(p *proc, spec bash.ExecSpec, w [2]*os.File, viaFil
 	if err == nil {
 		pid = cmd.Process.Pid
 	}
-	grp.started(pid, err)
+	unborn := grp.started(pid, err)
 	if err != nil {
 		grp.release()
 		return fmt.Errorf("start bash: %w", err)
 	}
+	if unborn {
+		_ = cmd.Wait()
+		grp.release()
+		return errUnborn
+	}
 	p.grp, p.cmd = grp, cmd
 	return nil
 }
+
+// errUnborn: the shell was killed before it ran anything (see group.started).
+var errUnborn = errors.New("the shell was killed before it could run")
 
 // checkCommand refuses a command bash cannot hold in a string.
 func checkCommand(cmd string) error {
