@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -146,8 +147,27 @@ func (c *cgroupContainment) destroy(d *leafDir) bool {
 		unix.Close(d.fd)
 		d.fd = -1
 	}
-	err := os.Remove(d.dir)
-	return err == nil || errors.Is(err, os.ErrNotExist)
+	return removeCgroupTree(d.dir) == nil
+}
+
+// removeCgroupTree removes a cgroup directory and every cgroup under it
+// (a command may have made some), deepest first. Their processes must be
+// gone.
+func removeCgroupTree(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("list the cgroup %s: %w", dir, err)
+	}
+	var errs []error
+	for _, ent := range entries {
+		if ent.IsDir() {
+			errs = append(errs, removeCgroupTree(filepath.Join(dir, ent.Name())))
+		}
+	}
+	if err := os.Remove(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		errs = append(errs, fmt.Errorf("remove the cgroup: %w", err))
+	}
+	return errors.Join(errs...)
 }
 
 func (c *cgroupContainment) prepare(attr *syscall.SysProcAttr) (group, error) {
@@ -177,7 +197,7 @@ func (c *cgroupContainment) close() error {
 		}
 	}
 	c.stuck = nil
-	if err := os.Remove(c.dir); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := removeCgroupTree(c.dir); err != nil {
 		errs = append(errs, fmt.Errorf("remove the executor's cgroup: %w", err))
 	}
 	return errors.Join(errs...)

@@ -20,5 +20,6 @@ func (d *dirHandle) createUnlinked(string) (*os.File, error)       { return nil,
 func (d *dirHandle) unlink(string) error                           { return errNoDirFD }
 func (d *dirHandle) removeChild(string, *dirHandle) error          { return errNoDirFD }
 func (d *dirHandle) clear() error                                  { return errNoDirFD }
+func (d *dirHandle) entries() ([]os.DirEntry, error)               { return nil, errNoDirFD }
 func (d *dirHandle) sub(name string) string                        { return d.path + "/" + name }
 func (d *dirHandle) close()                                        {}

@@ -122,16 +122,21 @@ func (d *dirHandle) removeChild(name string, child *dirHandle) error {
 	return nil
 }
 
-// clear removes every entry of d that is not a directory (files someone
-// else put in our directory); it does not descend.
-func (d *dirHandle) clear() error {
+// entries lists d through its descriptor.
+func (d *dirHandle) entries() ([]os.DirEntry, error) {
 	fd, err := unix.Openat(d.fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return &os.PathError{Op: "open", Path: d.path, Err: err}
+		return nil, &os.PathError{Op: "open", Path: d.path, Err: err}
 	}
 	f := os.NewFile(uintptr(fd), d.path)
 	defer f.Close()
-	entries, err := f.ReadDir(-1)
+	return f.ReadDir(-1)
+}
+
+// clear removes every entry of d that is not a directory (files someone
+// else put in our directory); it does not descend.
+func (d *dirHandle) clear() error {
+	entries, err := d.entries()
 	for _, ent := range entries {
 		if !ent.IsDir() {
 			err = errors.Join(err, d.unlink(ent.Name()))

@@ -109,4 +109,13 @@
 // other; it completes when the last of them exits, with the shell's exit
 // code. If the owner is at its task limit they are killed instead
 // (RunResult.LeftoversKilled).
+//
+// # After a crash
+//
+// An executor whose process is killed (SIGKILL) leaves its cgroup directory,
+// with any processes still in it, and its spill directory behind. Both names
+// carry the pid and start time of the process that made them
+// (dsh-PID-START-…, dsh-spill-PID-START-…), so CleanStale, called when a
+// program starts, can kill and remove exactly those whose process is gone,
+// even where pids have been reused, and never a live executor's.
 package local

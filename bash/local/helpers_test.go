@@ -73,6 +73,8 @@ func survivors() []int {
 
 func runHelper(args []string) int {
 	switch args[0] {
+	case "executor": // executor MARKER SPILLDIR: see executorHelper
+		return executorHelper(args[1], args[2])
 	case "gen": // gen N SEED: N pseudo-random bytes on stdout
 		n, _ := strconv.ParseInt(args[1], 10, 64)
 		seed, _ := strconv.ParseUint(args[2], 10, 64)
