@@ -68,7 +68,10 @@
 // A timeout, a cancelled context, Kill and Close all stop a command the same
 // way: SIGTERM to every process of the command, then SIGKILL after
 // Options.Grace (3 s). The signal a result reports is the one that ended the
-// shell.
+// shell. If, Options.ReapBound (2 s) after the SIGKILL, the command is still
+// not gone (a process stuck in the kernel, or one beyond the cgroup or
+// process group holding the output pipes), its pipes are closed and it is
+// counted as ended, so a stop always returns.
 //
 // # Output
 //

@@ -46,6 +46,14 @@ type Options struct {
 	MaxOutputBytes int
 	// Grace is how long SIGTERM is given before SIGKILL. Default 3 s.
 	Grace time.Duration
+	// ReapBound is how long a stopped command may take, after SIGKILL, to be
+	// gone (its shell reaped, its processes exited, its output pipes
+	// closed) before it is counted as ended anyway: its pipes are closed and
+	// the timeout, Kill or Close that stopped it returns. It bounds the wait
+	// for a process stuck in the kernel, or for one outside the command's
+	// cgroup or process group that holds its output pipes. Like os/exec's
+	// Cmd.WaitDelay. Default 2 s.
+	ReapBound time.Duration
 	// DrainDelay is how long a foreground run waits, after its shell exited,
 	// for the pipes to close and the processes to end before it adopts what
 	// is left as a background task. Default 250 ms.
@@ -94,6 +102,7 @@ type Executor struct {
 	timeout, max   time.Duration
 	maxOutput      int
 	grace, drain   time.Duration
+	reapBound      time.Duration
 	perOwner, all  int
 	maxFinished    int
 	shell          string
@@ -162,7 +171,7 @@ func New(opts *Options) (*Executor, error) {
 	}
 	return &Executor{
 		cwd: o.Cwd, timeout: o.Timeout, max: o.MaxTimeout, maxOutput: o.MaxOutputBytes,
-		grace: o.Grace, drain: o.DrainDelay, perOwner: o.MaxTasksPerOwner, all: o.MaxTasks,
+		grace: o.Grace, reapBound: o.ReapBound, drain: o.DrainDelay, perOwner: o.MaxTasksPerOwner, all: o.MaxTasks,
 		maxFinished: o.MaxFinishedTasks, shell: shell,
 		env:       commandEnv(base, o.AllowEnv, o.Env),
 		cont:      cont,
@@ -186,6 +195,7 @@ func (o *Options) defaults() error {
 	neg("MaxTimeout", int64(o.MaxTimeout))
 	neg("MaxOutputBytes", int64(o.MaxOutputBytes))
 	neg("Grace", int64(o.Grace))
+	neg("ReapBound", int64(o.ReapBound))
 	neg("DrainDelay", int64(o.DrainDelay))
 	neg("MaxTasksPerOwner", int64(o.MaxTasksPerOwner))
 	neg("MaxTasks", int64(o.MaxTasks))
@@ -222,6 +232,7 @@ func (o *Options) defaults() error {
 	set(&o.Timeout, 120*time.Second)
 	set(&o.MaxTimeout, 600*time.Second)
 	set(&o.Grace, 3*time.Second)
+	set(&o.ReapBound, 2*time.Second)
 	set(&o.DrainDelay, 250*time.Millisecond)
 	setInt := func(v *int, d int) {
 		if *v == 0 {

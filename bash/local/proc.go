@@ -14,11 +14,6 @@ import (
 	"github.com/dshgo/dsh/bash"
 )
 
-// reapBound is how long after SIGKILL a command may take to be gone before
-// its pipes are closed and it is counted as ended anyway (a process stuck in
-// the kernel, or an escaped one holding the pipes).
-const reapBound = 2 * time.Second
-
 // proc is one running command: its shell, its process group or cgroup, its
 // two output streams, and the goroutines that watch them.
 type proc struct {
@@ -300,7 +295,7 @@ func (p *proc) settle(e *Executor) {
 		case <-graceC:
 			graceC = nil
 			p.grp.signal(syscall.SIGKILL)
-			reapT = time.NewTimer(reapBound)
+			reapT = time.NewTimer(e.reapBound)
 			reapC = reapT.C
 		case <-reapC:
 			reapC = nil
