@@ -75,6 +75,8 @@ func runHelper(args []string) int {
 	switch args[0] {
 	case "executor": // executor MARKER SPILLDIR: see executorHelper
 		return executorHelper(args[1], args[2])
+	case "ctty": // ctty MARKER SPILLDIR: see cttyHelper
+		return cttyHelper(args[1], args[2])
 	case "gen": // gen N SEED: N pseudo-random bytes on stdout
 		n, _ := strconv.ParseInt(args[1], 10, 64)
 		seed, _ := strconv.ParseUint(args[2], 10, 64)
