@@ -6,81 +6,84 @@ import (
 	"testing"
 )
 
+// scrubCases are variables, kept or not, with AllowEnv naming only
+// ALLOWED_TOKEN.
+var scrubCases = []struct {
+	kv   string
+	kept bool
+}{
+	// Kept: ordinary variables, and names that merely contain a short word.
+	{"PATH=/usr/bin:/bin", true},
+	{"MANPATH=/usr/share/man", true},
+	{"PATH_INFO=/x", true},
+	{"GOPATH=/go", true},
+	{"GIT_AUTHOR_NAME=A U Thor", true},
+	{"GIT_AUTHOR_EMAIL=a@example.com", true},
+	{"COMPASS_HOME=/opt/compass", true},
+	{"PASSENGER_APP_ENV=prod", true},
+	{"DSNX=1", true},
+	{"PEMBROKE=1", true},
+	{"HOME=/root", true},
+	{"LANG=C.UTF-8", true},
+	{"HTTP_PROXY=http://proxy:3128", true},
+	{"REPO=https://github.com/dshgo/dsh", true},
+	{"CLONE=https://user@github.com/x.git", true},
+	{"HOMEPAGE=mailto:a@b.c", true},
+	{"NOTE=a:b@c", true},
+	{"TZ=UTC", true},
+	// Stripped by a long word anywhere in the name, in any case.
+	{"OPENAI_API_KEY=sk-1", false},
+	{"APIKEY=x", false},
+	{"GITHUB_TOKEN=g", false},
+	{"db_password=p", false},
+	{"AWS_SECRET_ACCESS_KEY=a", false},
+	{"MY_CREDENTIALS=c", false},
+	{"PASSWD=x", false},
+	{"GPG_PASSPHRASE=x", false},
+	{"SSH_PRIVATE=x", false},
+	{"BROWSER_COOKIE=x", false},
+	{"XDG_SESSION_ID=3", false},
+	{"HTTP_AUTHORIZATION=Bearer x", false},
+	{"GOOGLE_OAUTH_CLIENT=x", false},
+	{"MYOAUTHTHING=x", false},
+	// Stripped by a short word as a whole part of the name.
+	{"GITHUB_PAT=ghp_x", false},
+	{"PAT_TOKEN=x", false},
+	{"PAT=x", false},
+	{"NPM_AUTH=x", false},
+	{"AUTH_HEADER=x", false},
+	{"auth=x", false},
+	{"DB_DSN=x", false},
+	{"SENTRY_DSN=https://k@o.ingest.sentry.io/1", false},
+	{"TLS_PEM=x", false},
+	{"SMTP_PASS=x", false},
+	{"db_pass=x", false},
+	{"SSH_AUTH_SOCK=/tmp/agent.1", false},
+	// Stripped by a URL with a password in the value.
+	{"DATABASE_URL=postgres://u:pw@host/db", false},
+	{"REMOTE=https://user:tok@github.com/x.git", false},
+	{"EMPTYPW=https://user:@github.com", false},
+	{"CACHE=redis://:secret@localhost:6379/0", false},
+	{"LIST=http://a.example, https://u:p@b.example", false},
+	{"QUOTED=url \"https://u:p@b.example\"", false},
+	{"BADESCAPE=postgres://u:p%zz@host/db", false},
+	{"https_proxy=http://u:p@proxy:3128", false},
+	// Let through by AllowEnv.
+	{"ALLOWED_TOKEN=ok", true},
+	// Shell control: never, whatever AllowEnv says.
+	{"BASH_ENV=/tmp/evil", false},
+	{"ENV=/tmp/evil", false},
+	{"SHELLOPTS=xtrace", false},
+	{"BASHOPTS=xpg_echo", false},
+	{"BASH_FUNC_echo%%=() {  builtin echo pwned; }", false},
+	{"BASH_FUNC_ls()=() {  :; }", false},
+}
+
 // TestScrubRules: every rule of the environment scrub, one variable at a
 // time, with the false positives that would break ordinary tools.
 func TestScrubRules(t *testing.T) {
 	allow := []string{"ALLOWED_TOKEN", "SSH_AUTH_SOCK", "DATABASE_URL", "GITHUB_PAT"}
-	tests := []struct {
-		kv   string
-		kept bool
-	}{
-		// Kept: ordinary variables, and names that merely contain a short word.
-		{"PATH=/usr/bin:/bin", true},
-		{"MANPATH=/usr/share/man", true},
-		{"PATH_INFO=/x", true},
-		{"GOPATH=/go", true},
-		{"GIT_AUTHOR_NAME=A U Thor", true},
-		{"GIT_AUTHOR_EMAIL=a@example.com", true},
-		{"COMPASS_HOME=/opt/compass", true},
-		{"PASSENGER_APP_ENV=prod", true},
-		{"DSNX=1", true},
-		{"PEMBROKE=1", true},
-		{"HOME=/root", true},
-		{"LANG=C.UTF-8", true},
-		{"HTTP_PROXY=http://proxy:3128", true},
-		{"REPO=https://github.com/dshgo/dsh", true},
-		{"CLONE=https://user@github.com/x.git", true},
-		{"HOMEPAGE=mailto:a@b.c", true},
-		{"NOTE=a:b@c", true},
-		{"TZ=UTC", true},
-		// Stripped by a long word anywhere in the name, in any case.
-		{"OPENAI_API_KEY=sk-1", false},
-		{"APIKEY=x", false},
-		{"GITHUB_TOKEN=g", false},
-		{"db_password=p", false},
-		{"AWS_SECRET_ACCESS_KEY=a", false},
-		{"MY_CREDENTIALS=c", false},
-		{"PASSWD=x", false},
-		{"GPG_PASSPHRASE=x", false},
-		{"SSH_PRIVATE=x", false},
-		{"BROWSER_COOKIE=x", false},
-		{"XDG_SESSION_ID=3", false},
-		{"HTTP_AUTHORIZATION=Bearer x", false},
-		{"GOOGLE_OAUTH_CLIENT=x", false},
-		{"MYOAUTHTHING=x", false},
-		// Stripped by a short word as a whole part of the name.
-		{"GITHUB_PAT=ghp_x", false},
-		{"PAT_TOKEN=x", false},
-		{"PAT=x", false},
-		{"NPM_AUTH=x", false},
-		{"AUTH_HEADER=x", false},
-		{"auth=x", false},
-		{"DB_DSN=x", false},
-		{"SENTRY_DSN=https://k@o.ingest.sentry.io/1", false},
-		{"TLS_PEM=x", false},
-		{"SMTP_PASS=x", false},
-		{"db_pass=x", false},
-		{"SSH_AUTH_SOCK=/tmp/agent.1", false},
-		// Stripped by a URL with a password in the value.
-		{"DATABASE_URL=postgres://u:pw@host/db", false},
-		{"REMOTE=https://user:tok@github.com/x.git", false},
-		{"EMPTYPW=https://user:@github.com", false},
-		{"CACHE=redis://:secret@localhost:6379/0", false},
-		{"LIST=http://a.example, https://u:p@b.example", false},
-		{"QUOTED=url \"https://u:p@b.example\"", false},
-		{"BADESCAPE=postgres://u:p%zz@host/db", false},
-		{"https_proxy=http://u:p@proxy:3128", false},
-		// Let through by AllowEnv.
-		{"ALLOWED_TOKEN=ok", true},
-		// Shell control: never, whatever AllowEnv says.
-		{"BASH_ENV=/tmp/evil", false},
-		{"ENV=/tmp/evil", false},
-		{"SHELLOPTS=xtrace", false},
-		{"BASHOPTS=xpg_echo", false},
-		{"BASH_FUNC_echo%%=() {  builtin echo pwned; }", false},
-		{"BASH_FUNC_ls()=() {  :; }", false},
-	}
-	for _, tc := range tests {
+	for _, tc := range scrubCases {
 		env := commandEnv([]string{tc.kv}, allow[:1], nil)
 		kept := slices.Contains(env, tc.kv)
 		if kept != tc.kept {

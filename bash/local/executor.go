@@ -185,55 +185,10 @@ func New(opts *Options) (*Executor, error) {
 }
 
 func (o *Options) defaults() error {
-	var bad []string
-	neg := func(name string, v int64) {
-		if v < 0 {
-			bad = append(bad, fmt.Sprintf("%s must not be negative (got %d)", name, v))
-		}
+	if err := o.validate(); err != nil {
+		return err
 	}
-	neg("Timeout", int64(o.Timeout))
-	neg("MaxTimeout", int64(o.MaxTimeout))
-	neg("MaxOutputBytes", int64(o.MaxOutputBytes))
-	neg("Grace", int64(o.Grace))
-	neg("ReapBound", int64(o.ReapBound))
-	neg("DrainDelay", int64(o.DrainDelay))
-	neg("MaxTasksPerOwner", int64(o.MaxTasksPerOwner))
-	neg("MaxTasks", int64(o.MaxTasks))
-	neg("MaxFinishedTasks", int64(o.MaxFinishedTasks))
-	neg("MaxSpillBytes", o.MaxSpillBytes)
-	neg("SpillBudget", o.SpillBudget)
-	if o.Containment < ContainAuto || o.Containment > ContainProcessGroup {
-		bad = append(bad, fmt.Sprintf("Containment %d is not one of the defined values", o.Containment))
-	}
-	if err := checkAllowEnv(o.AllowEnv); err != nil {
-		bad = append(bad, err.Error())
-	}
-	for _, kv := range o.Env {
-		if name, _, ok := strings.Cut(kv, "="); !ok || name == "" {
-			bad = append(bad, fmt.Sprintf("Env entry %q is not NAME=value", kv))
-		}
-	}
-	if len(bad) > 0 {
-		return fmt.Errorf("invalid executor options: %s", strings.Join(bad, "; "))
-	}
-	set := func(v *time.Duration, d time.Duration) {
-		if *v == 0 {
-			*v = d
-		}
-	}
-	// A default left unset follows a maximum that was set, and the other
-	// way round; only two set values can contradict each other.
-	switch {
-	case o.Timeout == 0 && o.MaxTimeout != 0:
-		o.Timeout = min(120*time.Second, o.MaxTimeout)
-	case o.MaxTimeout == 0 && o.Timeout != 0:
-		o.MaxTimeout = max(600*time.Second, o.Timeout)
-	}
-	set(&o.Timeout, 120*time.Second)
-	set(&o.MaxTimeout, 600*time.Second)
-	set(&o.Grace, 3*time.Second)
-	set(&o.ReapBound, 2*time.Second)
-	set(&o.DrainDelay, 250*time.Millisecond)
+	o.fillDurations()
 	setInt := func(v *int, d int) {
 		if *v == 0 {
 			*v = d
@@ -271,6 +226,64 @@ func (o *Options) defaults() error {
 	}
 	o.Cwd = abs
 	return nil
+}
+
+// validate reports every value that is out of range.
+func (o *Options) validate() error {
+	var bad []string
+	neg := func(name string, v int64) {
+		if v < 0 {
+			bad = append(bad, fmt.Sprintf("%s must not be negative (got %d)", name, v))
+		}
+	}
+	neg("Timeout", int64(o.Timeout))
+	neg("MaxTimeout", int64(o.MaxTimeout))
+	neg("MaxOutputBytes", int64(o.MaxOutputBytes))
+	neg("Grace", int64(o.Grace))
+	neg("ReapBound", int64(o.ReapBound))
+	neg("DrainDelay", int64(o.DrainDelay))
+	neg("MaxTasksPerOwner", int64(o.MaxTasksPerOwner))
+	neg("MaxTasks", int64(o.MaxTasks))
+	neg("MaxFinishedTasks", int64(o.MaxFinishedTasks))
+	neg("MaxSpillBytes", o.MaxSpillBytes)
+	neg("SpillBudget", o.SpillBudget)
+	if o.Containment < ContainAuto || o.Containment > ContainProcessGroup {
+		bad = append(bad, fmt.Sprintf("Containment %d is not one of the defined values", o.Containment))
+	}
+	if err := checkAllowEnv(o.AllowEnv); err != nil {
+		bad = append(bad, err.Error())
+	}
+	for _, kv := range o.Env {
+		if name, _, ok := strings.Cut(kv, "="); !ok || name == "" {
+			bad = append(bad, fmt.Sprintf("Env entry %q is not NAME=value", kv))
+		}
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("invalid executor options: %s", strings.Join(bad, "; "))
+	}
+	return nil
+}
+
+// fillDurations sets the durations left at zero.
+func (o *Options) fillDurations() {
+	set := func(v *time.Duration, d time.Duration) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	// A default left unset follows a maximum that was set, and the other
+	// way round; only two set values can contradict each other.
+	switch {
+	case o.Timeout == 0 && o.MaxTimeout != 0:
+		o.Timeout = min(120*time.Second, o.MaxTimeout)
+	case o.MaxTimeout == 0 && o.Timeout != 0:
+		o.MaxTimeout = max(600*time.Second, o.Timeout)
+	}
+	set(&o.Timeout, 120*time.Second)
+	set(&o.MaxTimeout, 600*time.Second)
+	set(&o.Grace, 3*time.Second)
+	set(&o.ReapBound, 2*time.Second)
+	set(&o.DrainDelay, 250*time.Millisecond)
 }
 
 // Containment reports how this executor contains commands: "cgroup" or

@@ -160,20 +160,7 @@ func TestCleanStale(t *testing.T) {
 	if !alive(dead.sleep) {
 		t.Fatal("setup: the killed helper's sleep died with it")
 	}
-	// Directories whose pid lives on in another process (ours): the start
-	// time tells them apart.
-	start, err := procStartTime(os.Getpid())
-	if err != nil {
-		t.Fatal(err)
-	}
-	reused := fmt.Sprintf("%d-%d-0badf00d", os.Getpid(), start+1)
-	fakeCgroup, fakeSpill := filepath.Join(cgDir, "dsh-"+reused), filepath.Join(spills, "dsh-spill-"+reused)
-	for _, dir := range []string{fakeCgroup, fakeSpill, fakeSpill + "/no-owner"} {
-		if err := os.Mkdir(dir, 0o700); err != nil {
-			t.Fatal(err)
-		}
-	}
-	os.WriteFile(fakeSpill+"/no-owner/stdout-1.log", []byte("x"), 0o600)
+	fakeCgroup, fakeSpill := plantReusedPidDirs(t, cgDir, spills)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	removed, err := cleanStaleCgroups(ctx, cgDir)
@@ -203,6 +190,26 @@ func TestCleanStale(t *testing.T) {
 		t.Errorf("the live helper: %v", err)
 	}
 	assertDead(t, live.sleep)
+}
+
+// plantReusedPidDirs makes a cgroup and a spill directory named after a
+// process that died and whose pid lives on in another process (ours): only
+// the start time tells them apart.
+func plantReusedPidDirs(t *testing.T, cgDir, spills string) (cgroup, spill string) {
+	t.Helper()
+	start, err := procStartTime(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	reused := fmt.Sprintf("%d-%d-0badf00d", os.Getpid(), start+1)
+	cgroup, spill = filepath.Join(cgDir, "dsh-"+reused), filepath.Join(spills, "dsh-spill-"+reused)
+	for _, dir := range []string{cgroup, spill, spill + "/no-owner"} {
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.WriteFile(spill+"/no-owner/stdout-1.log", []byte("x"), 0o600)
+	return cgroup, spill
 }
 
 // checkLive checks that a live helper's directories and sleep are intact.
