@@ -95,18 +95,20 @@ func TestOtherLeafKilled(t *testing.T) {
 
 // TestIdleLeavesKilled: a command writes to the cgroup.kill of every leaf
 // the executor keeps for reuse (it can: they are under the executor's
-// cgroup directory); every later command still runs.
+// cgroup directory); every later command still runs, even when more leaves
+// were poisoned than a spawn would try.
 func TestIdleLeavesKilled(t *testing.T) {
 	e := cgroupExec(t, nil)
 	if e == nil {
 		return
 	}
-	bornAndKilled(t, e, 4) // leaves 4 free leaves behind
+	bornAndKilled(t, e, 5) // leaves 5 free leaves behind
 	dir := e.cont.(*cgroupContainment).dir
-	res := runCmd(t, e, fmt.Sprintf(`own=%s; n=0
-for f in %q/c*/cgroup.kill; do [ "$f" = "$own/cgroup.kill" ] || { echo 1 > "$f"; n=$((n+1)); }; done; echo $n`, leafOf(t), dir))
-	if res.Stdout.Text != "3\n" || res.ExitCode != 0 { // the 4 free leaves but its own
-		t.Fatalf("the poisoner: %+v", res)
+	// The poisoner stays, so that its own leaf is not reused first.
+	poisoner := start(t, e, fmt.Sprintf(`own=%s; n=0
+for f in %q/c*/cgroup.kill; do [ "$f" = "$own/cgroup.kill" ] || { echo 1 > "$f"; n=$((n+1)); }; done; echo poisoned $n; exec sleep 30`, leafOf(t), dir), "")
+	if out, _ := readUntil(t, e, poisoner.ID, "\n"); out != "poisoned 4\n" {
+		t.Fatalf("the poisoner: %q", out)
 	}
 	for i := range 4 {
 		if res := runCmd(t, e, fmt.Sprintf("echo run %d; exit 7", i)); res.ExitCode != 7 || res.Signal != "" {
