@@ -11,7 +11,9 @@
 //   - Resolve fills the defaults: the working directory (the request's, else
 //     the executor's configured default, else the process cwd) and the timeout
 //     (the request's, else the default, capped at the maximum). A negative
-//     timeout is an error. Run and Start never re-default a spec.
+//     timeout is an error. A command no shell can run (one holding a NUL
+//     byte) is a [*CommandError], and no process is started for it, by
+//     Resolve, Run or Start. Run and Start never re-default a spec.
 //   - Run is the foreground call. It returns an error only for an
 //     infrastructure failure: an unusable working directory, no shell, a
 //     context that is already done, a closed executor. A non-zero exit, a
@@ -215,7 +217,26 @@ var (
 	ErrClosed = errors.New("bash executor is closed")
 	// ErrTaskLimit: too many tasks are running.
 	ErrTaskLimit = errors.New("too many background tasks are running")
+	// ErrNULInCommand: the command holds a NUL byte, which no bash string
+	// can; a [*CommandError] says where.
+	ErrNULInCommand = errors.New("the command contains a NUL byte")
 )
+
+// CommandError says why a command cannot be run at all; no process was
+// started for it. errors.Is matches it with its Problem (ErrNULInCommand).
+type CommandError struct {
+	// Problem names the kind of problem: ErrNULInCommand.
+	Problem error
+	// Offset is the byte offset in the command where the problem is.
+	Offset int
+}
+
+func (e *CommandError) Error() string {
+	return fmt.Sprintf("%v (at byte %d)", e.Problem, e.Offset)
+}
+
+// Unwrap returns Problem, for errors.Is.
+func (e *CommandError) Unwrap() error { return e.Problem }
 
 // UnknownTaskError is the error for a task id the executor does not know.
 // It matches ErrUnknownTask.

@@ -24,3 +24,17 @@ func TestTaskRead(t *testing.T) {
 		t.Error("Done")
 	}
 }
+
+func TestCommandError(t *testing.T) {
+	err := fmt.Errorf("resolve: %w", &CommandError{Problem: ErrNULInCommand, Offset: 4})
+	if !errors.Is(err, ErrNULInCommand) {
+		t.Error("CommandError does not match its Problem")
+	}
+	var ce *CommandError
+	if !errors.As(err, &ce) || ce.Offset != 4 {
+		t.Errorf("errors.As: %+v", ce)
+	}
+	if got := ce.Error(); got != "the command contains a NUL byte (at byte 4)" {
+		t.Errorf("message %q", got)
+	}
+}

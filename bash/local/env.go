@@ -1,17 +1,45 @@
 package local
 
 import (
-	"regexp"
+	"fmt"
+	"net/url"
 	"slices"
 	"strings"
 )
 
-// secretName matches environment variable names that look like credentials.
-var secretName = regexp.MustCompile(`(?i)KEY|SECRET|TOKEN|PASSWORD|PASSWD|CREDENTIAL`)
-
-// shellStartup names variables that make a non-interactive bash read a file
-// before the command; they would undo "no rc files".
-var shellStartup = []string{"BASH_ENV", "ENV"}
+// The environment of every command is the executor's base environment
+// scrubbed by these rules, then the overrides, then Options.Env.
+//
+// A variable is dropped, whatever Options.AllowEnv says, when it changes what
+// bash runs rather than what the command sees:
+//
+//   - BASH_ENV and ENV (a file bash reads before the command),
+//   - SHELLOPTS and BASHOPTS (shell options, such as xtrace, set at start),
+//   - every name starting with BASH_FUNC_ (an exported function, which can
+//     replace any command, even echo).
+//
+// A variable is dropped, unless Options.AllowEnv names it, when
+//
+//   - its name, in upper case, contains one of the long words KEY, SECRET,
+//     TOKEN, PASSWORD, PASSWD, PASSPHRASE, CREDENTIAL, PRIVATE, COOKIE,
+//     SESSION, AUTHORIZATION or OAUTH anywhere; or
+//   - one of the parts of its name between underscores, in upper case, is one
+//     of the short words PASS, PAT, AUTH, PEM or DSN (so GITHUB_PAT, NPM_AUTH,
+//     PAT_TOKEN, DB_DSN and AUTH_HEADER go, while PATH, GIT_AUTHOR_NAME and
+//     COMPASS_HOME stay); or
+//   - it is SSH_AUTH_SOCK (the agent that signs as the user); or
+//   - its value holds a URL with a password: any part of the value (split at
+//     white space, commas, semicolons and quotes) that contains "://" and
+//     whose user information has a password, as net/url parses it
+//     (postgres://u:pw@host/db, https://user:tok@github.com). A part that
+//     net/url rejects counts when an '@' follows a ':' in its authority.
+var (
+	shellControl   = []string{"BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS"}
+	shellFuncPfx   = "BASH_FUNC_"
+	secretWords    = []string{"KEY", "SECRET", "TOKEN", "PASSWORD", "PASSWD", "PASSPHRASE", "CREDENTIAL", "PRIVATE", "COOKIE", "SESSION", "AUTHORIZATION", "OAUTH"}
+	secretSegments = []string{"PASS", "PAT", "AUTH", "PEM", "DSN"}
+	secretNames    = []string{"SSH_AUTH_SOCK"}
+)
 
 // overrides keep programs from paging, colouring or prompting.
 var overrides = []string{
@@ -22,22 +50,86 @@ var overrides = []string{
 	"GIT_TERMINAL_PROMPT=0",
 }
 
-// commandEnv builds the environment of every command: base minus
-// credential-shaped names (except those in allow) and shell start-up files,
-// then the overrides, then extra. Later entries win.
+// commandEnv builds the environment of every command: base minus what the
+// rules above drop (allow names variables let through despite the secret
+// rules), then the overrides, then extra. Later entries win.
 func commandEnv(base, allow, extra []string) []string {
 	env := make([]string, 0, len(base)+len(overrides)+len(extra))
 	for _, kv := range base {
-		name, _, ok := strings.Cut(kv, "=")
-		if !ok || slices.Contains(shellStartup, name) {
+		name, value, ok := strings.Cut(kv, "=")
+		if !ok || isShellControl(name) {
 			continue
 		}
-		if secretName.MatchString(name) && !slices.Contains(allow, name) {
+		if looksSecret(name, value) && !slices.Contains(allow, name) {
 			continue
 		}
 		env = append(env, kv)
 	}
 	return dedupEnv(append(append(env, overrides...), extra...))
+}
+
+// isShellControl reports whether a variable changes what bash runs.
+func isShellControl(name string) bool {
+	return slices.Contains(shellControl, name) || strings.HasPrefix(name, shellFuncPfx)
+}
+
+// checkAllowEnv refuses to let shell-control variables through.
+func checkAllowEnv(allow []string) error {
+	for _, name := range allow {
+		if isShellControl(name) {
+			return fmt.Errorf("AllowEnv cannot let %s through: it changes what bash runs (set it in Env if you mean it)", name)
+		}
+	}
+	return nil
+}
+
+// looksSecret reports whether a variable looks like a credential by its name
+// or its value.
+func looksSecret(name, value string) bool {
+	upper := strings.ToUpper(name)
+	if slices.Contains(secretNames, upper) {
+		return true
+	}
+	for _, w := range secretWords {
+		if strings.Contains(upper, w) {
+			return true
+		}
+	}
+	for seg := range strings.SplitSeq(upper, "_") {
+		if slices.Contains(secretSegments, seg) {
+			return true
+		}
+	}
+	return holdsPasswordURL(value)
+}
+
+// holdsPasswordURL reports whether a part of value is a URL with a password.
+func holdsPasswordURL(value string) bool {
+	if !strings.Contains(value, "://") {
+		return false
+	}
+	parts := strings.FieldsFunc(value, func(r rune) bool {
+		return r == ' ' || r == '\t' || r == '\n' || r == '\r' || r == ',' || r == ';' || r == '"' || r == '\''
+	})
+	for _, p := range parts {
+		if !strings.Contains(p, "://") {
+			continue
+		}
+		u, err := url.Parse(p)
+		if err == nil {
+			if _, set := u.User.Password(); set {
+				return true
+			}
+			continue
+		}
+		// Unparseable: look at the authority ourselves.
+		_, rest, _ := strings.Cut(p, "://")
+		auth, _, _ := strings.Cut(rest, "/")
+		if at := strings.LastIndexByte(auth, '@'); at >= 0 && strings.Contains(auth[:at], ":") {
+			return true
+		}
+	}
+	return false
 }
 
 // dedupEnv keeps the last entry for each name, in first-seen order.

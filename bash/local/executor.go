@@ -46,6 +46,14 @@ type Options struct {
 	MaxOutputBytes int
 	// Grace is how long SIGTERM is given before SIGKILL. Default 3 s.
 	Grace time.Duration
+	// ReapBound is how long a stopped command may take, after SIGKILL, to be
+	// gone (its shell reaped, its processes exited, its output pipes
+	// closed) before it is counted as ended anyway: its pipes are closed and
+	// the timeout, Kill or Close that stopped it returns. It bounds the wait
+	// for a process stuck in the kernel, or for one outside the command's
+	// cgroup or process group that holds its output pipes. Like os/exec's
+	// Cmd.WaitDelay. Default 2 s.
+	ReapBound time.Duration
 	// DrainDelay is how long a foreground run waits, after its shell exited,
 	// for the pipes to close and the processes to end before it adopts what
 	// is left as a background task. Default 250 ms.
@@ -73,8 +81,10 @@ type Options struct {
 	// Env holds extra "NAME=value" entries for every command, added after
 	// the scrubbing and the overrides.
 	Env []string
-	// AllowEnv names variables passed through although their names look like
-	// credentials.
+	// AllowEnv names variables passed through although they look like
+	// credentials (by name or by value; see the package doc). It cannot name
+	// BASH_ENV, ENV, SHELLOPTS, BASHOPTS or a BASH_FUNC_ variable, which
+	// change what bash runs: New refuses that. Env can still set them.
 	AllowEnv []string
 	// BaseEnv replaces os.Environ() as the environment that is scrubbed.
 	BaseEnv []string
@@ -92,6 +102,7 @@ type Executor struct {
 	timeout, max   time.Duration
 	maxOutput      int
 	grace, drain   time.Duration
+	reapBound      time.Duration
 	perOwner, all  int
 	maxFinished    int
 	shell          string
@@ -160,7 +171,7 @@ func New(opts *Options) (*Executor, error) {
 	}
 	return &Executor{
 		cwd: o.Cwd, timeout: o.Timeout, max: o.MaxTimeout, maxOutput: o.MaxOutputBytes,
-		grace: o.Grace, drain: o.DrainDelay, perOwner: o.MaxTasksPerOwner, all: o.MaxTasks,
+		grace: o.Grace, reapBound: o.ReapBound, drain: o.DrainDelay, perOwner: o.MaxTasksPerOwner, all: o.MaxTasks,
 		maxFinished: o.MaxFinishedTasks, shell: shell,
 		env:       commandEnv(base, o.AllowEnv, o.Env),
 		cont:      cont,
@@ -174,50 +185,10 @@ func New(opts *Options) (*Executor, error) {
 }
 
 func (o *Options) defaults() error {
-	var bad []string
-	neg := func(name string, v int64) {
-		if v < 0 {
-			bad = append(bad, fmt.Sprintf("%s must not be negative (got %d)", name, v))
-		}
+	if err := o.validate(); err != nil {
+		return err
 	}
-	neg("Timeout", int64(o.Timeout))
-	neg("MaxTimeout", int64(o.MaxTimeout))
-	neg("MaxOutputBytes", int64(o.MaxOutputBytes))
-	neg("Grace", int64(o.Grace))
-	neg("DrainDelay", int64(o.DrainDelay))
-	neg("MaxTasksPerOwner", int64(o.MaxTasksPerOwner))
-	neg("MaxTasks", int64(o.MaxTasks))
-	neg("MaxFinishedTasks", int64(o.MaxFinishedTasks))
-	neg("MaxSpillBytes", o.MaxSpillBytes)
-	neg("SpillBudget", o.SpillBudget)
-	if o.Containment < ContainAuto || o.Containment > ContainProcessGroup {
-		bad = append(bad, fmt.Sprintf("Containment %d is not one of the defined values", o.Containment))
-	}
-	for _, kv := range o.Env {
-		if name, _, ok := strings.Cut(kv, "="); !ok || name == "" {
-			bad = append(bad, fmt.Sprintf("Env entry %q is not NAME=value", kv))
-		}
-	}
-	if len(bad) > 0 {
-		return fmt.Errorf("invalid executor options: %s", strings.Join(bad, "; "))
-	}
-	set := func(v *time.Duration, d time.Duration) {
-		if *v == 0 {
-			*v = d
-		}
-	}
-	// A default left unset follows a maximum that was set, and the other
-	// way round; only two set values can contradict each other.
-	switch {
-	case o.Timeout == 0 && o.MaxTimeout != 0:
-		o.Timeout = min(120*time.Second, o.MaxTimeout)
-	case o.MaxTimeout == 0 && o.Timeout != 0:
-		o.MaxTimeout = max(600*time.Second, o.Timeout)
-	}
-	set(&o.Timeout, 120*time.Second)
-	set(&o.MaxTimeout, 600*time.Second)
-	set(&o.Grace, 3*time.Second)
-	set(&o.DrainDelay, 250*time.Millisecond)
+	o.fillDurations()
 	setInt := func(v *int, d int) {
 		if *v == 0 {
 			*v = d
@@ -257,6 +228,64 @@ func (o *Options) defaults() error {
 	return nil
 }
 
+// validate reports every value that is out of range.
+func (o *Options) validate() error {
+	var bad []string
+	neg := func(name string, v int64) {
+		if v < 0 {
+			bad = append(bad, fmt.Sprintf("%s must not be negative (got %d)", name, v))
+		}
+	}
+	neg("Timeout", int64(o.Timeout))
+	neg("MaxTimeout", int64(o.MaxTimeout))
+	neg("MaxOutputBytes", int64(o.MaxOutputBytes))
+	neg("Grace", int64(o.Grace))
+	neg("ReapBound", int64(o.ReapBound))
+	neg("DrainDelay", int64(o.DrainDelay))
+	neg("MaxTasksPerOwner", int64(o.MaxTasksPerOwner))
+	neg("MaxTasks", int64(o.MaxTasks))
+	neg("MaxFinishedTasks", int64(o.MaxFinishedTasks))
+	neg("MaxSpillBytes", o.MaxSpillBytes)
+	neg("SpillBudget", o.SpillBudget)
+	if o.Containment < ContainAuto || o.Containment > ContainProcessGroup {
+		bad = append(bad, fmt.Sprintf("Containment %d is not one of the defined values", o.Containment))
+	}
+	if err := checkAllowEnv(o.AllowEnv); err != nil {
+		bad = append(bad, err.Error())
+	}
+	for _, kv := range o.Env {
+		if name, _, ok := strings.Cut(kv, "="); !ok || name == "" {
+			bad = append(bad, fmt.Sprintf("Env entry %q is not NAME=value", kv))
+		}
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("invalid executor options: %s", strings.Join(bad, "; "))
+	}
+	return nil
+}
+
+// fillDurations sets the durations left at zero.
+func (o *Options) fillDurations() {
+	set := func(v *time.Duration, d time.Duration) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	// A default left unset follows a maximum that was set, and the other
+	// way round; only two set values can contradict each other.
+	switch {
+	case o.Timeout == 0 && o.MaxTimeout != 0:
+		o.Timeout = min(120*time.Second, o.MaxTimeout)
+	case o.MaxTimeout == 0 && o.Timeout != 0:
+		o.MaxTimeout = max(600*time.Second, o.Timeout)
+	}
+	set(&o.Timeout, 120*time.Second)
+	set(&o.MaxTimeout, 600*time.Second)
+	set(&o.Grace, 3*time.Second)
+	set(&o.ReapBound, 2*time.Second)
+	set(&o.DrainDelay, 250*time.Millisecond)
+}
+
 // Containment reports how this executor contains commands: "cgroup" or
 // "process group".
 func (e *Executor) Containment() string { return e.cont.kind() }
@@ -265,6 +294,9 @@ func (e *Executor) Containment() string { return e.cont.kind() }
 func (e *Executor) Resolve(req bash.ExecRequest) (bash.ExecSpec, error) {
 	if strings.TrimSpace(req.Command) == "" {
 		return bash.ExecSpec{}, errors.New("the command is empty")
+	}
+	if err := checkCommand(req.Command); err != nil {
+		return bash.ExecSpec{}, err
 	}
 	if req.Timeout < 0 {
 		return bash.ExecSpec{}, fmt.Errorf("the timeout must be positive, got %v", req.Timeout)

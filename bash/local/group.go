@@ -19,8 +19,10 @@ type containment interface {
 
 // group is the set of processes of one command.
 type group interface {
-	// started is called once after the spawn, with its error.
-	started(pid int, err error)
+	// started is called once after the spawn, with its error. It reports
+	// whether the process died before it could run anything (see
+	// cgLeaf.started): then the command never ran, and may be started again.
+	started(pid int, err error) (unborn bool)
 	// signal sends sig to every process of the command; it never fails on
 	// processes that are already gone.
 	signal(sig syscall.Signal)

@@ -212,9 +212,14 @@ func TestSpillFiles(t *testing.T) {
 	if paths[0] == paths[2] || filepath.Base(paths[0])[7:] == filepath.Base(paths[2])[7:] {
 		t.Errorf("two spill files share a name: %s %s", paths[0], paths[2])
 	}
-	dir := filepath.Dir(paths[0])
-	if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o700 || filepath.Dir(dir) != parent {
-		t.Errorf("spill dir %s: %v %v", dir, fi.Mode(), err)
+	owner := filepath.Dir(paths[0])
+	for _, dir := range []string{owner, filepath.Dir(owner)} {
+		if fi, err := os.Lstat(dir); err != nil || fi.Mode() != os.ModeDir|0o700 {
+			t.Errorf("spill dir %s: %v %v", dir, fi.Mode(), err)
+		}
+	}
+	if filepath.Dir(filepath.Dir(owner)) != parent {
+		t.Errorf("spill dir %s is not two levels under %s", owner, parent)
 	}
 	if got, _ := os.ReadFile(paths[1]); string(got) != seqText(100) {
 		t.Errorf("stderr spill is not the whole stream: %q", got)
@@ -252,13 +257,17 @@ func TestSpillExclusive(t *testing.T) {
 	dir := t.TempDir()
 	target := filepath.Join(dir, "target")
 	os.WriteFile(target, []byte("precious"), 0o600)
-	planted := filepath.Join(dir, "planted")
-	if err := os.Symlink(target, planted); err != nil {
+	if err := os.Symlink(target, filepath.Join(dir, "planted")); err != nil {
 		t.Fatal(err)
 	}
-	if f, err := openExclusive(planted); err == nil {
+	d, err := openDirPath(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.close()
+	if f, err := d.create("planted"); err == nil {
 		f.Close()
-		t.Fatal("openExclusive followed a planted symlink")
+		t.Fatal("create followed a planted symlink")
 	}
 	if got, _ := os.ReadFile(target); string(got) != "precious" {
 		t.Errorf("the symlink's target was changed: %q", got)

@@ -45,12 +45,13 @@ func (c *pgroupContainment) close() error {
 	return nil
 }
 
-func (g *pgroup) started(pid int, err error) {
+func (g *pgroup) started(pid int, err error) bool {
 	if err != nil {
 		g.gone.close()
-		return
+		return false
 	}
 	g.pgid = pid
+	return false
 }
 
 func (g *pgroup) signal(sig syscall.Signal) {

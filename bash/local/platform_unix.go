@@ -25,9 +25,3 @@ func signalName(st *os.ProcessState) string {
 	}
 	return "signal " + ws.Signal().String()
 }
-
-// openExclusive creates path for writing; it fails if anything, a symlink
-// included, is already there.
-func openExclusive(path string) (*os.File, error) {
-	return os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
-}

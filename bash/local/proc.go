@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -12,11 +13,6 @@ import (
 
 	"github.com/dshgo/dsh/bash"
 )
-
-// reapBound is how long after SIGKILL a command may take to be gone before
-// its pipes are closed and it is counted as ended anyway (a process stuck in
-// the kernel, or an escaped one holding the pipes).
-const reapBound = 2 * time.Second
 
 // proc is one running command: its shell, its process group or cgroup, its
 // two output streams, and the goroutines that watch them.
@@ -45,12 +41,15 @@ type proc struct {
 // spawn starts spec's command. The caller has counted the proc's goroutines
 // in wg (4 of them) and undoes that itself on error.
 func (e *Executor) spawn(spec bash.ExecSpec, linger time.Duration) (*proc, error) {
+	if err := checkCommand(spec.Command); err != nil {
+		return nil, err
+	}
 	if err := checkWorkdir(spec.Workdir); err != nil {
 		return nil, err
 	}
 	p := &proc{
-		out:       newStream("stdout", e.maxOutput, e.spill),
-		errs:      newStream("stderr", e.maxOutput, e.spill),
+		out:       newStream("stdout", spec.Owner, e.maxOutput, e.spill),
+		errs:      newStream("stderr", spec.Owner, e.maxOutput, e.spill),
 		shellDone: make(chan struct{}),
 		pipesDone: make(chan struct{}),
 		stopReq:   make(chan struct{}),
@@ -59,43 +58,24 @@ func (e *Executor) spawn(spec bash.ExecSpec, linger time.Duration) (*proc, error
 		linger:    linger,
 		onOutput:  spec.OnOutput,
 	}
-	var w [2]*os.File
-	for i := range 2 {
-		r, wr, err := outputPipe()
-		if err != nil {
-			closeAll(p.pipes[:i]...)
-			closeAll(w[:i]...)
-			return nil, fmt.Errorf("make an output pipe: %w", err)
-		}
-		p.pipes[i], w[i] = r, wr
-	}
-	attr := sysProcAttr()
-	grp, err := e.cont.prepare(attr)
+	w, err := p.makePipes()
 	if err != nil {
-		closeAll(append(p.pipes[:], w[:]...)...)
 		return nil, err
 	}
-	p.grp = grp
-	p.cmd = &exec.Cmd{
-		Path:        e.shell,
-		Args:        []string{"bash", "--noprofile", "--norc", "-c", spec.Command},
-		Dir:         spec.Workdir,
-		Env:         e.env,
-		Stdout:      w[0],
-		Stderr:      w[1],
-		SysProcAttr: attr,
+	long := len(spec.Command) > maxArgvCommand
+	err = e.startShell(p, spec, w, long)
+	if !long && errors.Is(err, syscall.E2BIG) {
+		// The environment left too little room for the command in argv.
+		long = true
+		err = e.startShell(p, spec, w, long)
 	}
-	err = p.cmd.Start()
-	pid := 0
-	if err == nil {
-		pid = p.cmd.Process.Pid
+	for try := 0; try < 2 && errors.Is(err, errUnborn); try++ {
+		err = e.startShell(p, spec, w, long) // in a new cgroup
 	}
-	grp.started(pid, err)
 	closeAll(w[:]...)
 	if err != nil {
 		closeAll(p.pipes[:]...)
-		grp.release()
-		return nil, fmt.Errorf("start bash: %w", err)
+		return nil, err
 	}
 	p.open.Store(2)
 	go p.drain(p.pipes[0], p.out, bash.Stdout, e)
@@ -108,6 +88,89 @@ func (e *Executor) spawn(spec bash.ExecSpec, linger time.Duration) (*proc, error
 	}()
 	go p.settle(e)
 	return p, nil
+}
+
+// maxArgvCommand is the longest command passed in argv: Linux refuses a
+// single argument of MAX_ARG_STRLEN (128 KiB) bytes or more, its NUL
+// included. A longer command is read from a file (see startShell).
+const maxArgvCommand = 128<<10 - 1
+
+// readCommand is the script that runs a command read from fd 3, as `bash -c`
+// would run it: read keeps every byte (a command substitution would drop
+// trailing newlines), and eval runs with fd 3 closed, so no child inherits
+// it, after unsetting the variable that held the command.
+const readCommand = `IFS= read -r -d '' __dsh_command </dev/fd/3; eval "unset __dsh_command; $__dsh_command" 3<&-`
+
+// makePipes makes the two output pipes; it returns their write ends.
+func (p *proc) makePipes() ([2]*os.File, error) {
+	var w [2]*os.File
+	for i := range 2 {
+		r, wr, err := outputPipe()
+		if err != nil {
+			closeAll(p.pipes[:i]...)
+			closeAll(w[:i]...)
+			return w, fmt.Errorf("make an output pipe: %w", err)
+		}
+		p.pipes[i], w[i] = r, wr
+	}
+	return w, nil
+}
+
+// startShell starts bash in a fresh group, with the command in argv, or,
+// viaFile, in a file on fd 3 (see readCommand).
+func (e *Executor) startShell(p *proc, spec bash.ExecSpec, w [2]*os.File, viaFile bool) error {
+	attr := sysProcAttr()
+	grp, err := e.cont.prepare(attr)
+	if err != nil {
+		return err
+	}
+	cmd := &exec.Cmd{
+		Path:        e.shell,
+		Args:        []string{"bash", "--noprofile", "--norc", "-c", spec.Command},
+		Dir:         spec.Workdir,
+		Env:         e.env,
+		Stdout:      w[0],
+		Stderr:      w[1],
+		SysProcAttr: attr,
+	}
+	if viaFile {
+		f, err := commandFile(spec.Command, e.spill)
+		if err != nil {
+			grp.started(0, err)
+			grp.release()
+			return fmt.Errorf("pass the command in a file: %w", err)
+		}
+		defer f.Close()
+		cmd.Args[4], cmd.ExtraFiles = readCommand, []*os.File{f}
+	}
+	err = cmd.Start()
+	pid := 0
+	if err == nil {
+		pid = cmd.Process.Pid
+	}
+	unborn := grp.started(pid, err)
+	if err != nil {
+		grp.release()
+		return fmt.Errorf("start bash: %w", err)
+	}
+	if unborn {
+		_ = cmd.Wait()
+		grp.release()
+		return errUnborn
+	}
+	p.grp, p.cmd = grp, cmd
+	return nil
+}
+
+// errUnborn: the shell was killed before it ran anything (see group.started).
+var errUnborn = errors.New("the shell was killed before it could run")
+
+// checkCommand refuses a command bash cannot hold in a string.
+func checkCommand(cmd string) error {
+	if i := strings.IndexByte(cmd, 0); i >= 0 {
+		return &bash.CommandError{Problem: bash.ErrNULInCommand, Offset: i}
+	}
+	return nil
 }
 
 // procGoroutines is how many goroutines spawn starts, each calling wg.Done.
@@ -232,7 +295,7 @@ func (p *proc) settle(e *Executor) {
 		case <-graceC:
 			graceC = nil
 			p.grp.signal(syscall.SIGKILL)
-			reapT = time.NewTimer(reapBound)
+			reapT = time.NewTimer(e.reapBound)
 			reapC = reapT.C
 		case <-reapC:
 			reapC = nil

@@ -383,15 +383,6 @@ func TestLeftoversOverLimitKilled(t *testing.T) {
 	assertDead(t, readPids(t, pids)...)
 }
 
-func TestContainmentKind(t *testing.T) {
-	e := newExec(t, nil)
-	// This project's machines mount a cgroup2 hierarchy there, writable by
-	// root: the cgroup path must be the one in use.
-	if _, err := os.Stat("/sys/fs/cgroup/unified/cgroup.procs"); err == nil && os.Geteuid() == 0 && e.Containment() != "cgroup" {
-		t.Errorf("a writable cgroup2 is mounted, yet containment is %q", e.Containment())
-	}
-}
-
 // TestOnOutput: a foreground run streams its output to the observer as it
 // arrives, stdout and stderr alike, never splitting a character, and the
 // pieces add up to the whole output.
@@ -444,5 +435,19 @@ func TestOnOutput(t *testing.T) {
 	}
 	if all := got.String(); len(all) != len("one € two\nerr\nleft\n") {
 		t.Errorf("observed %q in all", all)
+	}
+}
+
+// TestShellControlScrubbed: exported functions and shell options in the
+// executor's environment do not reach bash. Both would today: SHELLOPTS
+// turns on tracing before the command runs, and an exported function named
+// echo replaces the builtin.
+func TestShellControlScrubbed(t *testing.T) {
+	base := []string{"PATH=" + os.Getenv("PATH"), "SHELLOPTS=xtrace", "BASHOPTS=xpg_echo",
+		"BASH_FUNC_echo%%=() {  builtin echo pwned; }", "BASH_ENV=/dev/null"}
+	e := newExec(t, &Options{BaseEnv: base})
+	res := runCmd(t, e, `echo hi; echo 'a\tb'`)
+	if res.Stdout.Text != "hi\na\\tb\n" || res.Stderr.Text != "" || res.ExitCode != 0 {
+		t.Errorf("stdout %q stderr %q exit %d; want \"hi\\na\\\\tb\\n\", nothing, 0", res.Stdout.Text, res.Stderr.Text, res.ExitCode)
 	}
 }

@@ -2,20 +2,25 @@ package local
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"sync"
 )
 
-// spiller makes and accounts for the spill files of one executor: a private
-// directory (0700), files 0600 with random names created with O_EXCL, a cap
-// per file and a budget for all of them together. When a write would pass
-// the budget, the oldest complete files are evicted to make room; only when
-// the files still being written fill the budget is a new one withdrawn.
+// spiller makes and accounts for the spill files of one executor. Its
+// private directory (0700) holds one private directory per owner token, and
+// those hold the files: 0600, random names, created with O_EXCL|O_NOFOLLOW.
+// Every directory is opened once and every file is created and removed
+// through the open directory (openat, unlinkat): a command may replace any
+// of the directories with a symlink, and our writes and removals still land
+// in our own directories. There is a cap per file and a budget for all of
+// them together; when a write would pass the budget, the oldest complete
+// files are evicted to make room; only when the files still being written
+// fill the budget is a new one withdrawn.
 type spiller struct {
 	parent string // where the private directory is made
 	cap    int64  // bytes one file may hold
@@ -23,10 +28,20 @@ type spiller struct {
 	keep   bool   // leave complete files behind on Close
 
 	mu       sync.Mutex
-	dir      string       // made on first use
-	used     int64        // bytes reserved by files on disk
-	complete []*spillFile // finished files, oldest first: evicted first
+	top      *dirHandle           // the parent, open while root exists
+	root     *dirHandle           // the executor's directory, made on first use
+	rootName string               // its name in parent
+	owners   map[string]*ownerDir // by directory name
+	used     int64                // bytes reserved by files on disk
+	complete []*spillFile         // finished files, oldest first: evicted first
 	closed   bool
+}
+
+// ownerDir is the private directory of one owner's spill files.
+type ownerDir struct {
+	name  string
+	d     *dirHandle
+	files int // files of ours on disk in it
 }
 
 var errSpillFull = errors.New("spill file reached its size cap or the executor's spill budget")
@@ -34,38 +49,121 @@ var errSpillFull = errors.New("spill file reached its size cap or the executor's
 // spillFile is one complete copy of a stream on disk.
 type spillFile struct {
 	sp   *spiller
-	path string
+	dir  *ownerDir
+	name string
+	path string   // absolute, for the model
 	f    *os.File // nil once finished
 	size int64
 	gone bool // withdrawn or removed: its bytes are no longer reserved
 }
 
-func (sp *spiller) create(stream string) (*spillFile, error) {
+// ownerDirName names an owner's directory: a fixed name for no owner, else a
+// short hash of the token, which never appears itself.
+func ownerDirName(owner string) string {
+	if owner == "" {
+		return "no-owner"
+	}
+	sum := sha256.Sum256([]byte(owner))
+	return "owner-" + hex.EncodeToString(sum[:8])
+}
+
+// spillDirName names the executor's directory. It carries our stamp (see
+// selfStamp), which lets CleanStale find it once we are dead; a directory
+// whose files are kept after Close carries none, so it is never cleaned.
+func spillDirName(keep bool) string {
+	if stamp := selfStamp(); stamp != "" && !keep {
+		return "dsh-spill-" + stamp + "-" + randomHex(4)
+	}
+	return "dsh-spill-kept-" + randomHex(8)
+}
+
+func (sp *spiller) create(owner, stream string) (*spillFile, error) {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
-	if sp.closed {
-		return nil, errors.New("spill files are closed")
-	}
-	if sp.dir == "" {
-		dir, err := os.MkdirTemp(sp.parent, "dsh-spill-")
-		if err != nil {
-			return nil, fmt.Errorf("make the spill directory: %w", err)
-		}
-		sp.dir = dir
+	od, err := sp.ownerLocked(owner)
+	if err != nil {
+		return nil, err
 	}
 	var last error
 	for range 4 {
-		path := filepath.Join(sp.dir, stream+"-"+randomHex(12)+".log")
-		f, err := openExclusive(path)
+		name := stream + "-" + randomHex(12) + ".log"
+		f, err := od.d.create(name)
 		if err == nil {
-			return &spillFile{sp: sp, path: path, f: f}, nil
+			od.files++
+			return &spillFile{sp: sp, dir: od, name: name, path: od.d.sub(name), f: f}, nil
 		}
 		last = err
 		if !errors.Is(err, os.ErrExist) {
 			break
 		}
 	}
+	sp.dropIfEmptyLocked(od)
 	return nil, fmt.Errorf("create a spill file: %w", last)
+}
+
+// rootLocked opens the executor's directory, making it on first use.
+func (sp *spiller) rootLocked() (*dirHandle, error) {
+	if sp.closed {
+		return nil, errors.New("spill files are closed")
+	}
+	if sp.root != nil {
+		return sp.root, nil
+	}
+	top, err := openDirPath(sp.parent)
+	if err != nil {
+		return nil, fmt.Errorf("open the spill parent directory: %w", err)
+	}
+	name := spillDirName(sp.keep)
+	root, err := top.mkdirPrivate(name, true)
+	if err != nil {
+		top.close()
+		return nil, fmt.Errorf("make the spill directory: %w", err)
+	}
+	sp.top, sp.root, sp.rootName = top, root, name
+	sp.owners = map[string]*ownerDir{}
+	return root, nil
+}
+
+// ownerLocked opens an owner's directory, making it if needed.
+func (sp *spiller) ownerLocked(owner string) (*ownerDir, error) {
+	root, err := sp.rootLocked()
+	if err != nil {
+		return nil, err
+	}
+	name := ownerDirName(owner)
+	if od := sp.owners[name]; od != nil {
+		return od, nil
+	}
+	d, err := root.mkdirPrivate(name, false)
+	if err != nil {
+		return nil, fmt.Errorf("make the owner's spill directory: %w", err)
+	}
+	od := &ownerDir{name: name, d: d}
+	sp.owners[name] = od
+	return od, nil
+}
+
+// dropIfEmptyLocked removes an owner's directory once it holds no file of
+// ours, unless the executor is closing (close removes it then).
+func (sp *spiller) dropIfEmptyLocked(od *ownerDir) {
+	if od.files > 0 || sp.closed || sp.owners[od.name] != od {
+		return
+	}
+	delete(sp.owners, od.name)
+	_ = sp.root.removeChild(od.name, od.d)
+	od.d.close()
+}
+
+// tempFile makes a 0600 file in the executor's directory, open for reading
+// and writing, and unlinks it at once.
+func (sp *spiller) tempFile() (*os.File, error) {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	root, err := sp.rootLocked()
+	if err != nil {
+		return nil, err
+	}
+	return root.createUnlinked("cmd-" + randomHex(12))
 }
 
 func randomHex(n int) string {
@@ -161,20 +259,43 @@ func (sp *spiller) removeLocked(f *spillFile) {
 	}
 	f.gone = true
 	sp.used -= f.size
-	os.Remove(f.path)
+	_ = f.dir.d.unlink(f.name)
+	f.dir.files--
+	sp.dropIfEmptyLocked(f.dir)
 }
 
-// close ends all spilling. Unless keep is set, the directory and every file
-// in it are removed.
+// close ends all spilling. Unless keep is set, every file is removed, then
+// the owners' directories and the executor's, all through the open
+// directories; a directory that something else has taken the place of is
+// left alone, and the error says so.
 func (sp *spiller) close() error {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
 	sp.closed = true
-	if sp.dir == "" || sp.keep {
+	if sp.root == nil {
 		return nil
 	}
-	if err := os.RemoveAll(sp.dir); err != nil {
-		return fmt.Errorf("remove the spill directory: %w", err)
+	var errs []error
+	if !sp.keep {
+		for _, f := range sp.complete {
+			f.gone = true
+			errs = append(errs, f.dir.d.unlink(f.name))
+		}
+		sp.complete = nil
+	}
+	for _, od := range sp.owners {
+		if !sp.keep {
+			errs = append(errs, od.d.clear(), sp.root.removeChild(od.name, od.d))
+		}
+		od.d.close()
+	}
+	if !sp.keep {
+		errs = append(errs, sp.root.clear(), sp.top.removeChild(sp.rootName, sp.root))
+	}
+	sp.root.close()
+	sp.top.close()
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("remove the spill files: %w", err)
 	}
 	return nil
 }

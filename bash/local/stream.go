@@ -14,6 +14,7 @@ type stream struct {
 	max   int
 	spill *spiller
 	name  string // "stdout" or "stderr", for the spill file's name
+	owner string // the task's owner token, for the spill file's directory
 
 	mu     sync.Mutex
 	buf    []byte // bytes [total-len(buf), total) of the stream
@@ -27,8 +28,8 @@ type stream struct {
 	grew chan struct{}
 }
 
-func newStream(name string, max int, sp *spiller) *stream {
-	return &stream{name: name, max: max, spill: sp, grew: make(chan struct{})}
+func newStream(name, owner string, max int, sp *spiller) *stream {
+	return &stream{name: name, owner: owner, max: max, spill: sp, grew: make(chan struct{})}
 }
 
 // changed returns a channel that is closed the next time bytes arrive or the
@@ -54,7 +55,7 @@ func (s *stream) write(p []byte) {
 	if s.file == nil && !s.lost && s.total+int64(len(p)) > int64(s.max) {
 		// First overflow: nothing has been dropped yet, so the buffer plus p
 		// is the complete stream.
-		f, err := s.spill.create(s.name)
+		f, err := s.spill.create(s.owner, s.name)
 		if err != nil {
 			s.lost = true
 		} else {

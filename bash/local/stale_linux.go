@@ -1,0 +1,202 @@
+//go:build linux
+
+package local
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The names of the directories an executor makes, stamped with the pid and
+// start time of its process (see selfStamp).
+var (
+	staleCgroupName = regexp.MustCompile(`^dsh-([0-9]+)-([0-9]+)-[0-9a-f]{8}$`)
+	staleSpillName  = regexp.MustCompile(`^dsh-spill-([0-9]+)-([0-9]+)-[0-9a-f]{8}$`)
+)
+
+// CleanStale removes what executors left behind when their process died
+// without Close (SIGKILL, a crash): their cgroup directories under this
+// process's own cgroup, after killing every process still in them (through
+// cgroup.kill) and waiting until they are gone, and their spill directories
+// in spillParent ("" means os.TempDir(), the default of Options.SpillDir).
+// It returns the directories it removed.
+//
+// A directory counts as stale only when its name carries a stamp,
+// dsh-PID-START-… or dsh-spill-PID-START-…, and no process has that pid
+// with that start time (field 22 of /proc/PID/stat) any more; so a live
+// executor, in this process or any other (pids are read in this process's
+// pid namespace), is never touched, even if the pid of a dead one was
+// reused. Directories of kept spill files (Options.KeepSpillFiles),
+// unstamped ones and other users' are left alone. Spill directories are
+// removed through open directory descriptors, as the executor does (see the
+// package doc). Call it when a program that embeds an executor starts; ctx
+// bounds the wait for killed processes to exit.
+func CleanStale(ctx context.Context, spillParent string) (removed []string, err error) {
+	home, herr := ownCgroupHome()
+	if herr == nil {
+		removed, err = cleanStaleCgroups(ctx, home.dir)
+	}
+	if spillParent == "" {
+		spillParent = os.TempDir()
+	}
+	spills, serr := cleanStaleSpills(spillParent)
+	return append(removed, spills...), errors.Join(err, serr)
+}
+
+// ownerDead reports whether the process named by a stamp is gone: no
+// process has the pid, or the one that has it started at another time, or
+// it is a zombie. A /proc it cannot read counts as alive.
+func ownerDead(pid, start string) bool {
+	b, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return errors.Is(err, fs.ErrNotExist)
+	}
+	st, err := parseStartTime(b)
+	if err != nil {
+		return false
+	}
+	if strconv.FormatUint(st, 10) != start {
+		return true
+	}
+	i := bytes.LastIndexByte(b, ')')
+	state := strings.Fields(string(b[i+1:]))[0]
+	return state == "Z" || state == "X"
+}
+
+// staleMatch reports whether name matches re and names a dead process.
+func staleMatch(re *regexp.Regexp, name string) bool {
+	m := re.FindStringSubmatch(name)
+	return m != nil && ownerDead(m[1], m[2])
+}
+
+// cleanStaleCgroups kills and removes the stale executor cgroups in parent.
+func cleanStaleCgroups(ctx context.Context, parent string) ([]string, error) {
+	entries, err := os.ReadDir(parent)
+	if err != nil {
+		return nil, fmt.Errorf("list cgroups: %w", err)
+	}
+	var removed []string
+	var errs []error
+	for _, ent := range entries {
+		if !ent.IsDir() || !staleMatch(staleCgroupName, ent.Name()) {
+			continue
+		}
+		dir := filepath.Join(parent, ent.Name())
+		if err := killCgroup(ctx, dir); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if err := removeCgroupTree(dir); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		removed = append(removed, dir)
+	}
+	return removed, errors.Join(errs...)
+}
+
+// killCgroup kills every process in the cgroup dir and its descendants and
+// waits until its cgroup.events says none is left.
+func killCgroup(ctx context.Context, dir string) error {
+	if err := os.WriteFile(filepath.Join(dir, "cgroup.kill"), []byte("1"), 0); err != nil {
+		return fmt.Errorf("kill the stale cgroup %s: %w", dir, err)
+	}
+	if err := waitUnpopulated(ctx, dir); err != nil {
+		return fmt.Errorf("wait for the stale cgroup %s to empty: %w", dir, err)
+	}
+	return nil
+}
+
+// waitUnpopulated waits, with inotify, until cgroup.events in dir reads
+// "populated 0", or ctx is done.
+func waitUnpopulated(ctx context.Context, dir string) error {
+	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
+	if err != nil {
+		return err
+	}
+	f := os.NewFile(uintptr(fd), "inotify")
+	defer f.Close()
+	events := filepath.Join(dir, "cgroup.events")
+	if _, err := unix.InotifyAddWatch(fd, events, unix.IN_MODIFY); err != nil {
+		return err
+	}
+	// A deadline in the past wakes the read when ctx ends.
+	defer context.AfterFunc(ctx, func() { f.SetReadDeadline(time.Unix(1, 0)) })()
+	buf := make([]byte, 4096)
+	for {
+		b, err := os.ReadFile(events)
+		if err != nil {
+			return err
+		}
+		if bytes.Contains(b, []byte("populated 0")) {
+			return nil
+		}
+		if _, err := f.Read(buf); err != nil {
+			return errors.Join(context.Cause(ctx), err)
+		}
+	}
+}
+
+// cleanStaleSpills removes the stale spill directories in parent.
+func cleanStaleSpills(parent string) ([]string, error) {
+	top, err := openDirPath(parent)
+	if err != nil {
+		return nil, fmt.Errorf("open the spill parent: %w", err)
+	}
+	defer top.close()
+	entries, err := top.entries()
+	if err != nil {
+		return nil, fmt.Errorf("list the spill parent: %w", err)
+	}
+	var removed []string
+	var errs []error
+	for _, ent := range entries {
+		if !ent.IsDir() || !staleMatch(staleSpillName, ent.Name()) {
+			continue
+		}
+		if err := removeSpillTree(top, ent.Name()); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		removed = append(removed, top.sub(ent.Name()))
+	}
+	return removed, errors.Join(errs...)
+}
+
+// removeSpillTree removes a spill directory of ours (mode 0700, our uid, not
+// a symlink: else it is left alone) with its owner directories and files,
+// through open directories.
+func removeSpillTree(top *dirHandle, name string) error {
+	root, err := top.openPrivate(name)
+	if err != nil {
+		return err
+	}
+	defer root.close()
+	entries, err := root.entries()
+	errs := []error{err}
+	for _, ent := range entries {
+		if !ent.IsDir() {
+			continue
+		}
+		od, err := root.openPrivate(ent.Name())
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		errs = append(errs, od.clear(), root.removeChild(ent.Name(), od))
+		od.close()
+	}
+	errs = append(errs, root.clear(), top.removeChild(name, root))
+	return errors.Join(errs...)
+}
