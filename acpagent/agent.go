@@ -8,8 +8,10 @@
 // client announces clientCapabilities._meta.terminal_output = true, calls
 // that ask for a terminal become Zed terminal cards: the tool_call carries
 // _meta.terminal_info and a terminal content block, output streams as
-// _meta.terminal_output updates while the command runs, and the final
-// update carries _meta.terminal_exit (exit code or signal) and no content.
+// _meta.terminal_output updates while the command runs (an editor slower
+// than the command gets the newest output, at most 64 KiB at a time, and a
+// SkipMarker line counting what it missed), and the final update carries
+// _meta.terminal_exit (exit code or signal) and no content.
 // Without the capability the description rides on the call and a fenced
 // console block on the final update.
 //

@@ -7,9 +7,12 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,6 +22,7 @@ import (
 
 	"github.com/coder/acp-go-sdk"
 	"github.com/dshgo/dsh/bash"
+	"github.com/dshgo/dsh/internal/acptest"
 	"github.com/dshgo/dsh/internal/fakellm"
 	"github.com/dshgo/dsh/internal/proctest"
 	"golang.org/x/tools/txtar"
@@ -177,6 +181,74 @@ func TestLiveTerminalOutput(t *testing.T) {
 	u := normalize(r.client.SessionUpdates(t, sid))
 	if data, _ := terminalData(u[1]); data != "first\nsecond\n" || u[2]["status"] != "completed" {
 		t.Errorf("updates %v", u)
+	}
+}
+
+// TestSlowEditorSkips: output that piles up while the editor is not
+// reading is cut to its newest part, and the terminal shows a marker with
+// the count of what it skipped; the model still gets the executor's text.
+func TestSlowEditorSkips(t *testing.T) {
+	dir := t.TempDir()
+	goFifo, doneFifo := filepath.Join(dir, "go"), filepath.Join(dir, "done")
+	syscall.Mkfifo(goFifo, 0o600)
+	syscall.Mkfifo(doneFifo, 0o600)
+	// Of the 3 MB, the executor has read at least 2 MB (its pipe holds 1
+	// MiB) once the command is over: that much reaches the Sender while
+	// the editor is not reading, far more than it keeps.
+	const size = 3_000_000
+	cmd := fmt.Sprintf(`echo first; read < %s; head -c %d /dev/zero | tr '\0' a; echo; echo last; echo > %s`, goFifo, size, doneFifo)
+	var valve *acptest.Valve
+	r := newRigWith(t, rigOptions{terminal: true, yolo: true, clientReader: func(r io.Reader) io.Reader { valve = acptest.NewValve(r); return valve }},
+		fakellm.Turn{Calls: []fakellm.Call{bashCall("c1", cmd)}}, fakellm.Turn{Text: "ok"})
+	t.Cleanup(valve.Open)
+	sid := r.newSession(t, t.TempDir())
+	done := make(chan acp.StopReason, 1)
+	go func() { done <- r.prompt(t, sid, "go") }()
+	r.client.WaitUpdate(t, sid, func(u map[string]any) bool { d, _ := terminalData(u); return strings.Contains(d, "first") })
+	valve.Hold() // the editor stops reading
+	w, _ := os.OpenFile(goFifo, os.O_WRONLY, 0)
+	w.WriteString("\n")
+	w.Close()
+	f, _ := os.Open(doneFifo) // the command has printed everything
+	io.ReadAll(f)
+	f.Close()
+	valve.Open()
+	<-done
+
+	data, _ := terminalData(normalize(r.client.SessionUpdates(t, sid))[1])
+	full := "first\n" + strings.Repeat("a", size) + "\nlast\n"
+	if !strings.Contains(data, "[… ") {
+		t.Fatalf("no skip marker in %d bytes of terminal output", len(data))
+	}
+	// What the terminal shows, with each marker read as the bytes it
+	// stands for, is the command's output.
+	marker := regexp.MustCompile(`\r\n\[… (\d+) bytes of output skipped …\]\r\n`)
+	pos, rest := 0, data
+	for rest != "" {
+		m := marker.FindStringSubmatchIndex(rest)
+		if m == nil {
+			m = []int{len(rest), len(rest), 0, 0}
+		}
+		shown := rest[:m[0]]
+		if !strings.HasPrefix(full[pos:], shown) {
+			t.Fatalf("shown text at byte %d of the output differs from it", pos)
+		}
+		pos += len(shown)
+		if m[1] > m[0] {
+			n, _ := strconv.Atoi(rest[m[2]:m[3]])
+			if rest[m[0]:m[1]] != SkipMarker(int64(n)) || n <= 0 {
+				t.Fatalf("marker %q", rest[m[0]:m[1]])
+			}
+			pos += n
+		}
+		rest = rest[m[1]:]
+	}
+	if pos != len(full) {
+		t.Errorf("the terminal accounts for %d bytes of %d", pos, len(full))
+	}
+	msgs := r.model.Request(1).MessageTexts()
+	if last := msgs[len(msgs)-1]; !strings.Contains(last, "last\n[output truncated; full output: /") || strings.Contains(last, "skipped") {
+		t.Errorf("the model got %q", last[max(0, len(last)-200):])
 	}
 }
 

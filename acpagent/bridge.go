@@ -3,6 +3,7 @@ package acpagent
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 
 	"github.com/coder/acp-go-sdk"
@@ -57,14 +58,15 @@ func (b *Bridge) RunToolCall(ctx context.Context, sid acp.SessionId, sessionCwd 
 		start.Content = append(start.Content, acp.ToolTerminalRef(call.ID))
 		start.Meta = map[string]any{"terminal_info": map[string]any{"terminal_id": call.ID, "cwd": terminalCwd(p.Terminal.Cwd, sessionCwd)}}
 		// Output goes out as it comes, from a goroutine of its own, so that a
-		// slow editor never stalls the command's pipes.
-		out = coalesce.New(func(data string) {
+		// slow editor never stalls the command's pipes; what an editor too
+		// slow to keep up misses is skipped, and the terminal says so.
+		out = coalesce.New(func(p coalesce.Piece) {
 			b.send(ctx, sid, acp.SessionUpdate{ToolCallUpdate: &acp.SessionToolCallUpdate{
 				SessionUpdate: "tool_call_update",
 				ToolCallId:    id,
-				Meta:          map[string]any{"terminal_output": map[string]any{"terminal_id": call.ID, "data": data}},
+				Meta:          map[string]any{"terminal_output": map[string]any{"terminal_id": call.ID, "data": SkipMarker(p.Skipped) + p.Text}},
 			}})
-		}, 0)
+		}, nil)
 		call.Output = out.Add
 	}
 	b.send(ctx, sid, acp.SessionUpdate{ToolCall: start})
@@ -98,6 +100,18 @@ func (b *Bridge) RunToolCall(ctx context.Context, sid acp.SessionId, sessionCwd 
 	}
 	b.send(ctx, sid, acp.SessionUpdate{ToolCallUpdate: end})
 	return res
+}
+
+// SkipMarker is the line a terminal card shows where n bytes of live output
+// were skipped because the editor read them more slowly than the command
+// printed them: "\r\n[… 12345678 bytes of output skipped …]\r\n", on a line
+// of its own. It is empty for n = 0. Only the editor's display skips: the
+// model's result is made from the executor's own record of the output.
+func SkipMarker(n int64) string {
+	if n <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("\r\n[… %d bytes of output skipped …]\r\n", n)
 }
 
 // send delivers one update; a client gone away is not the tool's failure.

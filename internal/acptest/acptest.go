@@ -185,25 +185,86 @@ type pacedReader struct {
 	lineEnded bool
 }
 
-func (p *pacedReader) Read(b []byte) (int, error) {
-	if len(b) == 0 {
-		return 0, nil
-	}
+func (p *pacedReader) Read(b []byte) (n int, err error) {
 	if p.lineEnded {
 		time.Sleep(p.pause) // the editor at work, not a wait for an event
-		p.lineEnded = false
 	}
-	if p.br.Buffered() == 0 {
-		if _, err := p.br.Peek(1); err != nil {
+	n, p.lineEnded, err = readLine(p.br, b)
+	return n, err
+}
+
+// Valve passes the agent's output to the client until it is held: from
+// the next message on, the client's reads block, and the agent's writes
+// behind them, until it is opened again. Give it to
+// acp.NewClientSideConnection as the agent's output. Make it with NewValve.
+type Valve struct {
+	br      *bufio.Reader
+	midLine bool // only Read touches it
+
+	mu     sync.Mutex
+	held   bool
+	opened chan struct{} // closed by Open
+}
+
+// NewValve makes an open Valve over r.
+func NewValve(r io.Reader) *Valve { return &Valve{br: bufio.NewReader(r)} }
+
+// Hold stops the messages whose first byte the client has not read yet.
+func (v *Valve) Hold() {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if !v.held {
+		v.held, v.opened = true, make(chan struct{})
+	}
+}
+
+// Open lets the messages through again. A test that holds a Valve opens it
+// before it ends (t.Cleanup(v.Open)).
+func (v *Valve) Open() {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.held {
+		v.held = false
+		close(v.opened)
+	}
+}
+
+func (v *Valve) Read(b []byte) (n int, err error) {
+	if v.br.Buffered() == 0 {
+		if _, err := v.br.Peek(1); err != nil {
 			return 0, err
 		}
 	}
-	chunk, _ := p.br.Peek(min(len(b), p.br.Buffered()))
-	if i := bytes.IndexByte(chunk, '\n'); i >= 0 {
-		chunk = chunk[:i+1]
-		p.lineEnded = true
+	if !v.midLine { // a message begins: pass it only while open
+		v.mu.Lock()
+		held, opened := v.held, v.opened
+		v.mu.Unlock()
+		if held {
+			<-opened
+		}
 	}
-	n := copy(b, chunk)
-	_, _ = p.br.Discard(n)
-	return n, nil
+	var ended bool
+	n, ended, err = readLine(v.br, b)
+	v.midLine = !ended
+	return n, err
+}
+
+// readLine reads into b what br has of the current line, up to and
+// including its newline (ended is then true).
+func readLine(br *bufio.Reader, b []byte) (n int, ended bool, err error) {
+	if len(b) == 0 {
+		return 0, false, nil
+	}
+	if br.Buffered() == 0 {
+		if _, err := br.Peek(1); err != nil {
+			return 0, false, err
+		}
+	}
+	chunk, _ := br.Peek(min(len(b), br.Buffered()))
+	if i := bytes.IndexByte(chunk, '\n'); i >= 0 {
+		chunk, ended = chunk[:i+1], true
+	}
+	n = copy(b, chunk)
+	_, _ = br.Discard(n)
+	return n, ended, nil
 }
