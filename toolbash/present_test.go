@@ -216,14 +216,36 @@ func TestPresentResultOfMalformedCall(t *testing.T) {
 	}
 }
 
+// TestMetaAfterJSONRoundTrip: a result's exit metadata reads back both as
+// the tool made it and after the whole result went through JSON (numbers
+// come back as float64), and the card takes the exit status from it, not
+// from the text, when there is one.
 func TestMetaAfterJSONRoundTrip(t *testing.T) {
-	res := tools.TextResult("x\n[exit code: 3]")
-	res.Meta = exitMeta(bash.RunResult{ExitCode: 3})
-	b, _ := json.Marshal(res.Meta)
-	res.Meta = nil
-	json.Unmarshal(b, &res.Meta)
-	p := PresentBashResult(json.RawMessage(`{"command":"x","description":"d"}`), res)
-	if p.Terminal == nil || deref(p.Terminal.ExitCode) != 3 {
-		t.Errorf("%#v", p.Terminal)
+	fg := json.RawMessage(`{"command":"x","description":"d"}`)
+	for _, r := range []bash.RunResult{{}, {ExitCode: 3}, {ExitCode: 255}, {ExitCode: -1, Signal: "SIGTERM"}} {
+		var wantCode *int
+		if r.Signal == "" {
+			wantCode = intp(r.ExitCode)
+		}
+		live := tools.TextResult("text without markers")
+		live.Meta = exitMeta(r)
+		b, err := json.Marshal(live)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back tools.Result
+		if err := json.Unmarshal(b, &back); err != nil {
+			t.Fatal(err)
+		}
+		for name, res := range map[string]*tools.Result{"live": live, "after JSON": &back} {
+			code, sig, ok := metaExit(res.Meta)
+			if !ok || !reflect.DeepEqual(code, wantCode) || sig != r.Signal {
+				t.Errorf("%+v %s: metaExit(%v) = %v, %q, %v", r, name, res.Meta, deref(code), sig, ok)
+			}
+			p := PresentBashResult(fg, res)
+			if p.Terminal == nil || !reflect.DeepEqual(p.Terminal.ExitCode, wantCode) || p.Terminal.Signal != r.Signal {
+				t.Errorf("%+v %s: terminal %#v", r, name, p.Terminal)
+			}
+		}
 	}
 }
