@@ -284,6 +284,36 @@ func TestCards(t *testing.T) {
 	}
 }
 
+// TestTerminalCapabilityPerSession: a session keeps the terminal capability
+// the client announced before it was created, whatever a later initialize
+// says.
+func TestTerminalCapabilityPerSession(t *testing.T) {
+	for _, first := range []bool{true, false} {
+		r := newRig(t, first, true)
+		r.model.SetScript(func(req fakellm.Request) fakellm.Turn {
+			msgs := req.MessageTexts()
+			if last := msgs[len(msgs)-1]; strings.HasPrefix(last, "user: ") {
+				return fakellm.Turn{Calls: []fakellm.Call{bashCall("call-"+strings.TrimPrefix(last, "user: "), "echo hi")}}
+			}
+			return fakellm.Turn{Text: "ok"}
+		})
+		a := r.newSession(t, t.TempDir())
+		r.initialize(t, !first)
+		b := r.newSession(t, t.TempDir())
+		r.prompt(t, a, "a")
+		r.prompt(t, b, "b")
+		for sid, terminal := range map[acp.SessionId]bool{a: first, b: !first} {
+			u := normalize(r.client.SessionUpdates(t, sid))
+			meta, _ := u[0]["_meta"].(map[string]any)
+			_, hasInfo := meta["terminal_info"]
+			_, hasContent := u[len(u)-1]["content"]
+			if hasInfo != terminal || hasContent == terminal {
+				t.Errorf("first initialize terminal=%v: session created with terminal=%v got %v", first, terminal, u)
+			}
+		}
+	}
+}
+
 func TestBackgroundAndUnknownCallCards(t *testing.T) {
 	r := newRig(t, true, true, fakellm.Turn{Calls: []fakellm.Call{
 		bashCall("c1", "true", "run_in_background", true),
