@@ -11,9 +11,12 @@
 // _meta.terminal_output updates while the command runs (an editor slower
 // than the command gets the newest output, at most 64 KiB at a time, and a
 // SkipMarker line counting what it missed), and the final update carries
-// _meta.terminal_exit (exit code or signal) and no content.
-// Without the capability the description rides on the call and a fenced
-// console block on the final update.
+// _meta.terminal_exit (both exit_code and signal, one of them null) and no
+// content. Without the capability, a call's content (the description)
+// rides on the call and again, followed by the result's (a fenced console
+// block), on the final update, whose content replaces the call's. Every
+// final update carries the model's text as rawOutput and says failed for
+// an error result or a command that exited non-zero or died by a signal.
 //
 // The Agent keeps one conversation, working directory, owner token and
 // terminal capability (as initialize gave it when the session was created)

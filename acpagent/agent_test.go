@@ -71,11 +71,14 @@ var update = flag.Bool("update", false, "rewrite the golden transcripts in testd
 // the section.
 func goldenUpdates(t *testing.T, name string, got []map[string]any, cwd string) {
 	t.Helper()
-	b, err := json.MarshalIndent(got, "", "  ")
-	if err != nil {
+	var buf strings.Builder
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // commands read as written: 2>&1, not 2\u003e\u00261
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(got); err != nil {
 		t.Fatal(err)
 	}
-	text := strings.ReplaceAll(string(b), cwd, "$CWD") + "\n"
+	text := strings.ReplaceAll(buf.String(), cwd, "$CWD")
 	const path = "testdata/cards.txtar"
 	ar, err := txtar.ParseFile(path)
 	if err != nil && !*update {
@@ -252,33 +255,37 @@ func TestSlowEditorSkips(t *testing.T) {
 	}
 }
 
+// TestCards: every kind of card, whole, as the client receives it, against
+// its section of testdata/cards.txtar; and the model's text is the final
+// update's rawOutput.
 func TestCards(t *testing.T) {
 	tests := []struct {
-		name string
-		call fakellm.Call
-		want string // the final update
+		name     string
+		terminal bool
+		call     fakellm.Call
 	}{
-		{"non-zero exit pill", bashCall("c1", "exit 3"),
-			`{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","_meta":{"terminal_exit":{"terminal_id":"c1","exit_code":3}}}`},
-		{"signal pill", bashCall("c1", "kill -TERM $$"),
-			`{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","_meta":{"terminal_exit":{"terminal_id":"c1","signal":"SIGTERM"}}}`},
-		{"error result: no pill", bashCall("c1", "true", "workdir", "/nonexistent/dsh"),
-			`{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"failed"}`},
-		{"background: no terminal, no pill", bashCall("c1", "true", "run_in_background", true),
-			`{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","content":[{"type":"content","content":{"type":"text","text":"` + "```console\\nstarted background task bash-1\\n```" + `"}}]}`},
-		{"unknown tool: generic card", fakellm.Call{ID: "c1", Name: "nope", Args: map[string]any{"x": 1}},
-			`{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"failed","content":[{"type":"content","content":{"type":"text","text":"unknown tool \"nope\""}}]}`},
+		{"exit-code", true, bashCall("c1", "echo oops >&2; exit 3")},
+		{"exit-code-no-terminal", false, bashCall("c1", "echo oops >&2; exit 3")},
+		{"signal", true, bashCall("c1", "kill -TERM $$")},
+		{"error-result", true, bashCall("c1", "true", "workdir", "/nonexistent/dsh")},
+		{"background", true, bashCall("c1", "true", "run_in_background", true)},
+		{"unknown-tool", true, fakellm.Call{ID: "c1", Name: "nope", Args: map[string]any{"x": 1}}},
+		{"bash-without-description", true, fakellm.Call{ID: "c1", Name: "bash", Args: map[string]any{"command": "echo hi"}}},
+		{"bash-blank-command", true, fakellm.Call{ID: "c1", Name: "bash", Args: map[string]any{"command": " ", "description": "Nothing"}}},
+		{"bash-timeout-not-a-number", true, fakellm.Call{ID: "c1", Name: "bash", Args: map[string]any{"command": "echo hi", "description": "Say hi", "timeoutMs": "5000"}}},
+		{"bash-background-not-a-boolean", false, fakellm.Call{ID: "c1", Name: "bash", Args: map[string]any{"command": "echo hi", "description": "Say hi", "run_in_background": "yes"}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			r := newRig(t, true, true, fakellm.Turn{Calls: []fakellm.Call{tc.call}}, fakellm.Turn{Text: "ok"})
-			sid := r.newSession(t, t.TempDir())
+			r := newRig(t, tc.terminal, true, fakellm.Turn{Calls: []fakellm.Call{tc.call}}, fakellm.Turn{Text: "ok"})
+			cwd := t.TempDir()
+			sid := r.newSession(t, cwd)
 			r.prompt(t, sid, "go")
 			u := normalize(r.client.SessionUpdates(t, sid))
-			var want map[string]any
-			json.Unmarshal([]byte(tc.want), &want)
-			if !reflect.DeepEqual(u[len(u)-1], want) {
-				t.Errorf("final update %v\nwant %v", u[len(u)-1], want)
+			goldenUpdates(t, "card-"+tc.name, u, cwd)
+			msgs := r.model.Request(1).MessageTexts()
+			if got := u[len(u)-1]["rawOutput"]; "tool: "+fmt.Sprint(got) != msgs[len(msgs)-1] {
+				t.Errorf("rawOutput %q; the model got %q", got, msgs[len(msgs)-1])
 			}
 		})
 	}
