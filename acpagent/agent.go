@@ -8,13 +8,19 @@
 // client announces clientCapabilities._meta.terminal_output = true, calls
 // that ask for a terminal become Zed terminal cards: the tool_call carries
 // _meta.terminal_info and a terminal content block, output streams as
-// _meta.terminal_output updates while the command runs, and the final
-// update carries _meta.terminal_exit (exit code or signal) and no content.
-// Without the capability the description rides on the call and a fenced
-// console block on the final update.
+// _meta.terminal_output updates while the command runs (an editor slower
+// than the command gets the newest output, at most 64 KiB at a time, and a
+// SkipMarker line counting what it missed), and the final update carries
+// _meta.terminal_exit (both exit_code and signal, one of them null) and no
+// content. Without the capability, a call's content (the description)
+// rides on the call and again, followed by the result's (a fenced console
+// block), on the final update, whose content replaces the call's. Every
+// final update carries the model's text as rawOutput and says failed for
+// an error result or a command that exited non-zero or died by a signal.
 //
-// The Agent keeps one conversation, working directory and owner token per
-// ACP session, asks the client's permission before a tool that wants it
+// The Agent keeps one conversation, working directory, owner token and
+// terminal capability (as initialize gave it when the session was created)
+// per ACP session, asks the client's permission before a tool that wants it
 // (bash), unless told not to, aborts the running command and the model
 // request on session/cancel, adds background completion notices to the
 // session's next model request, and kills a session's tasks when the
@@ -86,7 +92,7 @@ type Agent struct {
 
 	mu       sync.Mutex
 	closed   bool // shutdown has begun: no new prompt starts
-	terminal bool // the client takes Zed terminal cards
+	terminal bool // the latest initialize announced Zed terminal cards
 	sessions map[acp.SessionId]*agentSession
 }
 
@@ -182,7 +188,8 @@ func (a *Agent) waitConn(ctx context.Context) error {
 	}
 }
 
-// Initialize records the client's capabilities.
+// Initialize records the client's capabilities for the sessions created
+// after it.
 func (a *Agent) Initialize(ctx context.Context, p acp.InitializeRequest) (acp.InitializeResponse, error) {
 	terminal, _ := p.ClientCapabilities.Meta["terminal_output"].(bool)
 	a.mu.Lock()
@@ -221,6 +228,7 @@ func (a *Agent) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.Ne
 	s := &agentSession{id: id, owner: string(id), cwd: filepath.Clean(p.Cwd), allowed: map[string]bool{}}
 	s.history = []openai.ChatCompletionMessageParamUnion{openai.SystemMessage(systemPrompt(a.opts.SystemPrompt, s.cwd))}
 	a.mu.Lock()
+	s.terminal = a.terminal
 	a.sessions[id] = s
 	a.mu.Unlock()
 	return acp.NewSessionResponse{SessionId: id}, nil
@@ -294,11 +302,14 @@ func (a *Agent) notify(owner, text string) {
 	}
 }
 
-// agentSession is one ACP session: its conversation, cwd and owner token.
+// agentSession is one ACP session: its conversation, cwd and owner token,
+// and whether its client takes terminal cards (as the client said before
+// the session was created: a later initialize does not change it).
 type agentSession struct {
-	id    acp.SessionId
-	owner string
-	cwd   string
+	id       acp.SessionId
+	owner    string
+	cwd      string
+	terminal bool
 
 	mu      sync.Mutex
 	history []openai.ChatCompletionMessageParamUnion

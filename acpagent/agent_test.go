@@ -7,9 +7,12 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,6 +22,7 @@ import (
 
 	"github.com/coder/acp-go-sdk"
 	"github.com/dshgo/dsh/bash"
+	"github.com/dshgo/dsh/internal/acptest"
 	"github.com/dshgo/dsh/internal/fakellm"
 	"github.com/dshgo/dsh/internal/proctest"
 	"golang.org/x/tools/txtar"
@@ -67,11 +71,14 @@ var update = flag.Bool("update", false, "rewrite the golden transcripts in testd
 // the section.
 func goldenUpdates(t *testing.T, name string, got []map[string]any, cwd string) {
 	t.Helper()
-	b, err := json.MarshalIndent(got, "", "  ")
-	if err != nil {
+	var buf strings.Builder
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // commands read as written: 2>&1, not 2\u003e\u00261
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(got); err != nil {
 		t.Fatal(err)
 	}
-	text := strings.ReplaceAll(string(b), cwd, "$CWD") + "\n"
+	text := strings.ReplaceAll(buf.String(), cwd, "$CWD")
 	const path = "testdata/cards.txtar"
 	ar, err := txtar.ParseFile(path)
 	if err != nil && !*update {
@@ -180,35 +187,139 @@ func TestLiveTerminalOutput(t *testing.T) {
 	}
 }
 
+// TestSlowEditorSkips: output that piles up while the editor is not
+// reading is cut to its newest part, and the terminal shows a marker with
+// the count of what it skipped; the model still gets the executor's text.
+func TestSlowEditorSkips(t *testing.T) {
+	dir := t.TempDir()
+	goFifo, doneFifo := filepath.Join(dir, "go"), filepath.Join(dir, "done")
+	syscall.Mkfifo(goFifo, 0o600)
+	syscall.Mkfifo(doneFifo, 0o600)
+	// Of the 3 MB, the executor has read at least 2 MB (its pipe holds 1
+	// MiB) once the command is over: that much reaches the Sender while
+	// the editor is not reading, far more than it keeps.
+	const size = 3_000_000
+	cmd := fmt.Sprintf(`echo first; read < %s; head -c %d /dev/zero | tr '\0' a; echo; echo last; echo > %s`, goFifo, size, doneFifo)
+	var valve *acptest.Valve
+	r := newRigWith(t, rigOptions{terminal: true, yolo: true, clientReader: func(r io.Reader) io.Reader { valve = acptest.NewValve(r); return valve }},
+		fakellm.Turn{Calls: []fakellm.Call{bashCall("c1", cmd)}}, fakellm.Turn{Text: "ok"})
+	t.Cleanup(valve.Open)
+	sid := r.newSession(t, t.TempDir())
+	done := make(chan acp.StopReason, 1)
+	go func() { done <- r.prompt(t, sid, "go") }()
+	r.client.WaitUpdate(t, sid, func(u map[string]any) bool { d, _ := terminalData(u); return strings.Contains(d, "first") })
+	valve.Hold() // the editor stops reading
+	w, _ := os.OpenFile(goFifo, os.O_WRONLY, 0)
+	w.WriteString("\n")
+	w.Close()
+	f, _ := os.Open(doneFifo) // the command has printed everything
+	io.ReadAll(f)
+	f.Close()
+	valve.Open()
+	<-done
+
+	data, _ := terminalData(normalize(r.client.SessionUpdates(t, sid))[1])
+	full := "first\n" + strings.Repeat("a", size) + "\nlast\n"
+	if !strings.Contains(data, "[… ") {
+		t.Fatalf("no skip marker in %d bytes of terminal output", len(data))
+	}
+	// What the terminal shows, with each marker read as the bytes it
+	// stands for, is the command's output.
+	marker := regexp.MustCompile(`\r\n\[… (\d+) bytes of output skipped …\]\r\n`)
+	pos, rest := 0, data
+	for rest != "" {
+		m := marker.FindStringSubmatchIndex(rest)
+		if m == nil {
+			m = []int{len(rest), len(rest), 0, 0}
+		}
+		shown := rest[:m[0]]
+		if !strings.HasPrefix(full[pos:], shown) {
+			t.Fatalf("shown text at byte %d of the output differs from it", pos)
+		}
+		pos += len(shown)
+		if m[1] > m[0] {
+			n, _ := strconv.Atoi(rest[m[2]:m[3]])
+			if rest[m[0]:m[1]] != SkipMarker(int64(n)) || n <= 0 {
+				t.Fatalf("marker %q", rest[m[0]:m[1]])
+			}
+			pos += n
+		}
+		rest = rest[m[1]:]
+	}
+	if pos != len(full) {
+		t.Errorf("the terminal accounts for %d bytes of %d", pos, len(full))
+	}
+	msgs := r.model.Request(1).MessageTexts()
+	if last := msgs[len(msgs)-1]; !strings.Contains(last, "last\n[output truncated; full output: /") || strings.Contains(last, "skipped") {
+		t.Errorf("the model got %q", last[max(0, len(last)-200):])
+	}
+}
+
+// TestCards: every kind of card, whole, as the client receives it, against
+// its section of testdata/cards.txtar; and the model's text is the final
+// update's rawOutput.
 func TestCards(t *testing.T) {
 	tests := []struct {
-		name string
-		call fakellm.Call
-		want string // the final update
+		name     string
+		terminal bool
+		call     fakellm.Call
 	}{
-		{"non-zero exit pill", bashCall("c1", "exit 3"),
-			`{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","_meta":{"terminal_exit":{"terminal_id":"c1","exit_code":3}}}`},
-		{"signal pill", bashCall("c1", "kill -TERM $$"),
-			`{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","_meta":{"terminal_exit":{"terminal_id":"c1","signal":"SIGTERM"}}}`},
-		{"error result: no pill", bashCall("c1", "true", "workdir", "/nonexistent/dsh"),
-			`{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"failed"}`},
-		{"background: no terminal, no pill", bashCall("c1", "true", "run_in_background", true),
-			`{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"completed","content":[{"type":"content","content":{"type":"text","text":"` + "```console\\nstarted background task bash-1\\n```" + `"}}]}`},
-		{"unknown tool: generic card", fakellm.Call{ID: "c1", Name: "nope", Args: map[string]any{"x": 1}},
-			`{"sessionUpdate":"tool_call_update","toolCallId":"c1","status":"failed","content":[{"type":"content","content":{"type":"text","text":"unknown tool \"nope\""}}]}`},
+		{"exit-code", true, bashCall("c1", "echo oops >&2; exit 3")},
+		{"exit-code-no-terminal", false, bashCall("c1", "echo oops >&2; exit 3")},
+		{"signal", true, bashCall("c1", "kill -TERM $$")},
+		{"error-result", true, bashCall("c1", "true", "workdir", "/nonexistent/dsh")},
+		{"background", true, bashCall("c1", "true", "run_in_background", true)},
+		{"unknown-tool", true, fakellm.Call{ID: "c1", Name: "nope", Args: map[string]any{"x": 1}}},
+		{"bash-without-description", true, fakellm.Call{ID: "c1", Name: "bash", Args: map[string]any{"command": "echo hi"}}},
+		{"bash-blank-command", true, fakellm.Call{ID: "c1", Name: "bash", Args: map[string]any{"command": " ", "description": "Nothing"}}},
+		{"bash-timeout-not-a-number", true, fakellm.Call{ID: "c1", Name: "bash", Args: map[string]any{"command": "echo hi", "description": "Say hi", "timeoutMs": "5000"}}},
+		{"bash-background-not-a-boolean", false, fakellm.Call{ID: "c1", Name: "bash", Args: map[string]any{"command": "echo hi", "description": "Say hi", "run_in_background": "yes"}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			r := newRig(t, true, true, fakellm.Turn{Calls: []fakellm.Call{tc.call}}, fakellm.Turn{Text: "ok"})
-			sid := r.newSession(t, t.TempDir())
+			r := newRig(t, tc.terminal, true, fakellm.Turn{Calls: []fakellm.Call{tc.call}}, fakellm.Turn{Text: "ok"})
+			cwd := t.TempDir()
+			sid := r.newSession(t, cwd)
 			r.prompt(t, sid, "go")
 			u := normalize(r.client.SessionUpdates(t, sid))
-			var want map[string]any
-			json.Unmarshal([]byte(tc.want), &want)
-			if !reflect.DeepEqual(u[len(u)-1], want) {
-				t.Errorf("final update %v\nwant %v", u[len(u)-1], want)
+			goldenUpdates(t, "card-"+tc.name, u, cwd)
+			// The tool's message, whatever notice may follow it.
+			msgs := r.model.Request(1).MessageTexts()
+			i := slices.IndexFunc(msgs, func(m string) bool { return strings.HasPrefix(m, "tool: ") })
+			if got := u[len(u)-1]["rawOutput"]; i < 0 || "tool: "+fmt.Sprint(got) != msgs[i] {
+				t.Errorf("rawOutput %q; the model got %q", got, msgs)
 			}
 		})
+	}
+}
+
+// TestTerminalCapabilityPerSession: a session keeps the terminal capability
+// the client announced before it was created, whatever a later initialize
+// says.
+func TestTerminalCapabilityPerSession(t *testing.T) {
+	for _, first := range []bool{true, false} {
+		r := newRig(t, first, true)
+		r.model.SetScript(func(req fakellm.Request) fakellm.Turn {
+			msgs := req.MessageTexts()
+			if last := msgs[len(msgs)-1]; strings.HasPrefix(last, "user: ") {
+				return fakellm.Turn{Calls: []fakellm.Call{bashCall("call-"+strings.TrimPrefix(last, "user: "), "echo hi")}}
+			}
+			return fakellm.Turn{Text: "ok"}
+		})
+		a := r.newSession(t, t.TempDir())
+		r.initialize(t, !first)
+		b := r.newSession(t, t.TempDir())
+		r.prompt(t, a, "a")
+		r.prompt(t, b, "b")
+		for sid, terminal := range map[acp.SessionId]bool{a: first, b: !first} {
+			u := normalize(r.client.SessionUpdates(t, sid))
+			meta, _ := u[0]["_meta"].(map[string]any)
+			_, hasInfo := meta["terminal_info"]
+			_, hasContent := u[len(u)-1]["content"]
+			if hasInfo != terminal || hasContent == terminal {
+				t.Errorf("first initialize terminal=%v: session created with terminal=%v got %v", first, terminal, u)
+			}
+		}
 	}
 }
 

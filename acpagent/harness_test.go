@@ -4,6 +4,7 @@ package acpagent
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"strings"
@@ -30,16 +31,32 @@ type rig struct {
 	conn       *acp.ClientSideConnection
 	exec       *local.Executor
 	disconnect func() // closes the client's end and waits for Serve
+	close      func() // disconnects and closes the executor; idempotent
 }
 
-func newRig(t *testing.T, terminal bool, yolo bool, turns ...fakellm.Turn) *rig {
+// rigOptions shape a rig. The zero value: no terminal capability, every
+// tool call asks for permission, the client reads the agent at full speed.
+type rigOptions struct {
+	terminal bool // the client announces _meta.terminal_output
+	yolo     bool // the agent runs tools without asking
+	// clientReader, if set, wraps the client's end of the agent's output
+	// (e.g. acptest.PacedReader for a slow editor).
+	clientReader func(io.Reader) io.Reader
+}
+
+func newRig(t testing.TB, terminal bool, yolo bool, turns ...fakellm.Turn) *rig {
+	t.Helper()
+	return newRigWith(t, rigOptions{terminal: terminal, yolo: yolo}, turns...)
+}
+
+func newRigWith(t testing.TB, o rigOptions, turns ...fakellm.Turn) *rig {
 	t.Helper()
 	exec, err := local.New(&local.Options{SpillDir: t.TempDir(), Grace: 300 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	model := fakellm.New(t, turns...)
-	agent, err := New(exec, &Options{Model: "fake-model", Yolo: yolo,
+	agent, err := New(exec, &Options{Model: "fake-model", Yolo: o.yolo,
 		ClientOptions: []option.RequestOption{option.WithBaseURL(model.URL), option.WithAPIKey("test-key"), option.WithMaxRetries(0)}})
 	if err != nil {
 		t.Fatal(err)
@@ -52,9 +69,19 @@ func newRig(t *testing.T, terminal bool, yolo bool, turns ...fakellm.Turn) *rig 
 		a2cW.Close()
 	}()
 	client := acptest.New()
-	conn := acp.NewClientSideConnection(client, c2aW, a2cR)
+	var fromAgent io.Reader = a2cR
+	if o.clientReader != nil {
+		fromAgent = o.clientReader(a2cR)
+	}
+	conn := acp.NewClientSideConnection(client, c2aW, fromAgent)
 	conn.SetLogger(slog.New(slog.DiscardHandler))
-	var once sync.Once
+	go func() {
+		// A client that gave up reading (e.g. a message past the SDK's line
+		// limit) must not leave the agent blocked on the pipe.
+		<-conn.Done()
+		a2cR.CloseWithError(errors.New("the client has gone"))
+	}()
+	var once, closeOnce sync.Once
 	disconnect := func() {
 		once.Do(func() {
 			c2aW.Close()
@@ -65,23 +92,34 @@ func newRig(t *testing.T, terminal bool, yolo bool, turns ...fakellm.Turn) *rig 
 			<-conn.Done()
 		})
 	}
-	t.Cleanup(func() {
-		disconnect()
-		if err := exec.Close(); err != nil {
-			t.Error(err)
-		}
-	})
+	closeAll := func() {
+		closeOnce.Do(func() {
+			disconnect()
+			if err := exec.Close(); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	t.Cleanup(closeAll)
+	r := &rig{agent: agent, model: model, client: client, conn: conn, exec: exec, disconnect: disconnect, close: closeAll}
+	r.initialize(t, o.terminal)
+	return r
+}
+
+// initialize sends initialize, announcing the terminal_output capability
+// or not.
+func (r *rig) initialize(t testing.TB, terminal bool) {
+	t.Helper()
 	caps := acp.ClientCapabilities{}
 	if terminal {
 		caps.Meta = map[string]any{"terminal_output": true}
 	}
-	if _, err := conn.Initialize(context.Background(), acp.InitializeRequest{ProtocolVersion: acp.ProtocolVersionNumber, ClientCapabilities: caps}); err != nil {
+	if _, err := r.conn.Initialize(context.Background(), acp.InitializeRequest{ProtocolVersion: acp.ProtocolVersionNumber, ClientCapabilities: caps}); err != nil {
 		t.Fatal(err)
 	}
-	return &rig{agent: agent, model: model, client: client, conn: conn, exec: exec, disconnect: disconnect}
 }
 
-func (r *rig) newSession(t *testing.T, cwd string) acp.SessionId {
+func (r *rig) newSession(t testing.TB, cwd string) acp.SessionId {
 	t.Helper()
 	res, err := r.conn.NewSession(context.Background(), acp.NewSessionRequest{Cwd: cwd, McpServers: []acp.McpServer{}})
 	if err != nil {
@@ -90,7 +128,7 @@ func (r *rig) newSession(t *testing.T, cwd string) acp.SessionId {
 	return res.SessionId
 }
 
-func (r *rig) prompt(t *testing.T, sid acp.SessionId, text string) acp.StopReason {
+func (r *rig) prompt(t testing.TB, sid acp.SessionId, text string) acp.StopReason {
 	t.Helper()
 	res, err := r.conn.Prompt(context.Background(), acp.PromptRequest{SessionId: sid, Prompt: []acp.ContentBlock{acp.TextBlock(text)}})
 	if err != nil {

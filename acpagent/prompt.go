@@ -55,9 +55,7 @@ func (a *Agent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptResp
 	}()
 
 	s.append(openai.UserMessage(promptText(p.Prompt)))
-	a.mu.Lock()
-	bridge := &Bridge{Tools: a.reg, Updates: a.conn, TerminalOutput: a.terminal}
-	a.mu.Unlock()
+	bridge := &Bridge{Tools: a.reg, Updates: a.conn, TerminalOutput: s.terminal}
 	for range a.opts.MaxRounds {
 		if notices := s.takeNotices(); len(notices) > 0 {
 			s.append(openai.UserMessage("Notices about background tasks (no reply needed):\n" + strings.Join(notices, "\n")))

@@ -274,10 +274,10 @@ const progressEvery = 100 * time.Millisecond
 // and the message is its latest line.
 func progressSender(ctx context.Context, ss *mcp.ServerSession, tok any) *coalesce.Sender {
 	var bytes float64
-	return coalesce.New(func(text string) {
-		bytes += float64(len(text))
-		_ = ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: bytes, Message: lastLine(text)})
-	}, progressEvery)
+	return coalesce.New(func(p coalesce.Piece) {
+		bytes += float64(p.Skipped) + float64(len(p.Text))
+		_ = ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: bytes, Message: lastLine(p.Text)})
+	}, &coalesce.Options{Every: progressEvery})
 }
 
 // lastLine is the last non-blank line of text, at most 200 characters.

@@ -5,9 +5,11 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/dshgo/dsh/bash"
 	"github.com/dshgo/dsh/tools"
+	"github.com/google/jsonschema-go/jsonschema"
 )
 
 // How editors draw the three tools. Every function here is pure and copes
@@ -17,24 +19,22 @@ import (
 // PresentBashCall draws a bash call: the exact command as the title and the
 // raw input, kind execute, the description as a content block, and, for a
 // foreground call, a request for a terminal in the call's workdir (as the
-// model gave it; empty for the session cwd).
+// model gave it; empty for the session cwd). Arguments the bash tool would
+// refuse (not an object, a blank or missing command or description, a
+// timeoutMs, workdir or run_in_background of the wrong type or value) get
+// the generic presentation.
 func PresentBashCall(args json.RawMessage) tools.CallPresentation {
-	var a struct {
-		Command     *string `json:"command"`
-		Description any     `json:"description"`
-		Workdir     any     `json:"workdir"`
-		Background  any     `json:"run_in_background"`
-	}
-	if json.Unmarshal(args, &a) != nil || a.Command == nil {
+	a, ok := readBashArgs(args)
+	if !ok {
 		return tools.GenericCall(BashName, args)
 	}
-	p := tools.CallPresentation{Title: *a.Command, Kind: tools.KindExecute, RawInput: *a.Command}
-	if d, ok := a.Description.(string); ok && strings.TrimSpace(d) != "" {
-		p.Content = []tools.Content{tools.Text(d)}
-	}
-	if bg, _ := a.Background.(bool); !bg {
-		wd, _ := a.Workdir.(string)
-		p.Terminal = &tools.Terminal{Cwd: wd}
+	p := tools.CallPresentation{Title: a.Command, Kind: tools.KindExecute, RawInput: a.Command,
+		Content: []tools.Content{tools.Text(a.Description)}}
+	if !a.Background {
+		p.Terminal = &tools.Terminal{}
+		if a.Workdir != nil {
+			p.Terminal.Cwd = *a.Workdir
+		}
 	}
 	return p
 }
@@ -42,15 +42,17 @@ func PresentBashCall(args json.RawMessage) tools.CallPresentation {
 // PresentBashResult draws a bash result: a finished foreground run gets a
 // terminal (the result text exactly, with its exit code or signal) and,
 // for UIs without terminals, a fenced console block; a background start
-// and an error result get the block alone, with no exit status.
+// and an error result get the block alone, with no exit status. The result
+// of a call with arguments the tool refuses gets the generic presentation
+// (its content as it is), like the call.
 func PresentBashResult(args json.RawMessage, res *tools.Result) tools.ResultPresentation {
+	a, ok := readBashArgs(args)
+	if !ok {
+		return tools.ResultPresentation{Content: res.Content}
+	}
 	text := res.Text()
 	p := tools.ResultPresentation{Content: []tools.Content{tools.Text(tools.Fence("console", text))}}
-	var a struct {
-		Background any `json:"run_in_background"`
-	}
-	_ = json.Unmarshal(args, &a)
-	if bg, _ := a.Background.(bool); bg || res.IsError {
+	if a.Background || res.IsError {
 		return p
 	}
 	code, sig, ok := metaExit(res.Meta)
@@ -59,6 +61,25 @@ func PresentBashResult(args json.RawMessage, res *tools.Result) tools.ResultPres
 	}
 	p.Terminal = &tools.Terminal{Output: text, ExitCode: code, Signal: sig}
 	return p
+}
+
+// bashArgsSchema is the bash tool's input schema, resolved once.
+var bashArgsSchema = sync.OnceValue(func() *jsonschema.Resolved {
+	rs, err := bashSchema().Resolve(nil)
+	if err != nil {
+		panic(err) // a fixed schema: tested
+	}
+	return rs
+})
+
+// readBashArgs reads bash arguments that the tool accepts: a JSON object
+// valid against its schema (unknown keys allowed).
+func readBashArgs(args json.RawMessage) (a bashArgs, ok bool) {
+	var v map[string]any
+	if json.Unmarshal(args, &v) != nil || v == nil || bashArgsSchema().Validate(v) != nil {
+		return a, false
+	}
+	return a, json.Unmarshal(args, &a) == nil
 }
 
 // presentTaskCall draws a bash_output or bash_kill call: a task-scoped

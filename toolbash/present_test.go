@@ -1,6 +1,7 @@
 package toolbash
 
 import (
+	"context"
 	"encoding/json"
 	"reflect"
 	"testing"
@@ -12,43 +13,78 @@ import (
 
 func intp(i int) *int { return &i }
 
+// bashCallCases are bash arguments and how their call is drawn: a card of
+// its own when the tool accepts them, the generic card when it refuses
+// them.
+var bashCallCases = []struct {
+	name string
+	args string
+	want tools.CallPresentation
+}{
+	{"foreground", `{"command":"ls -la src","description":"List the source files"}`,
+		tools.CallPresentation{Title: "ls -la src", Kind: tools.KindExecute, RawInput: "ls -la src",
+			Content: []tools.Content{tools.Text("List the source files")}, Terminal: &tools.Terminal{}}},
+	{"absolute workdir", `{"command":"make","description":"Build","workdir":"/src/app"}`,
+		tools.CallPresentation{Title: "make", Kind: tools.KindExecute, RawInput: "make",
+			Content: []tools.Content{tools.Text("Build")}, Terminal: &tools.Terminal{Cwd: "/src/app"}}},
+	{"relative workdir as given", `{"command":"make","description":"Build","workdir":"app"}`,
+		tools.CallPresentation{Title: "make", Kind: tools.KindExecute, RawInput: "make",
+			Content: []tools.Content{tools.Text("Build")}, Terminal: &tools.Terminal{Cwd: "app"}}},
+	{"background is not a terminal", `{"command":"npm run dev","description":"Start the dev server","run_in_background":true}`,
+		tools.CallPresentation{Title: "npm run dev", Kind: tools.KindExecute, RawInput: "npm run dev",
+			Content: []tools.Content{tools.Text("Start the dev server")}}},
+	{"every argument, and an unknown one", `{"command":"make","description":"Build","timeoutMs":1500.5,"workdir":"","run_in_background":false,"color":"red"}`,
+		tools.CallPresentation{Title: "make", Kind: tools.KindExecute, RawInput: "make",
+			Content: []tools.Content{tools.Text("Build")}, Terminal: &tools.Terminal{}}},
+	{"command not a string", `{"command":5,"description":"d"}`,
+		tools.CallPresentation{Title: "bash", Kind: tools.KindOther, RawInput: map[string]any{"command": 5.0, "description": "d"}}},
+	{"not an object", `[1,2]`,
+		tools.CallPresentation{Title: "bash", Kind: tools.KindOther, RawInput: []any{1.0, 2.0}}},
+	{"not JSON", `{"command":`,
+		tools.CallPresentation{Title: "bash", Kind: tools.KindOther, RawInput: `{"command":`}},
+	{"empty", ``,
+		tools.CallPresentation{Title: "bash", Kind: tools.KindOther, RawInput: ""}},
+	{"null", `null`, tools.GenericCall(BashName, json.RawMessage(`null`))},
+	{"no description", `{"command":"true"}`, tools.GenericCall(BashName, json.RawMessage(`{"command":"true"}`))},
+	{"blank description", `{"command":"true","description":" \t"}`, tools.GenericCall(BashName, json.RawMessage(`{"command":"true","description":" \t"}`))},
+	{"description not a string", `{"command":"true","description":7}`, tools.GenericCall(BashName, json.RawMessage(`{"command":"true","description":7}`))},
+	{"no command", `{"description":"d"}`, tools.GenericCall(BashName, json.RawMessage(`{"description":"d"}`))},
+	{"blank command", `{"command":"  \n","description":"d"}`, tools.GenericCall(BashName, json.RawMessage(`{"command":"  \n","description":"d"}`))},
+	{"timeoutMs a string", `{"command":"true","description":"d","timeoutMs":"5000"}`, tools.GenericCall(BashName, json.RawMessage(`{"command":"true","description":"d","timeoutMs":"5000"}`))},
+	{"timeoutMs negative", `{"command":"true","description":"d","timeoutMs":-5}`, tools.GenericCall(BashName, json.RawMessage(`{"command":"true","description":"d","timeoutMs":-5}`))},
+	{"timeoutMs zero", `{"command":"true","description":"d","timeoutMs":0}`, tools.GenericCall(BashName, json.RawMessage(`{"command":"true","description":"d","timeoutMs":0}`))},
+	{"timeoutMs past float64", `{"command":"true","description":"d","timeoutMs":1e400}`, tools.GenericCall(BashName, json.RawMessage(`{"command":"true","description":"d","timeoutMs":1e400}`))},
+	{"workdir not a string", `{"command":"true","description":"d","workdir":[1]}`, tools.GenericCall(BashName, json.RawMessage(`{"command":"true","description":"d","workdir":[1]}`))},
+	{"workdir null", `{"command":"true","description":"d","workdir":null}`, tools.GenericCall(BashName, json.RawMessage(`{"command":"true","description":"d","workdir":null}`))},
+	{"run_in_background not a boolean", `{"command":"true","description":"d","run_in_background":"no"}`, tools.GenericCall(BashName, json.RawMessage(`{"command":"true","description":"d","run_in_background":"no"}`))},
+}
+
 func TestPresentBashCall(t *testing.T) {
-	tests := []struct {
-		name string
-		args string
-		want tools.CallPresentation
-	}{
-		{"foreground", `{"command":"ls -la src","description":"List the source files"}`,
-			tools.CallPresentation{Title: "ls -la src", Kind: tools.KindExecute, RawInput: "ls -la src",
-				Content: []tools.Content{tools.Text("List the source files")}, Terminal: &tools.Terminal{}}},
-		{"absolute workdir", `{"command":"make","description":"Build","workdir":"/src/app"}`,
-			tools.CallPresentation{Title: "make", Kind: tools.KindExecute, RawInput: "make",
-				Content: []tools.Content{tools.Text("Build")}, Terminal: &tools.Terminal{Cwd: "/src/app"}}},
-		{"relative workdir as given", `{"command":"make","description":"Build","workdir":"app"}`,
-			tools.CallPresentation{Title: "make", Kind: tools.KindExecute, RawInput: "make",
-				Content: []tools.Content{tools.Text("Build")}, Terminal: &tools.Terminal{Cwd: "app"}}},
-		{"background is not a terminal", `{"command":"npm run dev","description":"Start the dev server","run_in_background":true}`,
-			tools.CallPresentation{Title: "npm run dev", Kind: tools.KindExecute, RawInput: "npm run dev",
-				Content: []tools.Content{tools.Text("Start the dev server")}}},
-		{"no description", `{"command":"true"}`,
-			tools.CallPresentation{Title: "true", Kind: tools.KindExecute, RawInput: "true", Terminal: &tools.Terminal{}}},
-		{"odd field types still draw the command", `{"command":"true","description":7,"workdir":[1],"run_in_background":"no"}`,
-			tools.CallPresentation{Title: "true", Kind: tools.KindExecute, RawInput: "true", Terminal: &tools.Terminal{}}},
-		{"command not a string", `{"command":5}`,
-			tools.CallPresentation{Title: "bash", Kind: tools.KindOther, RawInput: map[string]any{"command": 5.0}}},
-		{"not an object", `[1,2]`,
-			tools.CallPresentation{Title: "bash", Kind: tools.KindOther, RawInput: []any{1.0, 2.0}}},
-		{"not JSON", `{"command":`,
-			tools.CallPresentation{Title: "bash", Kind: tools.KindOther, RawInput: `{"command":`}},
-		{"empty", ``,
-			tools.CallPresentation{Title: "bash", Kind: tools.KindOther, RawInput: ""}},
-	}
-	for _, tc := range tests {
+	for _, tc := range bashCallCases {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := PresentBashCall(json.RawMessage(tc.args)); !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("got %#v\nwant %#v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestPresentBashCallAgreesWithTheTool: the arguments drawn with the
+// generic card are exactly those the registry refuses for the bash tool.
+func TestPresentBashCallAgreesWithTheTool(t *testing.T) {
+	reg := &tools.Registry{}
+	if err := (&Tools{}).Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	const accepted = "arguments accepted"
+	reg.Use(func(tools.Handler) tools.Handler { // in place of the run
+		return func(context.Context, *tools.Call) *tools.Result { return tools.TextResult(accepted) }
+	})
+	for _, tc := range bashCallCases {
+		res := reg.Execute(context.Background(), &tools.Call{Tool: BashName, Args: json.RawMessage(tc.args)})
+		if refused, generic := res.Text() != accepted, tc.want.Kind == tools.KindOther; refused != generic {
+			t.Errorf("%s: the registry says %q; the card is generic: %v", tc.name, res.Text(), generic)
+		}
 	}
 }
 
@@ -159,7 +195,6 @@ func TestPresentResultWithoutExit(t *testing.T) {
 		{"background start", `{"command":"x","description":"d","run_in_background":true}`, tools.TextResult("started background task bash-1")},
 		{"error result", `{"command":"x","description":"d"}`, tools.ErrorResult("command aborted")},
 		{"error with marker-like text", `{"command":"x","description":"d"}`, tools.ErrorResult("x\n[exit code: 3]")},
-		{"malformed args, error result", `[1]`, tools.ErrorResult("invalid arguments: expected a JSON object, got [1]")},
 	}
 	for _, tc := range tests {
 		p := PresentBashResult(json.RawMessage(tc.args), tc.res)
@@ -170,14 +205,47 @@ func TestPresentResultWithoutExit(t *testing.T) {
 	}
 }
 
+// TestPresentResultOfMalformedCall: the result of a call the tool refused
+// is drawn like its call, generically: its content as it is.
+func TestPresentResultOfMalformedCall(t *testing.T) {
+	for _, args := range []string{`[1]`, `{"command":"true"}`, `{"command":"true","description":"d","timeoutMs":"5"}`} {
+		res := tools.ErrorResult("invalid arguments")
+		if p, want := PresentBashResult(json.RawMessage(args), res), (tools.ResultPresentation{Content: res.Content}); !reflect.DeepEqual(p, want) {
+			t.Errorf("%s: %#v", args, p)
+		}
+	}
+}
+
+// TestMetaAfterJSONRoundTrip: a result's exit metadata reads back both as
+// the tool made it and after the whole result went through JSON (numbers
+// come back as float64), and the card takes the exit status from it, not
+// from the text, when there is one.
 func TestMetaAfterJSONRoundTrip(t *testing.T) {
-	res := tools.TextResult("x\n[exit code: 3]")
-	res.Meta = exitMeta(bash.RunResult{ExitCode: 3})
-	b, _ := json.Marshal(res.Meta)
-	res.Meta = nil
-	json.Unmarshal(b, &res.Meta)
-	p := PresentBashResult(json.RawMessage(`{"command":"x"}`), res)
-	if p.Terminal == nil || deref(p.Terminal.ExitCode) != 3 {
-		t.Errorf("%#v", p.Terminal)
+	fg := json.RawMessage(`{"command":"x","description":"d"}`)
+	for _, r := range []bash.RunResult{{}, {ExitCode: 3}, {ExitCode: 255}, {ExitCode: -1, Signal: "SIGTERM"}} {
+		var wantCode *int
+		if r.Signal == "" {
+			wantCode = intp(r.ExitCode)
+		}
+		live := tools.TextResult("text without markers")
+		live.Meta = exitMeta(r)
+		b, err := json.Marshal(live)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back tools.Result
+		if err := json.Unmarshal(b, &back); err != nil {
+			t.Fatal(err)
+		}
+		for name, res := range map[string]*tools.Result{"live": live, "after JSON": &back} {
+			code, sig, ok := metaExit(res.Meta)
+			if !ok || !reflect.DeepEqual(code, wantCode) || sig != r.Signal {
+				t.Errorf("%+v %s: metaExit(%v) = %v, %q, %v", r, name, res.Meta, deref(code), sig, ok)
+			}
+			p := PresentBashResult(fg, res)
+			if p.Terminal == nil || !reflect.DeepEqual(p.Terminal.ExitCode, wantCode) || p.Terminal.Signal != r.Signal {
+				t.Errorf("%+v %s: terminal %#v", r, name, p.Terminal)
+			}
+		}
 	}
 }
