@@ -432,3 +432,46 @@ func TestServeStreamableShutdown(t *testing.T) {
 	}
 	<-called
 }
+
+// TestListen: no token is allowed off loopback; a unix socket is 0600
+// whatever the umask, leaves no private directory behind, refuses what
+// is in the way and goes away on Close.
+func TestListen(t *testing.T) {
+	if _, err := Listen("0.0.0.0:0", true); err == nil || !strings.Contains(err.Error(), "not a loopback address") {
+		t.Errorf("0.0.0.0 without a token: %v", err)
+	}
+	ln, err := Listen("127.0.0.1:0", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln.Close()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "s.sock")
+	old := syscall.Umask(0)
+	ln, err = Listen("unix:"+path, true)
+	syscall.Umask(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(path); err != nil || fi.Mode() != os.ModeSocket|0o600 {
+		t.Errorf("the socket: %v %v", fi.Mode(), err)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Errorf("left beside the socket: %v", ents)
+	}
+	if ln.Addr().String() != path {
+		t.Errorf("Addr %q", ln.Addr())
+	}
+	if _, err := Listen("unix:"+path, true); err == nil || !strings.Contains(err.Error(), "a server is listening on it") {
+		t.Errorf("a socket in use: %v", err)
+	}
+	if err := ln.Close(); err != nil {
+		t.Error(err)
+	}
+	if _, err := os.Lstat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("after Close: %v", err)
+	}
+	if _, err := Listen("unix:"+dir, true); err == nil || !strings.Contains(err.Error(), "it exists and is not a socket") {
+		t.Errorf("a directory at PATH: %v", err)
+	}
+}
