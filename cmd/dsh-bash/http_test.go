@@ -246,7 +246,11 @@ func TestMCPHTTPUsage(t *testing.T) {
 	open := writeFile(t, goodToken, 0o644)
 	short := writeFile(t, "short", 0o600)
 	good := writeFile(t, goodToken, 0o600)
-	for _, tc := range []struct {
+	theirs := writeFile(t, goodToken, 0o600)
+	if err := os.Chown(theirs, 65534, 65534); err != nil {
+		theirs = "" // not root: the case is skipped
+	}
+	cases := []struct {
 		env  string
 		args []string
 		want string
@@ -262,7 +266,15 @@ func TestMCPHTTPUsage(t *testing.T) {
 		{"", []string{"mcp", "--http", "127.0.0.1:0", "--token-file", dir}, "dsh-bash mcp: token file " + dir + " is not a regular file\n"},
 		{"DSH_BASH_TOKEN=" + goodToken, []string{"mcp", "--http", "127.0.0.1:0", "--token-file", good}, "dsh-bash mcp: give the token one way, --token-file or DSH_BASH_TOKEN, not both\n"},
 		{"DSH_BASH_TOKEN=" + goodToken, []string{"mcp", "--http", "127.0.0.1:0", "--no-auth"}, "dsh-bash mcp: --no-auth and a token (--token-file or DSH_BASH_TOKEN) contradict each other\n"},
-	} {
+	}
+	if theirs != "" {
+		cases = append(cases, struct {
+			env  string
+			args []string
+			want string
+		}{"", []string{"mcp", "--http", "127.0.0.1:0", "--token-file", theirs}, "dsh-bash mcp: token file " + theirs + " belongs to uid 65534, not to this user (uid 0)\n"})
+	}
+	for _, tc := range cases {
 		cmd := execCommand(tc.args...)
 		cmd.Env = append(os.Environ(), tc.env)
 		var stderr strings.Builder
