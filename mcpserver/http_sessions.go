@@ -73,7 +73,13 @@ func (hs *httpSessions) serve(w http.ResponseWriter, r *http.Request, sdk http.H
 		return
 	}
 	defer hs.release(t)
-	if r.Method == http.MethodDelete && hs.markEnding(t) {
+	if !hs.markEnding(t, r.Method == http.MethodDelete) {
+		// The session is ending: it is gone for its client, and a call
+		// would be aborted, or run in a session without its tasks.
+		http.Error(w, "session not found", http.StatusNotFound)
+		return
+	}
+	if r.Method == http.MethodDelete {
 		// The SDK's DELETE closes the session, but closing waits for the
 		// calls in flight: abort them (and kill the tasks) first.
 		hs.stop(t.ss)
@@ -269,12 +275,13 @@ func (hs *httpSessions) endLocked(t *tracked) {
 	}()
 }
 
-// markEnding marks t as ending, reporting whether it was not already.
-func (hs *httpSessions) markEnding(t *tracked) bool {
+// markEnding reports whether t was not ending yet, and marks it ending if
+// end is set.
+func (hs *httpSessions) markEnding(t *tracked, end bool) bool {
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
 	was := t.ending
-	t.ending = true
+	t.ending = t.ending || end
 	return !was
 }
 

@@ -309,6 +309,21 @@ func TestHTTPClientGone(t *testing.T) {
 	}
 }
 
+// TestHTTPClientTooLate: a client that comes back once its session has
+// ended is told the session is gone (a 404, which the SDK client reports
+// as ErrSessionMissing), even while the session is still closing.
+func TestHTTPClientTooLate(t *testing.T) {
+	r := newHTTPRig(t, &HTTPOptions{Token: testToken, SessionGrace: 200 * time.Millisecond})
+	cs := r.client(t, nil, false)
+	waitExit(t, "the background sleep", background(t, cs))
+	ctx, cancel := context.WithTimeout(context.Background(), exitWait)
+	defer cancel()
+	_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "bash", Arguments: bashArgs("echo late")})
+	if !errors.Is(err, mcp.ErrSessionMissing) {
+		t.Errorf("a call after the grace: %v", err)
+	}
+}
+
 // TestHTTPClientBack: a client that drops and comes back within the grace
 // keeps its session and its tasks.
 func TestHTTPClientBack(t *testing.T) {
