@@ -275,11 +275,13 @@ func TestMCPHTTPUsage(t *testing.T) {
 		}{"", []string{"mcp", "--http", "127.0.0.1:0", "--token-file", theirs}, "dsh-bash mcp: token file " + theirs + " belongs to uid 65534, not to this user (uid 0)\n"})
 	}
 	for _, tc := range cases {
-		cmd := execCommand(tc.args...)
+		ctx, cancel := context.WithTimeout(context.Background(), exitWait) // a server that starts fails
+		cmd := exec.CommandContext(ctx, binary, tc.args...)
 		cmd.Env = append(os.Environ(), tc.env)
 		var stderr strings.Builder
 		cmd.Stderr = &stderr
 		err := cmd.Run()
+		cancel()
 		var ee *exec.ExitError
 		if !errors.As(err, &ee) || ee.ExitCode() != 2 || stderr.String() != tc.want {
 			t.Errorf("%s %q: %v, stderr %q", tc.env, tc.args, err, stderr.String())
