@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"crypto/sha256"
 	"crypto/subtle"
 	"fmt"
 	"net"
@@ -11,26 +12,96 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// HTTPOptions configures the streamable HTTP handler. A nil *HTTPOptions
-// means defaults.
+// HTTPOptions configures the streamable HTTP front end. A nil *HTTPOptions
+// means defaults; so does a zero field.
 type HTTPOptions struct {
-	// Token, if set, is required on every request as
-	// "Authorization: Bearer TOKEN"; anything else gets 401.
+	// Token is required on every request as "Authorization: Bearer TOKEN"
+	// (the scheme in any case); anything else gets 401. With no Token and
+	// no NoAuth every request gets 401: the handler fails closed.
 	Token string
-	// SessionTimeout ends sessions idle that long (and kills their tasks).
-	// Zero: sessions end only when the client ends them or the server stops.
+	// NoAuth serves without a token. Only for a listener other local users
+	// cannot reach (see Listen, which allows it on loopback and unix
+	// sockets only).
+	NoAuth bool
+	// SessionTimeout ends sessions that get no POST that long (the SDK's
+	// idle timeout), killing their tasks. Zero: never.
 	SessionTimeout time.Duration
+	// SessionGrace ends a session whose client has gone: no request in
+	// flight and no open stream (a GET stream, or the stream of a POST)
+	// that long. Its calls are aborted and its tasks killed; a request with
+	// its Mcp-Session-Id within the grace keeps it. Default
+	// DefaultSessionGrace; negative: never.
+	SessionGrace time.Duration
+	// MaxSessions caps the open sessions. Past it a new session gets HTTP
+	// 503 with a JSON-RPC error saying so; open sessions are unaffected.
+	// Default DefaultMaxSessions; negative: no cap.
+	MaxSessions int
+
+	// The fields below are used by ServeStreamable only.
+
+	// ReadHeaderTimeout bounds how long a connection may take to send a
+	// request's headers. Default DefaultReadHeaderTimeout.
+	ReadHeaderTimeout time.Duration
+	// IdleTimeout closes a keep-alive connection with no request that long.
+	// Default DefaultIdleTimeout.
+	IdleTimeout time.Duration
+	// DrainTimeout is how long, once every session has ended at shutdown,
+	// responses still being written may take before their connections are
+	// cut. Default DefaultDrainTimeout.
+	DrainTimeout time.Duration
 }
 
-// HTTPHandler serves the server over MCP's streamable HTTP transport. It
-// refuses cross-origin browser requests, and a request with a foreign Host
-// header on a loopback address (DNS rebinding).
-func (s *Server) HTTPHandler(opts *HTTPOptions) http.Handler {
-	if opts == nil {
-		opts = &HTTPOptions{}
+// Defaults of HTTPOptions.
+const (
+	DefaultSessionGrace      = 2 * time.Minute
+	DefaultMaxSessions       = 64
+	DefaultReadHeaderTimeout = 10 * time.Second
+	DefaultIdleTimeout       = 2 * time.Minute
+	DefaultDrainTimeout      = 500 * time.Millisecond
+)
+
+// withDefaults is a copy of o (nil: the zero options) with defaults filled.
+func (o *HTTPOptions) withDefaults() HTTPOptions {
+	var c HTTPOptions
+	if o != nil {
+		c = *o
 	}
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
-		SessionTimeout: opts.SessionTimeout,
+	set := func(d *time.Duration, def time.Duration) {
+		if *d == 0 {
+			*d = def
+		}
+	}
+	set(&c.SessionGrace, DefaultSessionGrace)
+	set(&c.ReadHeaderTimeout, DefaultReadHeaderTimeout)
+	set(&c.IdleTimeout, DefaultIdleTimeout)
+	set(&c.DrainTimeout, DefaultDrainTimeout)
+	if c.MaxSessions == 0 {
+		c.MaxSessions = DefaultMaxSessions
+	}
+	return c
+}
+
+// HTTPHandler serves a Server over MCP's streamable HTTP transport; make it
+// with Server.HTTPHandler. Beyond the SDK's handler it checks the bearer
+// token, caps the open sessions, ends the sessions of clients that have
+// gone, and makes DELETE abort the session's calls in flight.
+type HTTPHandler struct {
+	sdk      *mcp.StreamableHTTPHandler
+	noAuth   bool
+	wantHash [sha256.Size]byte // of the token; "" with NoAuth
+	haveAuth bool              // a token or NoAuth was configured
+	sessions *httpSessions
+}
+
+// HTTPHandler makes the streamable HTTP handler of s. It refuses
+// cross-origin browser requests, and a request with a foreign Host header
+// on a loopback address (DNS rebinding). It adds a middleware to s that
+// lets it abort calls, so make one handler per Server. Close it (or close
+// s) when done.
+func (s *Server) HTTPHandler(opts *HTTPOptions) *HTTPHandler {
+	o := opts.withDefaults()
+	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
+		SessionTimeout: o.SessionTimeout,
 		Logger:         s.logger,
 		// A browser page must not drive the server (the SDK already refuses
 		// a foreign Host on loopback, against DNS rebinding).
@@ -38,23 +109,76 @@ func (s *Server) HTTPHandler(opts *HTTPOptions) http.Handler {
 		// A client that gives up on a call aborts its command.
 		PropagateRequestCancellation: true,
 	})
-	if opts.Token == "" {
-		return h
+	h := &HTTPHandler{
+		sdk:      sdk,
+		noAuth:   o.NoAuth,
+		wantHash: sha256.Sum256([]byte(o.Token)),
+		haveAuth: o.NoAuth || o.Token != "",
+		sessions: newHTTPSessions(s, o.SessionGrace, o.MaxSessions),
 	}
-	want := []byte("Bearer " + opts.Token)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="dsh-bash"`)
-			http.Error(w, "a valid bearer token is required", http.StatusUnauthorized)
-			return
-		}
-		h.ServeHTTP(w, r)
-	})
+	return h
 }
 
-// ListenAddr checks where an HTTP server may listen. An empty host means
-// 127.0.0.1. A host that is not loopback (an address on a network, or a
-// name other than localhost) is refused unless a token guards the server.
+// ServeHTTP implements http.Handler.
+func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !h.authorized(r) {
+		unauthorized(w, r)
+		return
+	}
+	h.sessions.serve(w, r, h.sdk)
+}
+
+// Close ends every session the handler serves at once (their calls in
+// flight are aborted and their tasks killed) and refuses new ones. It
+// returns when they have ended.
+func (h *HTTPHandler) Close() error {
+	h.sessions.close()
+	return nil
+}
+
+// Sessions reports how many sessions are open.
+func (h *HTTPHandler) Sessions() int { return h.sessions.count() }
+
+// authorized reports whether r carries the bearer token, comparing in
+// constant time (hashes, so that not even the length leaks).
+func (h *HTTPHandler) authorized(r *http.Request) bool {
+	if h.noAuth {
+		return true
+	}
+	if !h.haveAuth {
+		return false
+	}
+	token, ok := bearerToken(r.Header.Get("Authorization"))
+	if !ok {
+		return false
+	}
+	got := sha256.Sum256([]byte(token))
+	return subtle.ConstantTimeCompare(got[:], h.wantHash[:]) == 1
+}
+
+// bearerToken is the token of an Authorization header "Bearer TOKEN", the
+// scheme in any case (RFC 9110 §11.1).
+func bearerToken(header string) (string, bool) {
+	scheme, token, ok := strings.Cut(header, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	token = strings.TrimLeft(token, " ")
+	return token, token != ""
+}
+
+func unauthorized(w http.ResponseWriter, r *http.Request) {
+	challenge := `Bearer realm="dsh-bash"`
+	if r.Header.Get("Authorization") != "" {
+		challenge += `, error="invalid_token"`
+	}
+	w.Header().Set("WWW-Authenticate", challenge)
+	http.Error(w, "a valid bearer token is required (Authorization: Bearer TOKEN)", http.StatusUnauthorized)
+}
+
+// ListenAddr checks where an HTTP server may listen on TCP. An empty host
+// means 127.0.0.1. A host that is not loopback (an address on a network, or
+// a name other than localhost) is refused unless a token guards the server.
 func ListenAddr(addr string, haveToken bool) (string, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -68,7 +192,7 @@ func ListenAddr(addr string, haveToken bool) (string, error) {
 		loopback = ip.IsLoopback()
 	}
 	if !loopback && !haveToken {
-		return "", fmt.Errorf("refusing to serve on %s, which is not a loopback address, without a token: anyone who reaches it could run commands here; pass --token, or listen on 127.0.0.1", host)
+		return "", fmt.Errorf("refusing to serve on %s, which is not a loopback address, without a token: anyone who reaches it could run commands here; drop --no-auth, or listen on 127.0.0.1", host)
 	}
 	return net.JoinHostPort(host, port), nil
 }

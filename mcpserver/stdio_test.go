@@ -195,7 +195,7 @@ func TestStdioCancelledRequest(t *testing.T) {
 	reached(t, sync)
 	w.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"reason":"the user pressed Esc"}}`)
 	pid := readPid(t, pidFile)
-	if !proctest.Exited(pid, time.Minute) {
+	if proctest.WaitExit(pid, time.Minute) != nil {
 		t.Fatalf("the cancelled command's sleep %d is still alive", pid)
 	}
 	w.in.Close() // every answer the server still owes comes before its output ends
@@ -240,7 +240,7 @@ func TestStdioEOFAbortsAndAnswers(t *testing.T) {
 		t.Errorf("the call in flight: %q", callText(t, m))
 	}
 	for _, f := range []string{fg, bg} {
-		if pid := readPid(t, f); !proctest.Exited(pid, time.Minute) {
+		if pid := readPid(t, f); proctest.WaitExit(pid, time.Minute) != nil {
 			t.Errorf("process %d outlived the client", pid)
 		}
 	}
@@ -260,7 +260,7 @@ func TestStdioClientStoppedReading(t *testing.T) {
 	w.next()
 	w.outR.Close() // the client's reader is gone; its writer is not
 	w.send(`{"jsonrpc":"2.0","id":2,"method":"ping"}`)
-	if pid := readPid(t, pidFile); !proctest.Exited(pid, time.Minute) {
+	if pid := readPid(t, pidFile); proctest.WaitExit(pid, time.Minute) != nil {
 		t.Errorf("task process %d outlived its client", pid)
 	}
 	w.wait()
@@ -281,7 +281,7 @@ func TestStdioShutdownAbortsCalls(t *testing.T) {
 	reached(t, sync)
 	cancel()
 	w.wait()
-	if pid := readPid(t, pidFile); !proctest.Exited(pid, time.Minute) {
+	if pid := readPid(t, pidFile); proctest.WaitExit(pid, time.Minute) != nil {
 		t.Errorf("process %d outlived the shutdown", pid)
 	}
 }

@@ -1,7 +1,7 @@
 // Command dsh-bash serves the model-facing shell tools bash, bash_output and
 // bash_kill.
 //
-//	dsh-bash mcp [--cwd DIR] [--http ADDR [--token TOKEN]] [executor flags]
+//	dsh-bash mcp [--cwd DIR] [--http ADDR [--token-file PATH | --no-auth]] [executor flags]
 //	dsh-bash acp --model MODEL [--base-url URL] [--api-key KEY] [--yolo] [executor flags]
 //	dsh-bash run [--workdir DIR] [--timeout-ms N] [executor flags] -- COMMAND
 //	dsh-bash schema
@@ -32,10 +32,19 @@ func main() {
 }
 
 const usage = `usage:
-  dsh-bash mcp [--cwd DIR] [--http ADDR [--token TOKEN] [--idle-timeout D]] [executor flags]
+  dsh-bash mcp [--cwd DIR] [--http ADDR [HTTP flags]] [executor flags]
   dsh-bash acp --model MODEL [--base-url URL] [--api-key KEY] [--yolo] [executor flags]
   dsh-bash run [--workdir DIR] [--timeout-ms N] [executor flags] -- COMMAND
   dsh-bash schema
+
+HTTP flags (ADDR is HOST:PORT, loopback unless a token guards it, or unix:PATH):
+  --token-file PATH        the bearer token required, read from a file only you
+                           can read (or set DSH_BASH_TOKEN); without either, one
+                           is generated into a 0600 file named on stderr
+  --no-auth                no token (loopback or unix socket only)
+  --idle-timeout D         end a session idle this long (default 1h)
+  --session-grace D        end a session whose client has gone (default 2m)
+  --max-sessions N         cap on open sessions (default 64)
 
 executor flags:
   --default-timeout-ms N   timeout of a call that sets none (default 120000)

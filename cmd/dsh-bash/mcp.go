@@ -2,13 +2,9 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"os"
-	"time"
 
 	"github.com/dshgo/dsh/bash/local"
 	"github.com/dshgo/dsh/mcpserver"
@@ -21,23 +17,9 @@ import (
 func mcpCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs, ef := newFlags("mcp", stderr)
 	cwd := fs.String("cwd", "", "working directory of sessions whose client has no roots (default: the current directory)")
-	addr := fs.String("http", "", "serve streamable HTTP on `ADDR` (HOST:PORT, loopback unless --token) instead of stdio")
-	token := fs.String("token", "", "with --http: require `TOKEN` as a bearer token on every request")
-	idle := fs.Duration("idle-timeout", time.Hour, "with --http: end a session (and kill its tasks) after it is idle this long; 0 never")
-	if !parseNoArgs(fs, args, stderr) {
+	hf := registerHTTPFlags(fs)
+	if !refuseTokenArg(args, stderr) || !parseNoArgs(fs, args, stderr) || !hf.check(fs, stderr) {
 		return 2
-	}
-	if *token != "" && *addr == "" {
-		fmt.Fprintln(stderr, "dsh-bash mcp: --token goes with --http")
-		return 2
-	}
-	listen := ""
-	if *addr != "" {
-		var err error
-		if listen, err = mcpserver.ListenAddr(*addr, *token != ""); err != nil {
-			fmt.Fprintf(stderr, "dsh-bash mcp: %v\n", err)
-			return 2
-		}
 	}
 	opts := ef.options()
 	opts.Cwd = *cwd
@@ -53,10 +35,10 @@ func mcpCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		return 2
 	}
 	defer srv.Close()
-	if listen == "" {
+	if hf.addr == "" {
 		err = srv.Run(ctx, stdioTransport(stdin, stdout))
 	} else {
-		err = serveHTTP(ctx, srv, listen, &mcpserver.HTTPOptions{Token: *token, SessionTimeout: *idle}, stderr)
+		err = serveHTTP(ctx, srv, hf, stderr)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "dsh-bash mcp: %v\n", err)
@@ -77,29 +59,3 @@ func stdioTransport(in io.Reader, out io.Writer) mcp.Transport {
 type nopWriteCloser struct{ io.Writer }
 
 func (nopWriteCloser) Close() error { return nil }
-
-func serveHTTP(ctx context.Context, srv *mcpserver.Server, addr string, opts *mcpserver.HTTPOptions, stderr io.Writer) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return err
-	}
-	hs := &http.Server{Handler: srv.HTTPHandler(opts), ReadHeaderTimeout: 10 * time.Second}
-	fmt.Fprintf(stderr, "dsh-bash mcp: serving streamable HTTP on http://%s/\n", ln.Addr())
-	done := make(chan error, 1)
-	go func() { done <- hs.Serve(ln) }()
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-	}
-	shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	srv.Close() // ends the sessions' long-lived streams, so Shutdown can finish
-	if err := hs.Shutdown(shut); err != nil {
-		hs.Close()
-	}
-	if err := <-done; !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
-}

@@ -1,38 +1,40 @@
-//go:build linux
-
 package proctest
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	"golang.org/x/sys/unix"
 )
 
-// Exited waits until pid has exited (a zombie counts as exited), for at
-// most d, on a pidfd: no polling. It reports whether the process is gone.
-func Exited(pid int, d time.Duration) bool {
+// WaitExit waits until process pid has exited (a zombie counts as exited),
+// without polling: it waits on a pidfd. It gives up after timeout, which
+// only bounds a test that would otherwise hang.
+func WaitExit(pid int, timeout time.Duration) error {
 	fd, err := unix.PidfdOpen(pid, 0)
 	if errors.Is(err, unix.ESRCH) {
-		return true
+		return nil // already gone and reaped
 	}
 	if err != nil {
-		return !Alive(pid)
+		return fmt.Errorf("pidfd_open %d: %w", pid, err)
 	}
 	defer unix.Close(fd)
-	deadline := time.Now().Add(d)
+	deadline := time.Now().Add(timeout)
 	for {
-		left := time.Until(deadline)
-		if left <= 0 {
-			return !Alive(pid)
+		ms := int(time.Until(deadline).Milliseconds())
+		if ms <= 0 {
+			return fmt.Errorf("process %d still running after %v", pid, timeout)
 		}
-		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-		n, err := unix.Poll(fds, int(left.Milliseconds())+1)
+		n, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, ms)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("poll the pidfd of %d: %w", pid, err)
+		}
 		if n > 0 {
-			return true
-		}
-		if err != nil && !errors.Is(err, unix.EINTR) {
-			return !Alive(pid)
+			return nil
 		}
 	}
 }

@@ -1,0 +1,228 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/dshgo/dsh/mcpserver"
+)
+
+// tokenEnv names the environment variable that may hold the bearer token.
+const tokenEnv = "DSH_BASH_TOKEN"
+
+// minTokenLen is the shortest token accepted from the user: a short one
+// could be guessed by other local users, who can all reach a loopback port.
+const minTokenLen = 16
+
+// httpFlags are the flags of dsh-bash mcp's streamable HTTP front end.
+type httpFlags struct {
+	addr        string
+	tokenFile   string
+	noAuth      bool
+	idle        time.Duration
+	grace       time.Duration
+	maxSessions int
+
+	token string // the token given, once checked; "" to generate one
+}
+
+func registerHTTPFlags(fs *flag.FlagSet) *httpFlags {
+	hf := &httpFlags{}
+	fs.StringVar(&hf.addr, "http", "", "serve streamable HTTP on `ADDR` instead of stdio: HOST:PORT (loopback, unless a token guards it) or unix:PATH (a 0600 socket)")
+	fs.StringVar(&hf.tokenFile, "token-file", "", "with --http: require the bearer token read from `PATH` (a file only you can read; or set "+tokenEnv+"); without either, one is generated into a 0600 file named on stderr")
+	fs.BoolVar(&hf.noAuth, "no-auth", false, "with --http: serve without a token (loopback or unix socket only): any local user could run commands as you")
+	fs.DurationVar(&hf.idle, "idle-timeout", time.Hour, "with --http: end a session (and kill its tasks) when it gets no request this long; 0 never")
+	fs.DurationVar(&hf.grace, "session-grace", mcpserver.DefaultSessionGrace, "with --http: end a session (and kill its tasks) when its client has gone (no request in flight, no open stream) this long; 0 never")
+	fs.IntVar(&hf.maxSessions, "max-sessions", mcpserver.DefaultMaxSessions, "with --http: most open sessions; past it a new one is refused; 0 no limit")
+	return hf
+}
+
+// refuseTokenArg refuses the former --token flag before the flags are
+// parsed (so that the value is not echoed): a secret on the command line
+// can be read by every user.
+func refuseTokenArg(args []string, stderr io.Writer) bool {
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if strings.HasPrefix(a, "-") && name == "token" {
+			fmt.Fprintf(stderr, "dsh-bash mcp: --token is not accepted: every user can read a command line; use --token-file PATH or %s\n", tokenEnv)
+			return false
+		}
+	}
+	return true
+}
+
+// check validates the HTTP flags after parsing and reads the token given,
+// if any; it reports problems on stderr.
+func (hf *httpFlags) check(fs *flag.FlagSet, stderr io.Writer) bool {
+	if err := hf.validate(fs); err != nil {
+		fmt.Fprintf(stderr, "dsh-bash mcp: %v\n", err)
+		return false
+	}
+	return true
+}
+
+func (hf *httpFlags) validate(fs *flag.FlagSet) error {
+	if hf.addr == "" {
+		var stray error
+		fs.Visit(func(f *flag.Flag) {
+			switch f.Name {
+			case "token-file", "no-auth", "idle-timeout", "session-grace", "max-sessions":
+				stray = fmt.Errorf("--%s goes with --http", f.Name)
+			}
+		})
+		return stray
+	}
+	env := os.Getenv(tokenEnv)
+	os.Unsetenv(tokenEnv) // the commands run do not inherit it
+	switch {
+	case hf.noAuth && (hf.tokenFile != "" || env != ""):
+		return fmt.Errorf("--no-auth and a token (--token-file or %s) contradict each other", tokenEnv)
+	case hf.tokenFile != "" && env != "":
+		return fmt.Errorf("give the token one way, --token-file or %s, not both", tokenEnv)
+	}
+	var err error
+	switch {
+	case hf.tokenFile != "":
+		hf.token, err = readTokenFile(hf.tokenFile)
+	case env != "":
+		hf.token, err = checkToken(env, tokenEnv)
+	}
+	if err != nil {
+		return err
+	}
+	if strings.HasPrefix(hf.addr, "unix:") {
+		return nil
+	}
+	_, err = mcpserver.ListenAddr(hf.addr, !hf.noAuth)
+	return err
+}
+
+// readTokenFile reads a token from a regular file of this user that no one
+// else may read or write.
+func readTokenFile(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("token file: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "", fmt.Errorf("token file: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		return "", fmt.Errorf("token file %s is not a regular file", path)
+	}
+	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+		return "", fmt.Errorf("token file %s is open to other users (mode %04o): chmod 600 %s", path, perm, path)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
+		return "", fmt.Errorf("token file %s belongs to uid %d, not to this user (uid %d)", path, st.Uid, os.Geteuid())
+	}
+	b, err := io.ReadAll(io.LimitReader(f, 4097))
+	if err != nil {
+		return "", fmt.Errorf("token file: %w", err)
+	}
+	if len(b) > 4096 {
+		return "", fmt.Errorf("token file %s is longer than 4096 bytes", path)
+	}
+	return checkToken(strings.TrimSpace(string(b)), "the token in "+path)
+}
+
+// checkToken accepts a token of at least minTokenLen visible ASCII
+// characters.
+func checkToken(token, what string) (string, error) {
+	if len(token) < minTokenLen {
+		return "", fmt.Errorf("%s is shorter than %d characters: too easy to guess (openssl rand -hex 32 makes a good one)", what, minTokenLen)
+	}
+	for _, c := range []byte(token) {
+		if c <= ' ' || c > '~' {
+			return "", fmt.Errorf("%s has a character other than visible ASCII", what)
+		}
+	}
+	return token, nil
+}
+
+// writeTokenFile makes a random token and writes it to a new 0600 file in
+// a new private (0700) directory under $TMPDIR (default /tmp); remove
+// deletes both.
+func writeTokenFile() (token, path string, remove func(), err error) {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b) // crypto/rand.Read does not fail
+	token = hex.EncodeToString(b)
+	dir, err := os.MkdirTemp("", "dsh-bash-")
+	if err != nil {
+		return "", "", nil, fmt.Errorf("a directory for the token: %w", err)
+	}
+	remove = func() { os.RemoveAll(dir) }
+	path = filepath.Join(dir, "token")
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+	if err == nil {
+		_, err = f.WriteString(token + "\n")
+		err = errors.Join(err, f.Close())
+	}
+	if err != nil {
+		remove()
+		return "", "", nil, fmt.Errorf("write the token file: %w", err)
+	}
+	return token, path, remove, nil
+}
+
+// serveHTTP serves srv over streamable HTTP until ctx is done, then ends
+// every session at once and closes srv.
+func serveHTTP(ctx context.Context, srv *mcpserver.Server, hf *httpFlags, stderr io.Writer) error {
+	defer srv.Close()
+	ln, err := mcpserver.Listen(hf.addr, hf.noAuth)
+	if err != nil {
+		return err
+	}
+	token := hf.token
+	if token == "" && !hf.noAuth {
+		var path string
+		var remove func()
+		if token, path, remove, err = writeTokenFile(); err != nil {
+			ln.Close()
+			return err
+		}
+		defer remove()
+		fmt.Fprintf(stderr, "dsh-bash mcp: bearer token in %s (removed on exit)\n", path)
+	}
+	if hf.noAuth {
+		fmt.Fprintln(stderr, "dsh-bash mcp: no token required (--no-auth)")
+	}
+	fmt.Fprintf(stderr, "dsh-bash mcp: serving streamable HTTP on %s\n", where(ln))
+	return srv.ServeStreamable(ctx, ln, &mcpserver.HTTPOptions{
+		Token: token, NoAuth: hf.noAuth, SessionTimeout: max(hf.idle, 0),
+		SessionGrace: never(hf.grace), MaxSessions: int(never(time.Duration(hf.maxSessions))),
+	})
+}
+
+// never maps a flag's "0 or negative: never" to the options' negative (the
+// options take 0 as "the default").
+func never(d time.Duration) time.Duration {
+	if d <= 0 {
+		return -1
+	}
+	return d
+}
+
+// where names a listener for users: an http:// URL, or unix:PATH.
+func where(ln net.Listener) string {
+	if a, ok := ln.Addr().(*net.UnixAddr); ok {
+		return "unix:" + a.Name
+	}
+	return "http://" + ln.Addr().String() + "/"
+}

@@ -1,0 +1,436 @@
+//go:build linux
+
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/dshgo/dsh/internal/proctest"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// exitWait bounds waiting for something that must happen: only a test
+// that would otherwise hang reaches it.
+const exitWait = time.Minute
+
+const goodToken = "a-token-long-enough-0123456789"
+
+// httpServer is a running dsh-bash mcp --http.
+type httpServer struct {
+	cmd    *exec.Cmd
+	where  string   // what follows "serving streamable HTTP on "
+	before []string // the stderr lines before that one
+	lines  chan string
+}
+
+// startHTTP starts dsh-bash mcp --http with args and env (added to the
+// test's) and waits until it serves.
+func startHTTP(t *testing.T, env []string, args ...string) *httpServer {
+	t.Helper()
+	cmd := execCommand(append([]string{"mcp"}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = pw
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pw.Close()
+	s := &httpServer{cmd: cmd, lines: make(chan string, 100)}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	go func() {
+		defer close(s.lines)
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			s.lines <- sc.Text()
+		}
+	}()
+	for line := range s.lines {
+		if w, ok := strings.CutPrefix(line, "dsh-bash mcp: serving streamable HTTP on "); ok {
+			s.where = w
+			return s
+		}
+		s.before = append(s.before, line)
+	}
+	t.Fatalf("dsh-bash mcp did not serve: %q", s.before)
+	return nil
+}
+
+// stop sends SIGTERM and waits for the exit, within exitWait.
+func (s *httpServer) stop(t *testing.T) {
+	t.Helper()
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	exited := make(chan error, 1)
+	go func() { exited <- s.cmd.Wait() }()
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Errorf("exit: %v", err)
+		}
+	case <-time.After(exitWait):
+		t.Fatal("dsh-bash mcp ignored SIGTERM")
+	}
+}
+
+// tokenPath is the file a generated token was written to.
+func (s *httpServer) tokenPath(t *testing.T) string {
+	t.Helper()
+	re := regexp.MustCompile(`^dsh-bash mcp: bearer token in (.+) \(removed on exit\)$`)
+	for _, l := range s.before {
+		if m := re.FindStringSubmatch(l); m != nil {
+			return m[1]
+		}
+	}
+	t.Fatalf("no token file named in %q", s.before)
+	return ""
+}
+
+// clientFor connects an SDK client to s with token ("" for none).
+func clientFor(t *testing.T, s *httpServer, token string, sse bool) (*mcp.ClientSession, error) {
+	tr := &http.Transport{}
+	url := s.where
+	if path, ok := strings.CutPrefix(s.where, "unix:"); ok {
+		tr.DialContext = func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", path)
+		}
+		url = "http://localhost/"
+	}
+	t.Cleanup(tr.CloseIdleConnections)
+	hc := &http.Client{Transport: tr}
+	if token != "" {
+		hc.Transport = tokenTransport{token, tr}
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(context.Background(),
+		&mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc, DisableStandaloneSSE: !sse, MaxRetries: -1}, nil)
+	if err == nil {
+		t.Cleanup(func() { cs.Close() })
+	}
+	return cs, err
+}
+
+func mustClient(t *testing.T, s *httpServer, token string) *mcp.ClientSession {
+	t.Helper()
+	cs, err := clientFor(t, s, token, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
+
+type tokenTransport struct {
+	token string
+	rt    http.RoundTripper
+}
+
+func (tt tokenTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+tt.token)
+	return tt.rt.RoundTrip(r)
+}
+
+// status is the HTTP status of a bare POST with the given Authorization.
+func status(t *testing.T, url, auth string) int {
+	t.Helper()
+	req, _ := http.NewRequest("POST", url, strings.NewReader(`{}`))
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func writeFile(t *testing.T, content string, mode os.FileMode) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(p, []byte(content), mode); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(p, mode); err != nil { // whatever the umask
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestMCPHTTPBinary: without a token given, dsh-bash mcp --http makes one,
+// writes it to a private file it names (the token itself is never
+// printed), requires it, and removes it on SIGTERM, which stops the server
+// and its tasks.
+func TestMCPHTTPBinary(t *testing.T) {
+	s := startHTTP(t, nil, "--http", "127.0.0.1:0")
+	if !strings.HasPrefix(s.where, "http://127.0.0.1:") {
+		t.Fatalf("serving on %q", s.where)
+	}
+	path := s.tokenPath(t)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := strings.TrimSpace(string(b))
+	if !regexp.MustCompile(`^[0-9a-f]{64}$`).MatchString(token) {
+		t.Errorf("token %q", token)
+	}
+	for _, l := range s.before {
+		if strings.Contains(l, token) {
+			t.Errorf("the token is on stderr: %q", l)
+		}
+	}
+	for p, want := range map[string]os.FileMode{path: 0o600, filepath.Dir(path): os.ModeDir | 0o700} {
+		if fi, err := os.Stat(p); err != nil || fi.Mode() != want {
+			t.Errorf("%s: %v %v, want %v", p, fi.Mode(), err, want)
+		}
+	}
+	if got := status(t, s.where, ""); got != http.StatusUnauthorized {
+		t.Errorf("no token: %d", got)
+	}
+	if got := status(t, s.where, "Bearer "+token+"0"); got != http.StatusUnauthorized {
+		t.Errorf("a wrong token: %d", got)
+	}
+	cs := mustClient(t, s, token)
+	pid := syncedPid(t, cs)
+	s.stop(t)
+	if alive(pid) {
+		t.Errorf("sleep %d outlived dsh-bash mcp --http", pid)
+	}
+	if _, err := os.Stat(filepath.Dir(path)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the token's directory outlived the server: %v", err)
+	}
+}
+
+// TestMCPHTTPTokenSources: a token from --token-file or DSH_BASH_TOKEN is
+// the one required, and the commands run do not see DSH_BASH_TOKEN.
+func TestMCPHTTPTokenSources(t *testing.T) {
+	for name, setup := range map[string]func() ([]string, []string){
+		"file": func() ([]string, []string) { return nil, []string{"--token-file", writeFile(t, goodToken+"\n", 0o600)} },
+		"env":  func() ([]string, []string) { return []string{"DSH_BASH_TOKEN=" + goodToken}, nil },
+	} {
+		t.Run(name, func(t *testing.T) {
+			env, args := setup()
+			s := startHTTP(t, env, append([]string{"--http", "127.0.0.1:0"}, args...)...)
+			if got := status(t, s.where, "Bearer wrong-token-0123456789"); got != http.StatusUnauthorized {
+				t.Errorf("a wrong token: %d", got)
+			}
+			cs := mustClient(t, s, goodToken)
+			if got := callText(t, cs, "bash", map[string]any{"command": "echo ${DSH_BASH_TOKEN-unset}", "description": "Show the token"}); got != "unset\n" {
+				t.Errorf("a command sees DSH_BASH_TOKEN: %q", got)
+			}
+			s.stop(t)
+		})
+	}
+}
+
+func TestMCPHTTPUsage(t *testing.T) {
+	dir := t.TempDir()
+	open := writeFile(t, goodToken, 0o644)
+	short := writeFile(t, "short", 0o600)
+	good := writeFile(t, goodToken, 0o600)
+	theirs := writeFile(t, goodToken, 0o600)
+	if err := os.Chown(theirs, 65534, 65534); err != nil {
+		theirs = "" // not root: the case is skipped
+	}
+	cases := []struct {
+		env  string
+		args []string
+		want string
+	}{
+		{"", []string{"mcp", "--http", "0.0.0.0:0", "--no-auth"}, "dsh-bash mcp: refusing to serve on 0.0.0.0, which is not a loopback address, without a token: anyone who reaches it could run commands here; drop --no-auth, or listen on 127.0.0.1\n"},
+		{"", []string{"mcp", "--http", "127.0.0.1:0", "--token", "s3cret"}, "dsh-bash mcp: --token is not accepted: every user can read a command line; use --token-file PATH or DSH_BASH_TOKEN\n"},
+		{"", []string{"mcp", "--token=s3cret"}, "dsh-bash mcp: --token is not accepted: every user can read a command line; use --token-file PATH or DSH_BASH_TOKEN\n"},
+		{"", []string{"mcp", "--no-auth"}, "dsh-bash mcp: --no-auth goes with --http\n"},
+		{"", []string{"mcp", "--token-file", good}, "dsh-bash mcp: --token-file goes with --http\n"},
+		{"", []string{"mcp", "--session-grace", "1s"}, "dsh-bash mcp: --session-grace goes with --http\n"},
+		{"", []string{"mcp", "--http", "127.0.0.1:0", "--token-file", open}, "dsh-bash mcp: token file " + open + " is open to other users (mode 0644): chmod 600 " + open + "\n"},
+		{"", []string{"mcp", "--http", "127.0.0.1:0", "--token-file", short}, "dsh-bash mcp: the token in " + short + " is shorter than 16 characters: too easy to guess (openssl rand -hex 32 makes a good one)\n"},
+		{"", []string{"mcp", "--http", "127.0.0.1:0", "--token-file", dir}, "dsh-bash mcp: token file " + dir + " is not a regular file\n"},
+		{"DSH_BASH_TOKEN=" + goodToken, []string{"mcp", "--http", "127.0.0.1:0", "--token-file", good}, "dsh-bash mcp: give the token one way, --token-file or DSH_BASH_TOKEN, not both\n"},
+		{"DSH_BASH_TOKEN=" + goodToken, []string{"mcp", "--http", "127.0.0.1:0", "--no-auth"}, "dsh-bash mcp: --no-auth and a token (--token-file or DSH_BASH_TOKEN) contradict each other\n"},
+	}
+	if theirs != "" {
+		cases = append(cases, struct {
+			env  string
+			args []string
+			want string
+		}{"", []string{"mcp", "--http", "127.0.0.1:0", "--token-file", theirs}, "dsh-bash mcp: token file " + theirs + " belongs to uid 65534, not to this user (uid 0)\n"})
+	}
+	for _, tc := range cases {
+		ctx, cancel := context.WithTimeout(context.Background(), exitWait) // a server that starts fails
+		cmd := exec.CommandContext(ctx, binary, tc.args...)
+		cmd.Env = append(os.Environ(), tc.env)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		cancel()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 2 || stderr.String() != tc.want {
+			t.Errorf("%s %q: %v, stderr %q", tc.env, tc.args, err, stderr.String())
+		}
+	}
+}
+
+// TestMCPHTTPNoAuth: --no-auth serves loopback without a token.
+func TestMCPHTTPNoAuth(t *testing.T) {
+	s := startHTTP(t, nil, "--http", "127.0.0.1:0", "--no-auth")
+	cs := mustClient(t, s, "")
+	if got := callText(t, cs, "bash", map[string]any{"command": "echo open", "description": "Say open"}); got != "open\n" {
+		t.Errorf("call: %q", got)
+	}
+	s.stop(t)
+}
+
+// TestMCPHTTPUnix: --http unix:PATH serves on a 0600 socket, refuses a
+// PATH in use or not a socket, replaces a stale socket, and removes its
+// own on exit.
+func TestMCPHTTPUnix(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "mcp.sock")
+	s := startHTTP(t, nil, "--http", "unix:"+path)
+	if s.where != "unix:"+path {
+		t.Fatalf("serving on %q", s.where)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode() != os.ModeSocket|0o600 {
+		t.Fatalf("the socket: %v %v", fi.Mode(), err)
+	}
+	if _, err := clientFor(t, s, "", false); err == nil {
+		t.Error("connected without the token")
+	}
+	cs := mustClient(t, s, readToken(t, s))
+	if got := callText(t, cs, "bash", map[string]any{"command": "echo unix", "description": "Say unix"}); got != "unix\n" {
+		t.Errorf("call: %q", got)
+	}
+	if _, stderr, code := dshBash(t, "", "mcp", "--http", "unix:"+path); code != 1 || !strings.Contains(stderr, "a server is listening on it") {
+		t.Errorf("a second server on the socket: exit %d, %q", code, stderr)
+	}
+	s.cmd.Process.Kill() // leaves a stale socket
+	s.cmd.Wait()
+	s = startHTTP(t, nil, "--http", "unix:"+path, "--no-auth")
+	mustClient(t, s, "")
+	s.stop(t)
+	if _, err := os.Lstat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the socket outlived the server: %v", err)
+	}
+	file := writeFile(t, "precious", 0o600)
+	if _, stderr, code := dshBash(t, "", "mcp", "--http", "unix:"+file, "--no-auth"); code != 1 || !strings.Contains(stderr, "it exists and is not a socket") {
+		t.Errorf("a regular file at PATH: exit %d, %q", code, stderr)
+	}
+	if b, err := os.ReadFile(file); err != nil || string(b) != "precious" {
+		t.Errorf("the file at PATH: %q %v", b, err)
+	}
+}
+
+func readToken(t *testing.T, s *httpServer) string {
+	t.Helper()
+	b, err := os.ReadFile(s.tokenPath(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// TestMCPHTTPShutdown: with every timeout long, SIGTERM still stops the
+// server within the executor's grace (3 s) and a second: it does not wait
+// on a connection that sent nothing, on an open GET stream, or on a call
+// in flight whose command ignores SIGTERM. The deadline is ten times that.
+func TestMCPHTTPShutdown(t *testing.T) {
+	s := startHTTP(t, nil, "--http", "127.0.0.1:0", "--no-auth", "--idle-timeout", "1h", "--session-grace", "1h")
+	cs := mustClient(t, s, "")
+	bg := syncedPid(t, cs)
+	fg := foregroundPid(t, cs)
+	raw, err := net.Dial("tcp", strings.TrimSuffix(strings.TrimPrefix(s.where, "http://"), "/"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	exited := make(chan error, 1)
+	go func() { exited <- s.cmd.Wait() }()
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Errorf("exit: %v", err)
+		}
+	case <-time.After(40 * time.Second):
+		t.Fatal("dsh-bash mcp --http took more than 40 s to stop")
+	}
+	if alive(bg) || alive(fg) {
+		t.Errorf("alive after exit: background %v, foreground %v", alive(bg), alive(fg))
+	}
+}
+
+// foregroundPid starts a foreground call that ignores SIGTERM and returns
+// its pid once it runs.
+func foregroundPid(t *testing.T, cs *mcp.ClientSession) int {
+	t.Helper()
+	fifo := filepath.Join(t.TempDir(), "fg")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "bash", Arguments: map[string]any{
+			"command": "trap '' TERM; echo $$ > " + fifo + "; sleep 300", "description": "Sleep", "timeoutMs": 600000}})
+	}()
+	t.Cleanup(wg.Wait)
+	return pidFromFifo(t, fifo)
+}
+
+// TestMCPHTTPSessionGrace: with --session-grace, the tasks of a client
+// that went away without a DELETE die; --max-sessions caps the sessions.
+func TestMCPHTTPSessionGrace(t *testing.T) {
+	s := startHTTP(t, nil, "--http", "127.0.0.1:0", "--no-auth", "--session-grace", "200ms", "--max-sessions", "1")
+	tr := &http.Transport{}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(context.Background(),
+		&mcp.StreamableClientTransport{Endpoint: s.where, HTTPClient: &http.Client{Transport: tr}, DisableStandaloneSSE: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	pid := syncedPid(t, cs)
+	if _, err := clientFor(t, s, "", false); err == nil {
+		t.Error("a second session past --max-sessions 1")
+	}
+	tr.CloseIdleConnections() // gone, without a DELETE
+	if err := proctest.WaitExit(pid, exitWait); err != nil {
+		t.Error(err)
+	}
+	mustClient(t, s, "") // its place is free
+	s.stop(t)
+}
+
+// pidFromFifo reads a pid a command wrote to fifo.
+func pidFromFifo(t *testing.T, fifo string) int {
+	t.Helper()
+	f, err := os.Open(fifo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	line, _ := bufio.NewReader(f).ReadString('\n')
+	pid, err := strconv.Atoi(strings.TrimSpace(line))
+	if err != nil {
+		t.Fatalf("pid %q", line)
+	}
+	return pid
+}
