@@ -27,7 +27,6 @@ type httpSessions struct {
 	s      *Server
 	grace  time.Duration // <= 0: never end a session for want of requests
 	max    int           // <= 0: no cap
-	aborts *callAborts
 
 	mu      sync.Mutex
 	idle    *sync.Cond // signalled when pending drops
@@ -50,9 +49,8 @@ type tracked struct {
 }
 
 func newHTTPSessions(s *Server, grace time.Duration, max int) *httpSessions {
-	hs := &httpSessions{s: s, grace: grace, max: max, aborts: newCallAborts(), byID: map[string]*tracked{}}
+	hs := &httpSessions{s: s, grace: grace, max: max, byID: map[string]*tracked{}}
 	hs.idle = sync.NewCond(&hs.mu)
-	s.mcp.AddReceivingMiddleware(hs.aborts.middleware)
 	return hs
 }
 
@@ -290,15 +288,13 @@ func (hs *httpSessions) markEnding(t *tracked, end bool) bool {
 // ss is left to the caller: the SDK's Close waits for the calls in flight,
 // and does not abort them.
 func (hs *httpSessions) stop(ss *mcp.ServerSession) {
-	hs.aborts.abort(ss)
-	hs.s.endSession(ss)
+	hs.s.stopSession(ss)
 }
 
 // watch forgets t when its session ends, however it ends.
 func (hs *httpSessions) watch(t *tracked) {
 	defer hs.wg.Done()
 	_ = t.ss.Wait()
-	hs.aborts.forget(t.ss)
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
 	if hs.byID[t.id] == t {

@@ -201,6 +201,18 @@ func (s *Server) Close() error {
 	return nil
 }
 
+// stopSession aborts a session's calls in flight and kills its tasks, all
+// at once, and returns when the tasks are gone. The session stays known
+// (a late call of it is aborted) until its connection ends.
+func (s *Server) stopSession(ss *mcp.ServerSession) {
+	s.mu.Lock()
+	st := s.sessions[ss]
+	s.mu.Unlock()
+	if st != nil {
+		<-st.end()
+	}
+}
+
 // closeSession ends a session now: its calls are aborted and its tasks
 // killed while its connection closes (which waits for the calls to return).
 func (s *Server) closeSession(ss *mcp.ServerSession) {
