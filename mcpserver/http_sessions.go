@@ -24,9 +24,9 @@ const sessionIDHeader = "Mcp-Session-Id"
 // listens on a GET stream would be timed out, and one that closed its
 // connection without a DELETE (Claude Code does) is only noticed here.
 type httpSessions struct {
-	s      *Server
-	grace  time.Duration // <= 0: never end a session for want of requests
-	max    int           // <= 0: no cap
+	s     *Server
+	grace time.Duration // <= 0: never end a session for want of requests
+	max   int           // <= 0: no cap
 
 	mu      sync.Mutex
 	idle    *sync.Cond // signalled when pending drops

@@ -29,6 +29,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/dshgo/dsh/bash"
 	"github.com/dshgo/dsh/internal/coalesce"
@@ -294,9 +295,10 @@ func progressSender(ctx context.Context, ss *mcp.ServerSession, tok any) *coales
 
 // lastLine is the last non-blank line of text, at most 200 characters.
 func lastLine(text string) string {
-	lines := strings.Split(strings.TrimRight(text, "\r\n\t "), "\n")
-	l := strings.TrimSpace(lines[len(lines)-1])
-	if r := []rune(l); len(r) > 200 {
+	text = strings.TrimRight(text, "\r\n\t ")
+	l := strings.TrimSpace(text[strings.LastIndexByte(text, '\n')+1:])
+	if utf8.RuneCountInString(l) > 200 {
+		r := []rune(l)
 		l = string(r[:199]) + "…"
 	}
 	return l
