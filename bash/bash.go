@@ -156,7 +156,9 @@ type Output struct {
 	// memory before they were read.
 	Truncated bool
 	// SpillPath is the absolute path of a file holding the complete raw
-	// stream, or empty when no complete file is safely available.
+	// stream, as the executor's own commands see it, whenever one is safely
+	// available (a stream gets one once it passes the executor's memory, or
+	// ExecSpec.SpillAfter), also when nothing was cut; empty otherwise.
 	SpillPath string
 }
 

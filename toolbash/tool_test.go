@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/dshgo/dsh/bash"
 	"github.com/dshgo/dsh/bash/local"
@@ -169,6 +170,8 @@ func TestBadInput(t *testing.T) {
 		{BashName, `[1]`, "invalid arguments: expected a JSON object, got [1]"},
 		{BashName, `not json`, "invalid arguments: expected a JSON object, got not json"},
 		{BashName, `{"command":"` + cmd + `","description":"d","workdir":"/nonexistent/dsh"}`, "working directory /nonexistent/dsh does not exist"},
+		{BashName, `{"command":"` + cmd + `\u0000; true","description":"d"}`, "invalid command: it contains a NUL byte, which bash cannot run"},
+		{BashName, `{"command":"` + cmd + `\u0000","description":"d","run_in_background":true}`, "invalid command: it contains a NUL byte, which bash cannot run"},
 		{OutputName, `{}`, "missing required argument task_id"},
 		{OutputName, `{"task_id":""}`, `invalid task_id: expected a non-empty string, got ""`},
 		{KillName, `{"task_id":3}`, "invalid task_id: expected a non-empty string, got 3"},
@@ -339,6 +342,46 @@ func TestNotices(t *testing.T) {
 	if got := r.noticesOf("a"); len(got) != 2 {
 		t.Errorf("a notice after Close: %q", got[2:])
 	}
+}
+
+// TestResultBudget: with the default budget, a foreground result and a
+// read of a background task each fit 30,000 characters, begin at a line,
+// keep their markers, and name a spill file with the whole stream, also
+// for a stream that the executor's memory (64,000 bytes) holds whole.
+func TestResultBudget(t *testing.T) {
+	r := newRig(t, nil)
+	s := session.Session{ID: "s1", Cwd: t.TempDir()}
+	check := func(t *testing.T, text string, want string, markers string) {
+		t.Helper()
+		if n := utf8.RuneCountInString(text); n > DefaultMaxResultChars {
+			t.Errorf("%d characters", n)
+		}
+		head, note, ok := strings.Cut(text, "[output truncated; full output: ")
+		if !ok {
+			head, note, ok = strings.Cut(text, "[some output was dropped from memory; full output: ")
+		}
+		if !ok || !strings.HasSuffix(note, markers) {
+			t.Fatalf("no note or markers: ...%q", text[max(0, len(text)-300):])
+		}
+		if !strings.HasSuffix(want, head) || len(head) == len(want) || want[len(want)-len(head)-1] != '\n' {
+			t.Errorf("the kept text is not the output's tail from a line start: %q", head[:min(len(head), 40)])
+		}
+		path, _, _ := strings.Cut(note, "]")
+		if b, err := os.ReadFile(path); err != nil || string(b) != want {
+			t.Errorf("spill file %s: %d bytes, %v", path, len(b), err)
+		}
+	}
+	want := lines("", 1, 7000) // 33,894 bytes: over the budget, under the executor's memory
+	t.Run("foreground", func(t *testing.T) {
+		res := r.call(s, BashName, args{"command": "seq 7000; exit 3", "description": "d"})
+		check(t, res.Text(), want, "\n[exit code: 3]")
+	})
+	t.Run("background read", func(t *testing.T) {
+		r.call(s, BashName, args{"command": "seq 7000", "description": "d", "run_in_background": true})
+		<-r.noticed
+		res := r.call(s, OutputName, args{"task_id": "bash-1"})
+		check(t, res.Text(), want, "\n[status: completed, exit code: 0]")
+	})
 }
 
 // TestNoticesNeverRedundant checks which notices wait for TakeNotices: one

@@ -21,7 +21,6 @@ import (
 	"errors"
 	"math"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -199,9 +198,6 @@ func (t *Tools) bash(ctx context.Context, call *tools.Call) (*tools.Result, erro
 	if err := json.Unmarshal(call.Args, &a); err != nil {
 		return nil, err
 	}
-	if strings.ContainsRune(a.Command, 0) {
-		return nil, errors.New(nulCommandText)
-	}
 	req := bash.ExecRequest{Command: a.Command, Workdir: call.Session.Cwd, Owner: call.Session.ID}
 	if a.Workdir != nil && *a.Workdir != "" {
 		req.Workdir = *a.Workdir
@@ -213,6 +209,9 @@ func (t *Tools) bash(ctx context.Context, call *tools.Call) (*tools.Result, erro
 		req.Timeout = msDuration(*a.TimeoutMs)
 	}
 	spec, err := t.exec.Resolve(req)
+	if errors.Is(err, bash.ErrNULInCommand) {
+		return nil, errors.New(nulCommandText)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -48,8 +48,8 @@ func (e *Executor) spawn(spec bash.ExecSpec, linger time.Duration) (*proc, error
 		return nil, err
 	}
 	p := &proc{
-		out:       newStream("stdout", spec.Owner, e.maxOutput, e.spill),
-		errs:      newStream("stderr", spec.Owner, e.maxOutput, e.spill),
+		out:       newStream("stdout", spec.Owner, e.maxOutput, spec.SpillAfter, e.spill),
+		errs:      newStream("stderr", spec.Owner, e.maxOutput, spec.SpillAfter, e.spill),
 		shellDone: make(chan struct{}),
 		pipesDone: make(chan struct{}),
 		stopReq:   make(chan struct{}),

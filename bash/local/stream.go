@@ -12,7 +12,10 @@ import (
 // file with the complete stream.
 type stream struct {
 	max   int
-	spill *spiller
+	// spillAt is the length past which a spill file is made: max, or less
+	// when the spec asked for one sooner (ExecSpec.SpillAfter).
+	spillAt int64
+	spill   *spiller
 	name  string // "stdout" or "stderr", for the spill file's name
 	owner string // the task's owner token, for the spill file's directory
 
@@ -28,8 +31,12 @@ type stream struct {
 	grew chan struct{}
 }
 
-func newStream(name, owner string, max int, sp *spiller) *stream {
-	return &stream{name: name, owner: owner, max: max, spill: sp, grew: make(chan struct{})}
+func newStream(name, owner string, max int, spillAfter int64, sp *spiller) *stream {
+	at := int64(max)
+	if spillAfter > 0 {
+		at = min(at, spillAfter)
+	}
+	return &stream{name: name, owner: owner, max: max, spillAt: at, spill: sp, grew: make(chan struct{})}
 }
 
 // changed returns a channel that is closed the next time bytes arrive or the
@@ -52,9 +59,9 @@ func (s *stream) write(p []byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	defer s.notify()
-	if s.file == nil && !s.lost && s.total+int64(len(p)) > int64(s.max) {
-		// First overflow: nothing has been dropped yet, so the buffer plus p
-		// is the complete stream.
+	if s.file == nil && !s.lost && s.total+int64(len(p)) > s.spillAt {
+		// First overflow: nothing has been dropped yet (spillAt <= max), so
+		// the buffer plus p is the complete stream.
 		f, err := s.spill.create(s.owner, s.name)
 		if err != nil {
 			s.lost = true
@@ -139,10 +146,9 @@ func (s *stream) next() bash.Output {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	b, start := s.window()
-	var out bash.Output
+	out := bash.Output{SpillPath: s.spillPath()}
 	if s.read < start {
 		out.Truncated = true
-		out.SpillPath = s.spillPath()
 		b = dropPartialHead(b)
 	} else {
 		b = b[s.read-start:]

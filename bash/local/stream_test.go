@@ -56,7 +56,7 @@ func FuzzIncrementalReads(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte, step uint8, maxOut uint16) {
 		sp := &spiller{parent: t.TempDir(), cap: 1 << 30, budget: 1 << 30}
 		defer sp.close()
-		s := newStream("stdout", "", max(int(maxOut), 4), sp)
+		s := newStream("stdout", "", max(int(maxOut), 4), 0, sp)
 		n := max(int(step), 1)
 		var got strings.Builder
 		lossy := false
