@@ -11,13 +11,13 @@ import (
 // a read cursor for incremental reads, and (after the first overflow) a spill
 // file with the complete stream.
 type stream struct {
-	max   int
+	max int
 	// spillAt is the length past which a spill file is made: max, or less
 	// when the spec asked for one sooner (ExecSpec.SpillAfter).
 	spillAt int64
 	spill   *spiller
-	name  string // "stdout" or "stderr", for the spill file's name
-	owner string // the task's owner token, for the spill file's directory
+	name    string // "stdout" or "stderr", for the spill file's name
+	owner   string // the task's owner token, for the spill file's directory
 
 	mu     sync.Mutex
 	buf    []byte // bytes [total-len(buf), total) of the stream
