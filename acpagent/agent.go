@@ -63,6 +63,9 @@ type Options struct {
 	Yolo bool
 	// MaxRounds bounds the model requests of one prompt. Default 100.
 	MaxRounds int
+	// MaxResultChars is the budget of one tool result's text (see
+	// toolbash.Options). Zero: toolbash.DefaultMaxResultChars.
+	MaxResultChars int
 	// Logger receives diagnostics. Default: discarded.
 	Logger *slog.Logger
 	// Name and Version identify the agent to clients. Defaults "dsh-bash"
@@ -119,7 +122,7 @@ func New(exec bash.Executor, opts *Options) (*Agent, error) {
 	if a.opts.SystemPrompt == "" {
 		a.opts.SystemPrompt = defaultSystemPrompt
 	}
-	a.tb = toolbash.New(exec, &toolbash.Options{Notify: a.notify})
+	a.tb = toolbash.New(exec, &toolbash.Options{MaxResultChars: opts.MaxResultChars})
 	if err := a.tb.Register(a.reg); err != nil {
 		return nil, err
 	}
@@ -295,13 +298,6 @@ func (a *Agent) session(id acp.SessionId) *agentSession {
 	return a.sessions[id]
 }
 
-// notify adds a completion notice to its session's next model request.
-func (a *Agent) notify(owner, text string) {
-	if s := a.session(acp.SessionId(owner)); s != nil {
-		s.addNotice(text)
-	}
-}
-
 // agentSession is one ACP session: its conversation, cwd and owner token,
 // and whether its client takes terminal cards (as the client said before
 // the session was created: a later initialize does not change it).
@@ -313,7 +309,6 @@ type agentSession struct {
 
 	mu      sync.Mutex
 	history []openai.ChatCompletionMessageParamUnion
-	notices []string
 	cancel  context.CancelFunc // of the running prompt
 	allowed map[string]bool    // tools the user allowed for the session
 }
@@ -324,20 +319,6 @@ func (s *agentSession) cancelPrompt() {
 	if s.cancel != nil {
 		s.cancel()
 	}
-}
-
-func (s *agentSession) addNotice(n string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.notices = append(s.notices, n)
-}
-
-func (s *agentSession) takeNotices() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := s.notices
-	s.notices = nil
-	return n
 }
 
 func (s *agentSession) append(msgs ...openai.ChatCompletionMessageParamUnion) {

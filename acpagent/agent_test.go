@@ -509,7 +509,7 @@ func TestNoticeReachesItsSession(t *testing.T) {
 	<-ended
 	r.prompt(t, b, "hello")
 	r.prompt(t, a, "next")
-	notice := "user: Notices about background tasks (no reply needed):\nbackground task bash-1 finished [status: completed, exit code: 7]; read its output with bash_output"
+	notice := "user: [background task notices; no reply needed]\nbackground task bash-1 finished [status: completed, exit code: 7]; read its output with bash_output"
 	find := func(user string) []string {
 		for _, req := range r.model.Requests() {
 			if msgs := req.MessageTexts(); slices.Contains(msgs, "user: "+user) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/coder/acp-go-sdk"
 	"github.com/dshgo/dsh/session"
+	"github.com/dshgo/dsh/toolbash"
 	"github.com/dshgo/dsh/tools"
 	"github.com/openai/openai-go/v3"
 )
@@ -57,8 +58,8 @@ func (a *Agent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptResp
 	s.append(openai.UserMessage(promptText(p.Prompt)))
 	bridge := &Bridge{Tools: a.reg, Updates: a.conn, TerminalOutput: s.terminal}
 	for range a.opts.MaxRounds {
-		if notices := s.takeNotices(); len(notices) > 0 {
-			s.append(openai.UserMessage("Notices about background tasks (no reply needed):\n" + strings.Join(notices, "\n")))
+		if notices := a.tb.TakeNotices(s.owner); len(notices) > 0 {
+			s.append(openai.UserMessage(toolbash.NoticesText(notices)))
 		}
 		msg, err := a.complete(ctx, s)
 		if ctx.Err() != nil {

@@ -47,6 +47,9 @@ type Options struct {
 	// Name and Version identify the server to clients. Defaults "dsh-bash"
 	// and "dev".
 	Name, Version string
+	// MaxResultChars is the budget of one tool result's text (see
+	// toolbash.Options). Zero: toolbash.DefaultMaxResultChars.
+	MaxResultChars int
 	// Logger receives the server's own diagnostics. Default: discarded.
 	Logger *slog.Logger
 	// SupportedProtocolVersions narrows the MCP protocol versions served
@@ -94,7 +97,7 @@ func New(exec bash.Executor, opts *Options) (*Server, error) {
 		}
 		s.cwd = wd
 	}
-	s.tb = toolbash.New(exec, &toolbash.Options{Notify: s.notify})
+	s.tb = toolbash.New(exec, &toolbash.Options{Notify: s.notify, MaxResultChars: opts.MaxResultChars})
 	if err := s.tb.Register(s.reg); err != nil {
 		s.tb.Close()
 		return nil, err

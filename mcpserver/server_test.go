@@ -215,7 +215,7 @@ func TestBackgroundAndNotice(t *testing.T) {
 		}
 	}
 	res := call(t, cs, "bash", bashArgs("echo next"))
-	want := []string{"next\n", "\n\n[background task notices]\nbackground task bash-1 finished [status: completed, exit code: 0]; read its output with bash_output"}
+	want := []string{"next\n", "\n\n[background task notices; no reply needed]\nbackground task bash-1 finished [status: completed, exit code: 0]; read its output with bash_output"}
 	if got := texts(res); len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
 		t.Errorf("next call: %q; want %q", got, want)
 	}

@@ -101,7 +101,7 @@ func (b *noticeBox) drop(owner string) {
 // NoticesText is how waiting completion notices reach the model: a heading,
 // then one notice per line.
 func NoticesText(notices []string) string {
-	return "[background task notices]\n" + strings.Join(notices, "\n")
+	return "[background task notices; no reply needed]\n" + strings.Join(notices, "\n")
 }
 
 // NoticeBlock is NoticesText set apart for a content block of its own after
