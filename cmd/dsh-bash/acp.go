@@ -6,7 +6,6 @@ import (
 	"io"
 
 	"github.com/dshgo/dsh/acpagent"
-	"github.com/dshgo/dsh/bash/local"
 	"github.com/openai/openai-go/v3/option"
 )
 
@@ -18,9 +17,9 @@ func acpCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	fs, ef := newFlags("acp", stderr)
 	model := fs.String("model", "", "chat-completions `MODEL` (required), e.g. deepseek-chat or gpt-4.1")
 	baseURL := fs.String("base-url", "", "OpenAI-compatible API base `URL` (default: $OPENAI_BASE_URL, else OpenAI's)")
-	apiKey := fs.String("api-key", "", "API `KEY` (default: $OPENAI_API_KEY)")
+	keyFile := fs.String("api-key-file", "", "read the API key from `PATH`, a file only you can read (default: $OPENAI_API_KEY)")
 	yolo := fs.Bool("yolo", false, "run commands without asking the editor's permission")
-	if !parseNoArgs(fs, args, stderr) {
+	if !refuseSecretArg(args, "acp", "api-key", "--api-key-file PATH or OPENAI_API_KEY", stderr) || !parseNoArgs(fs, args, stderr) {
 		return 2
 	}
 	if *model == "" {
@@ -31,16 +30,21 @@ func acpCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if *baseURL != "" {
 		copts = append(copts, option.WithBaseURL(*baseURL))
 	}
-	if *apiKey != "" {
-		copts = append(copts, option.WithAPIKey(*apiKey))
+	if *keyFile != "" {
+		key, err := readSecretFile(*keyFile, "API key file")
+		if err != nil {
+			fmt.Fprintf(stderr, "dsh-bash acp: %v\n", err)
+			return 2
+		}
+		copts = append(copts, option.WithAPIKey(key))
 	}
-	exec, err := local.New(ef.options())
-	if err != nil {
-		fmt.Fprintf(stderr, "dsh-bash acp: %v\n", err)
+	exec, ok := ef.executor(ctx, "acp", ef.options(), stderr)
+	if !ok {
 		return 2
 	}
 	defer exec.Close()
-	agent, err := acpagent.New(exec, &acpagent.Options{Model: *model, ClientOptions: copts, Yolo: *yolo, Logger: warnLogger(stderr), Version: version()})
+	agent, err := acpagent.New(exec, &acpagent.Options{Model: *model, ClientOptions: copts, Yolo: *yolo,
+		MaxResultChars: ef.maxResultChars, Logger: warnLogger(stderr), Version: version()})
 	if err != nil {
 		fmt.Fprintf(stderr, "dsh-bash acp: %v\n", err)
 		return 2

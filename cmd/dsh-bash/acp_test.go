@@ -5,6 +5,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -31,7 +32,8 @@ func TestACPBinary(t *testing.T) {
 			{ID: "c2", Name: "bash", Args: map[string]any{"command": "echo $$ > " + fifo + "; exec sleep 300", "description": "Sleep", "run_in_background": true}},
 		}},
 		fakellm.Turn{Text: "Started it."})
-	cmd := execCommand("acp", "--model", "test-model", "--base-url", model.URL, "--api-key", "k")
+	cmd := execCommand("acp", "--model", "test-model", "--base-url", model.URL)
+	cmd.Env = append(os.Environ(), "OPENAI_API_KEY=k")
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {
@@ -87,7 +89,19 @@ func TestACPBinary(t *testing.T) {
 }
 
 func TestACPUsage(t *testing.T) {
-	if _, stderr, code := dshBash(t, "", "acp"); code != 2 || stderr != "dsh-bash acp: --model is required\n" {
-		t.Errorf("exit %d, stderr %q", code, stderr)
+	open := filepath.Join(t.TempDir(), "key")
+	os.WriteFile(open, []byte("sk-0123456789abcdef\n"), 0o644)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"acp"}, "dsh-bash acp: --model is required\n"},
+		{[]string{"acp", "--model", "m", "--api-key", "sk-secret"}, "dsh-bash acp: --api-key is not accepted: every user can read a command line; use --api-key-file PATH or OPENAI_API_KEY\n"},
+		{[]string{"acp", "--model", "m", "--api-key=sk-secret"}, "dsh-bash acp: --api-key is not accepted: every user can read a command line; use --api-key-file PATH or OPENAI_API_KEY\n"},
+		{[]string{"acp", "--model", "m", "--api-key-file", open}, fmt.Sprintf("dsh-bash acp: API key file %s is open to other users (mode 0644): chmod 600 %s\n", open, open)},
+	} {
+		if _, stderr, code := dshBash(t, "", tc.args...); code != 2 || stderr != tc.want {
+			t.Errorf("%q: exit %d, stderr %q", tc.args, code, stderr)
+		}
 	}
 }

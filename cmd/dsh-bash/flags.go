@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -10,15 +11,46 @@ import (
 	"github.com/dshgo/dsh/bash/local"
 )
 
-// execFlags are the executor flags every command that runs commands takes.
+// execFlags are the executor (and result) flags every command that runs
+// commands takes.
 type execFlags struct {
 	defaultTimeoutMs, maxTimeoutMs, maxOutputBytes int
+	maxResultChars                                 int
 }
 
 func (f *execFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.defaultTimeoutMs, "default-timeout-ms", 0, "timeout of a call that sets none (default 120000)")
 	fs.IntVar(&f.maxTimeoutMs, "max-timeout-ms", 0, "cap on any call's timeout (default 600000)")
 	fs.IntVar(&f.maxOutputBytes, "max-output-bytes", 0, "bytes of each stream kept in memory (default 64000)")
+	fs.IntVar(&f.maxResultChars, "max-result-chars", 0, "characters of one tool result's text, both streams and markers (default 30000)")
+}
+
+// staleTimeout bounds the start-up clean-up of what a killed dsh-bash left.
+const staleTimeout = 10 * time.Second
+
+// executor cleans up after dsh-bash processes that died without cleaning up
+// (SIGKILL), then makes the executor. Errors are reported on stderr, with the
+// subcommand's name.
+func (f *execFlags) executor(ctx context.Context, name string, opts *local.Options, stderr io.Writer) (*local.Executor, bool) {
+	if f.maxResultChars < 0 {
+		fmt.Fprintf(stderr, "dsh-bash %s: --max-result-chars must not be negative (got %d)\n", name, f.maxResultChars)
+		return nil, false
+	}
+	ctx, cancel := context.WithTimeout(ctx, staleTimeout)
+	removed, err := local.CleanStale(ctx, opts.SpillDir)
+	cancel()
+	for _, dir := range removed {
+		fmt.Fprintf(stderr, "dsh-bash %s: removed %s, left behind by a dsh-bash that was killed\n", name, dir)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "dsh-bash %s: cleaning up after killed dsh-bash processes: %v\n", name, err)
+	}
+	exec, err := local.New(opts)
+	if err != nil {
+		fmt.Fprintf(stderr, "dsh-bash %s: %v\n", name, err)
+		return nil, false
+	}
+	return exec, true
 }
 
 // options turns the flags into executor options (zero: the default).

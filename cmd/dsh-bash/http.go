@@ -52,13 +52,19 @@ func registerHTTPFlags(fs *flag.FlagSet) *httpFlags {
 // parsed (so that the value is not echoed): a secret on the command line
 // can be read by every user.
 func refuseTokenArg(args []string, stderr io.Writer) bool {
+	return refuseSecretArg(args, "mcp", "token", "--token-file PATH or "+tokenEnv, stderr)
+}
+
+// refuseSecretArg refuses a flag that would carry a secret on the command
+// line, before the flags are parsed (so that its value is never echoed).
+func refuseSecretArg(args []string, cmd, flagName, instead string, stderr io.Writer) bool {
 	for _, a := range args {
 		if a == "--" {
 			break
 		}
 		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		if strings.HasPrefix(a, "-") && name == "token" {
-			fmt.Fprintf(stderr, "dsh-bash mcp: --token is not accepted: every user can read a command line; use --token-file PATH or %s\n", tokenEnv)
+		if strings.HasPrefix(a, "-") && name == flagName {
+			fmt.Fprintf(stderr, "dsh-bash %s: --%s is not accepted: every user can read a command line; use %s\n", cmd, flagName, instead)
 			return false
 		}
 	}
@@ -114,32 +120,42 @@ func (hf *httpFlags) validate(fs *flag.FlagSet) error {
 // readTokenFile reads a token from a regular file of this user that no one
 // else may read or write.
 func readTokenFile(path string) (string, error) {
+	tok, err := readSecretFile(path, "token file")
+	if err != nil {
+		return "", err
+	}
+	return checkToken(tok, "the token in "+path)
+}
+
+// readSecretFile reads a secret, trimmed of spaces, from a regular file of
+// this user's that no one else may read. what names the file in errors.
+func readSecretFile(path, what string) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return "", fmt.Errorf("token file: %w", err)
+		return "", fmt.Errorf("%s: %w", what, err)
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return "", fmt.Errorf("token file: %w", err)
+		return "", fmt.Errorf("%s: %w", what, err)
 	}
 	if !fi.Mode().IsRegular() {
-		return "", fmt.Errorf("token file %s is not a regular file", path)
+		return "", fmt.Errorf("%s %s is not a regular file", what, path)
 	}
 	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
-		return "", fmt.Errorf("token file %s is open to other users (mode %04o): chmod 600 %s", path, perm, path)
+		return "", fmt.Errorf("%s %s is open to other users (mode %04o): chmod 600 %s", what, path, perm, path)
 	}
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
-		return "", fmt.Errorf("token file %s belongs to uid %d, not to this user (uid %d)", path, st.Uid, os.Geteuid())
+		return "", fmt.Errorf("%s %s belongs to uid %d, not to this user (uid %d)", what, path, st.Uid, os.Geteuid())
 	}
 	b, err := io.ReadAll(io.LimitReader(f, 4097))
 	if err != nil {
-		return "", fmt.Errorf("token file: %w", err)
+		return "", fmt.Errorf("%s: %w", what, err)
 	}
 	if len(b) > 4096 {
-		return "", fmt.Errorf("token file %s is longer than 4096 bytes", path)
+		return "", fmt.Errorf("%s %s is longer than 4096 bytes", what, path)
 	}
-	return checkToken(strings.TrimSpace(string(b)), "the token in "+path)
+	return strings.TrimSpace(string(b)), nil
 }
 
 // checkToken accepts a token of at least minTokenLen visible ASCII

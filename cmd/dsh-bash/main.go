@@ -2,7 +2,7 @@
 // bash_kill.
 //
 //	dsh-bash mcp [--cwd DIR] [--http ADDR [--token-file PATH | --no-auth]] [executor flags]
-//	dsh-bash acp --model MODEL [--base-url URL] [--api-key KEY] [--yolo] [executor flags]
+//	dsh-bash acp --model MODEL [--base-url URL] [--api-key-file PATH] [--yolo] [executor flags]
 //	dsh-bash run [--workdir DIR] [--timeout-ms N] [executor flags] -- COMMAND
 //	dsh-bash schema
 //
@@ -12,7 +12,14 @@
 // run makes one bash call through the same tool layer a model uses and
 // prints exactly the text the model would get; schema prints the three
 // tool definitions as JSON. Executor flags: --default-timeout-ms,
-// --max-timeout-ms, --max-output-bytes.
+// --max-timeout-ms, --max-output-bytes, --max-result-chars.
+//
+// SIGINT, SIGTERM and SIGHUP abort every call in flight and stop every
+// command before dsh-bash exits; a closed stdout is an error to clean up
+// after, not a death by SIGPIPE. At start, the cgroups and spill
+// directories of a dsh-bash that was killed (SIGKILL) are removed, and the
+// process makes itself non-dumpable, so that its commands cannot read its
+// memory or environment (see harden).
 package main
 
 import (
@@ -25,7 +32,16 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	if err := harden(); err != nil {
+		fmt.Fprintf(os.Stderr, "dsh-bash: cannot make the process non-dumpable: %v\n", err)
+		os.Exit(1)
+	}
+	// A write to a closed pipe must fail with EPIPE (the client is gone:
+	// clean up and exit) rather than kill the process before its cleanup.
+	// Catching SIGPIPE, unlike ignoring it, leaves it at its default in the
+	// commands dsh-bash runs.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	code := cli(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
@@ -33,7 +49,7 @@ func main() {
 
 const usage = `usage:
   dsh-bash mcp [--cwd DIR] [--http ADDR [HTTP flags]] [executor flags]
-  dsh-bash acp --model MODEL [--base-url URL] [--api-key KEY] [--yolo] [executor flags]
+  dsh-bash acp --model MODEL [--base-url URL] [--api-key-file PATH] [--yolo] [executor flags]
   dsh-bash run [--workdir DIR] [--timeout-ms N] [executor flags] -- COMMAND
   dsh-bash schema
 
@@ -50,6 +66,8 @@ executor flags:
   --default-timeout-ms N   timeout of a call that sets none (default 120000)
   --max-timeout-ms N       cap on any call's timeout (default 600000)
   --max-output-bytes N     bytes of each stream kept in memory (default 64000)
+  --max-result-chars N     characters of one result's text, both streams and
+                           markers (default 30000)
 `
 
 // cli runs one dsh-bash invocation and returns its exit code.

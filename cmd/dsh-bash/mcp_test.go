@@ -22,7 +22,11 @@ import (
 func mcpClient(t *testing.T, args ...string) (*mcp.ClientSession, *exec.Cmd) {
 	t.Helper()
 	cmd := execCommand(append([]string{"mcp"}, args...)...)
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
+	// The SDK sends SIGTERM when the server has not exited 5 s after stdin
+	// closed: wait far longer, so that only the server's own handling of
+	// stdin EOF can pass TestMCPStdioClientGone.
+	tr := &mcp.CommandTransport{Command: cmd, TerminateDuration: 10 * time.Minute}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(context.Background(), tr, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,10 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strings"
 
-	"github.com/dshgo/dsh/bash/local"
 	"github.com/dshgo/dsh/session"
 	"github.com/dshgo/dsh/toolbash"
 	"github.com/dshgo/dsh/tools"
@@ -41,15 +41,19 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, "dsh-bash run: no command given\n\n"+usage)
 		return 2
 	}
+	if t := *timeoutMs; math.IsNaN(t) || math.IsInf(t, 0) {
+		// JSON has no such numbers: say so as the tool would of any other.
+		fmt.Fprintf(stderr, "dsh-bash run: invalid timeoutMs: expected a positive number, got %v\n", t)
+		return 2
+	}
 	opts := ef.options()
 	opts.KeepSpillFiles = true // their paths are printed for the user to open
-	exec, err := local.New(opts)
-	if err != nil {
-		fmt.Fprintf(stderr, "dsh-bash run: %v\n", err)
+	exec, ok := ef.executor(ctx, "run", opts, stderr)
+	if !ok {
 		return 2
 	}
 	defer exec.Close()
-	tb := toolbash.New(exec, nil)
+	tb := toolbash.New(exec, &toolbash.Options{MaxResultChars: ef.maxResultChars})
 	defer tb.Close()
 	var reg tools.Registry
 	if err := tb.Register(&reg); err != nil {
@@ -65,7 +69,11 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			call["timeoutMs"] = *timeoutMs
 		}
 	})
-	raw, _ := json.Marshal(call)
+	raw, err := json.Marshal(call)
+	if err != nil {
+		fmt.Fprintf(stderr, "dsh-bash run: %v\n", err)
+		return 2
+	}
 	cwd, _ := os.Getwd()
 	res := reg.Execute(ctx, &tools.Call{Tool: toolbash.BashName, Args: raw, Session: session.Session{Cwd: cwd}})
 	text := res.Text()

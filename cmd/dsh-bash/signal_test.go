@@ -1,0 +1,228 @@
+//go:build linux
+
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/dshgo/dsh/internal/proctest"
+)
+
+// hangGuard only bounds a test that would otherwise hang; no assertion
+// depends on how fast the machine is.
+const hangGuard = time.Minute
+
+// rawMCP is dsh-bash mcp driven with raw JSON-RPC lines over pipes.
+type rawMCP struct {
+	t    *testing.T
+	cmd  *exec.Cmd
+	in   io.WriteCloser
+	out  *bufio.Reader
+	outR io.ReadCloser
+}
+
+func startRawMCP(t *testing.T) *rawMCP {
+	t.Helper()
+	cmd := execCommand("mcp", "--cwd", t.TempDir())
+	cmd.Env = append(os.Environ(), "TMPDIR="+t.TempDir())
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	outR, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	m := &rawMCP{t: t, cmd: cmd, in: in, out: bufio.NewReader(outR), outR: outR}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	m.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	m.answer(0)
+	return m
+}
+
+func (m *rawMCP) send(lines ...string) {
+	m.t.Helper()
+	for _, l := range lines {
+		if _, err := io.WriteString(m.in, l+"\n"); err != nil {
+			m.t.Fatalf("write: %v", err)
+		}
+	}
+}
+
+// call sends a bash call with the given id.
+func (m *rawMCP) call(id int, command string, background bool) {
+	args, _ := json.Marshal(map[string]any{"command": command, "description": "d", "run_in_background": background})
+	m.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"bash","arguments":%s}}`, id, args))
+}
+
+// answer reads until the response to id and returns its raw line.
+func (m *rawMCP) answer(id int) string {
+	m.t.Helper()
+	for {
+		line, err := m.out.ReadString('\n')
+		if err != nil {
+			m.t.Fatalf("no answer to %d: %v", id, err)
+		}
+		var v struct{ ID *int }
+		if json.Unmarshal([]byte(line), &v) == nil && v.ID != nil && *v.ID == id {
+			return line
+		}
+	}
+}
+
+// exited waits for dsh-bash to exit.
+func (m *rawMCP) exited() {
+	m.t.Helper()
+	done := make(chan struct{})
+	go func() { m.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(hangGuard):
+		m.t.Fatal("dsh-bash mcp did not exit")
+	}
+}
+
+// startCommands starts a background task and a foreground call that
+// ignores SIGTERM (so only the SIGKILL of the escalation stops it) and
+// returns their processes' pids once both run.
+func (m *rawMCP) startCommands() []int {
+	m.t.Helper()
+	dir := m.t.TempDir()
+	bg, fg, sync := filepath.Join(dir, "bg"), filepath.Join(dir, "fg"), filepath.Join(dir, "sync")
+	if err := syscall.Mkfifo(sync, 0o600); err != nil {
+		m.t.Fatal(err)
+	}
+	m.call(1, "echo $$ > "+bg+"; exec sleep 300", true)
+	m.answer(1)
+	m.call(2, fmt.Sprintf("trap '' TERM; sleep 300 & echo $! > %s; echo > %s; wait", fg, sync), false)
+	f, err := os.Open(sync)
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	bufio.NewReader(f).ReadString('\n')
+	f.Close()
+	return []int{pidFrom(m.t, bg), pidFrom(m.t, fg)}
+}
+
+func pidFrom(t *testing.T, file string) int {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	pid, perr := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || perr != nil {
+		t.Fatalf("pid file %s: %q %v", file, b, err)
+	}
+	return pid
+}
+
+func assertGone(t *testing.T, pids []int) {
+	t.Helper()
+	for _, pid := range pids {
+		if proctest.Alive(pid) {
+			t.Errorf("process %d outlived dsh-bash", pid)
+		}
+	}
+}
+
+// TestMCPSignalsAbortCalls: SIGTERM, SIGINT and SIGHUP abort a foreground
+// call in flight (one that ignores SIGTERM, so the escalation must reach
+// SIGKILL) and kill the background tasks, and dsh-bash exits with nothing
+// left running.
+func TestMCPSignalsAbortCalls(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP} {
+		t.Run(sig.String(), func(t *testing.T) {
+			m := startRawMCP(t)
+			pids := m.startCommands()
+			start := time.Now()
+			m.cmd.Process.Signal(sig)
+			m.exited()
+			t.Logf("exited %v after %v", m.cmd.ProcessState, time.Since(start))
+			if ws := m.cmd.ProcessState.Sys().(syscall.WaitStatus); ws.Signaled() {
+				t.Errorf("dsh-bash died of %v instead of cleaning up", ws.Signal())
+			}
+			assertGone(t, pids)
+		})
+	}
+}
+
+// TestMCPStdoutGone: a client whose reader died (stdout is a broken pipe)
+// is gone: dsh-bash must clean up and exit, not die of SIGPIPE and leave
+// its commands behind.
+func TestMCPStdoutGone(t *testing.T) {
+	m := startRawMCP(t)
+	pids := m.startCommands()
+	m.outR.Close()
+	m.send(`{"jsonrpc":"2.0","id":3,"method":"ping"}`) // its answer cannot be written
+	m.exited()
+	if ws := m.cmd.ProcessState.Sys().(syscall.WaitStatus); ws.Signaled() {
+		t.Errorf("dsh-bash died of %v", ws.Signal())
+	}
+	assertGone(t, pids)
+}
+
+// TestRunStdoutGone: dsh-bash run whose stdout reader has gone (as in
+// `dsh-bash run -- 'server & …' | head -1`) still stops what the command
+// left running.
+func TestRunStdoutGone(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	cmd := execCommand("run", "--", "sleep 300 & echo $! > "+pidFile+"; seq 100000")
+	cmd.Env = append(os.Environ(), "TMPDIR="+t.TempDir())
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close() // nobody reads: the first write fails
+	cmd.Stdout = w
+	err = cmd.Run()
+	w.Close()
+	if ws := cmd.ProcessState.Sys().(syscall.WaitStatus); ws.Signaled() {
+		t.Errorf("dsh-bash run died of %v (%v)", ws.Signal(), err)
+	}
+	assertGone(t, []int{pidFrom(t, pidFile)})
+}
+
+// TestSecretsOutOfReach: a command of the same (unprivileged) user cannot
+// read dsh-bash's environment through /proc: the process is not dumpable.
+func TestSecretsOutOfReach(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to run dsh-bash as another, unprivileged user")
+	}
+	dir, err := os.MkdirTemp("", "dsh-bash-nobody-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	os.Chmod(dir, 0o755)
+	bin := filepath.Join(dir, "dsh-bash")
+	if b, err := os.ReadFile(binary); err != nil || os.WriteFile(bin, b, 0o755) != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "run", "--", `tr '\0' '\n' < /proc/$PPID/environ | grep DSH_TEST_SECRET_TOKEN || echo unreadable`)
+	cmd.Dir = dir
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "TMPDIR=" + dir, "DSH_TEST_SECRET_TOKEN=hunter2"}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if strings.Contains(string(out), "hunter2") || !strings.HasPrefix(string(out), "unreadable") {
+		t.Errorf("the command read dsh-bash's environment: %q", out)
+	}
+}
