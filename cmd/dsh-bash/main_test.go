@@ -40,9 +40,16 @@ func TestMain(m *testing.M) {
 
 func dshBash(t *testing.T, dir string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
+	// Spill files kept by run go away with the test.
+	return dshBashEnv(t, dir, []string{"TMPDIR=" + t.TempDir()}, args...)
+}
+
+// dshBashEnv runs dsh-bash in dir with env added to the environment.
+func dshBashEnv(t *testing.T, dir string, env []string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
 	cmd := exec.Command(binary, args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "TMPDIR="+t.TempDir()) // spill files kept by run go away with the test
+	cmd.Env = append(os.Environ(), env...)
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
 	err := cmd.Run()

@@ -30,12 +30,14 @@ type rawMCP struct {
 	in   io.WriteCloser
 	out  *bufio.Reader
 	outR io.ReadCloser
+	tmp  string // its TMPDIR, where its spill directory goes
 }
 
 func startRawMCP(t *testing.T) *rawMCP {
 	t.Helper()
+	tmp := t.TempDir()
 	cmd := execCommand("mcp", "--cwd", t.TempDir())
-	cmd.Env = append(os.Environ(), "TMPDIR="+t.TempDir())
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -47,7 +49,7 @@ func startRawMCP(t *testing.T) *rawMCP {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	m := &rawMCP{t: t, cmd: cmd, in: in, out: bufio.NewReader(outR), outR: outR}
+	m := &rawMCP{t: t, cmd: cmd, in: in, out: bufio.NewReader(outR), outR: outR, tmp: tmp}
 	t.Cleanup(func() {
 		cmd.Process.Kill()
 		cmd.Wait()
@@ -224,5 +226,37 @@ func TestSecretsOutOfReach(t *testing.T) {
 	}
 	if strings.Contains(string(out), "hunter2") || !strings.HasPrefix(string(out), "unreadable") {
 		t.Errorf("the command read dsh-bash's environment: %q", out)
+	}
+}
+
+// TestStartupCleansAfterKilled: a dsh-bash that was SIGKILLed leaves its
+// cgroup (with the processes in it) and its spill directory behind; the
+// next dsh-bash started beside it removes both and kills the processes.
+func TestStartupCleansAfterKilled(t *testing.T) {
+	m := startRawMCP(t)
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	m.call(1, "sleep 300 & echo $! > "+pidFile+"; disown; seq 100000 >&2", false)
+	m.answer(1)
+	if spills, _ := filepath.Glob(filepath.Join(m.tmp, "dsh-spill-[0-9]*")); len(spills) != 1 {
+		t.Fatalf("spill directories of the first dsh-bash: %q", spills)
+	}
+	m.cmd.Process.Kill()
+	m.cmd.Wait()
+	pid := pidFrom(t, pidFile)
+	if !proctest.Alive(pid) {
+		t.Fatal("the sleep died with its dsh-bash: nothing to clean up")
+	}
+	_, stderr, code := dshBashEnv(t, t.TempDir(), []string{"TMPDIR=" + m.tmp}, "run", "--", "true")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if err := proctest.WaitExit(pid, hangGuard); err != nil {
+		t.Errorf("the killed dsh-bash's sleep survived the next start: %v", err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(m.tmp, "dsh-spill-[0-9]*")); len(left) != 0 {
+		t.Errorf("spill directories left: %q", left)
+	}
+	if !strings.Contains(stderr, "left behind by a dsh-bash that was killed") {
+		t.Errorf("stderr does not say what was removed: %q", stderr)
 	}
 }
