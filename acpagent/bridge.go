@@ -66,7 +66,7 @@ func (b *Bridge) RunToolCall(ctx context.Context, sid acp.SessionId, sessionCwd 
 	if terminal {
 		if res.IsError {
 			// No process exit to show: say why in the terminal itself.
-			out.Add(res.Text() + "\n")
+			out.Add([]byte(res.Text() + "\n"))
 		}
 		out.Close()
 	}

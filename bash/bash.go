@@ -111,7 +111,11 @@ type ExecSpec struct {
 	// split a character; calls are never concurrent, and they end before Run
 	// returns. It must not block. An executor that cannot stream may call it
 	// less often or not at all: the result stays the whole truth.
-	OnOutput func(stream Stream, text string)
+	//
+	// text is only valid during the call (the executor reuses its memory, so
+	// that streaming a flood of output costs no allocation per piece): an
+	// observer that keeps any of it must copy it.
+	OnOutput func(stream Stream, text []byte)
 }
 
 // Stream names an output stream.

@@ -226,7 +226,7 @@ func (t *Tools) bash(ctx context.Context, call *tools.Call) (*tools.Result, erro
 		return tools.TextResult(StartText(task)), nil
 	}
 	if call.Output != nil {
-		spec.OnOutput = func(_ bash.Stream, text string) { call.Output(text) }
+		spec.OnOutput = func(_ bash.Stream, text []byte) { call.Output(text) }
 	}
 	res, err := t.exec.Run(ctx, spec)
 	if errors.Is(err, bash.ErrAborted) {

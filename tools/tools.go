@@ -64,8 +64,9 @@ type Call struct {
 	Session session.Session
 	// Output, if set, receives the call's output as it is produced (for a
 	// terminal that shows it live). Tools that cannot stream ignore it; the
-	// result is always the whole answer. Calls are never concurrent.
-	Output func(text string)
+	// result is always the whole answer. Calls are never concurrent. text
+	// is valid UTF-8 and only valid during the call: copy what you keep.
+	Output func(text []byte)
 }
 
 // Content is one block of a result or presentation. Only text blocks exist

@@ -26,7 +26,7 @@ type proc struct {
 	state     *os.ProcessState
 	waitErr   error
 
-	onOutput  func(bash.Stream, string) // the spec's observer, or nil
+	onOutput  func(bash.Stream, []byte) // the spec's observer, or nil
 	outputMu  sync.Mutex                // serializes onOutput calls
 	muted     bool                      // under outputMu: Run has returned
 	pipesDone chan struct{}             // closed once both streams hit EOF
@@ -203,13 +203,17 @@ func closeAll(fs ...*os.File) {
 func (p *proc) drain(f *os.File, s *stream, name bash.Stream, e *Executor) {
 	defer e.wg.Done()
 	buf := make([]byte, 16<<10)
-	var partial []byte // an observed character not complete yet
+	var held []byte // an observed character not complete yet
 	for {
 		n, err := f.Read(buf)
 		if n > 0 {
 			s.write(buf[:n])
 			if p.onOutput != nil {
-				partial = p.observe(name, append(partial, buf[:n]...), false)
+				piece := buf[:n]
+				if len(held) > 0 { // rare: the previous read split a character
+					piece = append(held, piece...)
+				}
+				held = p.observe(name, piece, false)
 			}
 			if n == len(buf) && len(buf) < 1<<20 {
 				buf = make([]byte, 2*len(buf))
@@ -219,8 +223,8 @@ func (p *proc) drain(f *os.File, s *stream, name bash.Stream, e *Executor) {
 			break
 		}
 	}
-	if p.onOutput != nil && len(partial) > 0 {
-		p.observe(name, partial, true)
+	if p.onOutput != nil && len(held) > 0 {
+		p.observe(name, held, true)
 	}
 	f.Close()
 	s.eof()
@@ -239,7 +243,7 @@ func (p *proc) observe(name bash.Stream, b []byte, final bool) []byte {
 	if keep > 0 {
 		p.outputMu.Lock()
 		if !p.muted {
-			p.onOutput(name, validText(b[:keep]))
+			p.onOutput(name, validBytes(b[:keep]))
 		}
 		p.outputMu.Unlock()
 	}

@@ -394,7 +394,8 @@ func TestOnOutput(t *testing.T) {
 	streams := map[bash.Stream]string{}
 	first := make(chan struct{})
 	spec, _ := e.Resolve(bash.ExecRequest{Command: `printf 'one \xe2\x82'; printf 'err\n' >&2; read < ` + sp.fifo + `; printf '\xac two\n'; sleep 30 & echo left`})
-	spec.OnOutput = func(s bash.Stream, text string) {
+	spec.OnOutput = func(s bash.Stream, b []byte) {
+		text := string(b)
 		mu.Lock()
 		defer mu.Unlock()
 		if !utf8.ValidString(text) {

@@ -197,9 +197,13 @@ func completeLen(b []byte) int {
 
 // validText converts b to a string in which every byte that is not part of a
 // valid UTF-8 sequence reads as U+FFFD.
-func validText(b []byte) string {
+func validText(b []byte) string { return string(validBytes(b)) }
+
+// validBytes is b, or, if b is not valid UTF-8, a copy in which every byte
+// that is not part of a valid sequence reads as U+FFFD.
+func validBytes(b []byte) []byte {
 	if utf8.Valid(b) {
-		return string(b)
+		return b
 	}
 	out := make([]byte, 0, len(b)+len(b)/2)
 	for len(b) > 0 {
@@ -211,7 +215,7 @@ func validText(b []byte) string {
 		}
 		b = b[n:]
 	}
-	return string(out)
+	return out
 }
 
 // release removes the stream's spill file, once its task is forgotten.

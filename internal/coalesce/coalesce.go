@@ -75,10 +75,11 @@ func New(send func(Piece), opts *Options) *Sender {
 	return s
 }
 
-// Add queues text. It never blocks on the consumer, and it costs
-// O(len(text)) amortised, however much is pending.
-func (s *Sender) Add(text string) {
-	if text == "" {
+// Add queues text (it copies what it keeps: text may be reused once Add
+// returns). It never blocks on the consumer, and it costs O(len(text))
+// amortised, however much is pending.
+func (s *Sender) Add(text []byte) {
+	if len(text) == 0 {
 		return
 	}
 	s.mu.Lock()

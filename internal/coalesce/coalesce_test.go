@@ -58,10 +58,10 @@ func texts(ps []Piece) []string {
 func TestOrderAndCoalescing(t *testing.T) {
 	c := newStuck()
 	s := New(c.send, nil)
-	s.Add("a")
+	s.Add([]byte("a"))
 	<-c.first
 	for i := range 100 {
-		s.Add(string(rune('0' + i%10))) // never blocks
+		s.Add([]byte(string(rune('0' + i%10)))) // never blocks
 	}
 	close(c.release)
 	s.Close()
@@ -87,9 +87,9 @@ func TestPacingAndCloseFlush(t *testing.T) {
 		got = append(got, p.Text)
 		mu.Unlock()
 	}, &Options{Every: time.Hour}) // only the first piece goes before Close
-	s.Add("x")
+	s.Add([]byte("x"))
 	for range 10 {
-		s.Add("y")
+		s.Add([]byte("y"))
 	}
 	s.Close() // does not wait the hour
 	mu.Lock()
@@ -102,7 +102,7 @@ func TestPacingAndCloseFlush(t *testing.T) {
 func TestCloseEmpty(t *testing.T) {
 	calls := 0
 	s := New(func(Piece) { calls++ }, nil)
-	s.Add("")
+	s.Add([]byte(""))
 	s.Close()
 	s.Close()
 	if calls != 0 {
@@ -131,10 +131,10 @@ func TestKeepsTheTail(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newStuck()
 			s := New(c.send, &Options{MaxPending: tc.max})
-			s.Add("x")
+			s.Add([]byte("x"))
 			<-c.first
 			for _, a := range tc.adds {
-				s.Add(a)
+				s.Add([]byte(a))
 			}
 			close(c.release)
 			s.Close()
@@ -170,7 +170,7 @@ func TestBoundedUnderBurst(t *testing.T) {
 		}
 		chunk := base[off:end]
 		off = end % len(base)
-		s.Add(chunk)
+		s.Add([]byte(chunk))
 		added += int64(len(chunk))
 		recent, recentLen = append(recent, chunk), recentLen+len(chunk)
 		for recentLen-len(recent[0]) >= DefaultMaxPending {
@@ -213,7 +213,7 @@ func numbered(n int) string {
 // that is stuck, so that every Add drops old text ("stuck").
 func BenchmarkAdd(b *testing.B) {
 	for _, size := range []int{16, 4 << 10, 1 << 20} {
-		chunk := numbered(size)[:size]
+		chunk := []byte(numbered(size)[:size])
 		b.Run(fmt.Sprintf("free/%d", size), func(b *testing.B) {
 			s := New(func(Piece) {}, nil)
 			b.SetBytes(int64(size))
@@ -225,7 +225,7 @@ func BenchmarkAdd(b *testing.B) {
 		b.Run(fmt.Sprintf("stuck/%d", size), func(b *testing.B) {
 			c := newStuck()
 			s := New(c.send, nil)
-			s.Add("x")
+			s.Add([]byte("x"))
 			<-c.first
 			b.SetBytes(int64(size))
 			for b.Loop() {
