@@ -275,6 +275,9 @@ func (s *Server) handler(name string) mcp.ToolHandler {
 		for _, c := range res.Content {
 			out.Content = append(out.Content, &mcp.TextContent{Text: c.Text})
 		}
+		if st.calls.Err() != nil {
+			return out, nil // the session is ending: its tasks' deaths are ours, not news
+		}
 		if n := s.tb.TakeNotices(st.owner); len(n) > 0 {
 			out.Content = append(out.Content, &mcp.TextContent{Text: toolbash.NoticeBlock(n)})
 		}
