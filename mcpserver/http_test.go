@@ -3,7 +3,6 @@
 package mcpserver
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,7 +12,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -114,17 +112,7 @@ func pidOf(t *testing.T, do func(fifo string)) int {
 		t.Fatal(err)
 	}
 	do(fifo)
-	f, err := os.Open(fifo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	line, _ := bufio.NewReader(f).ReadString('\n')
-	pid, err := strconv.Atoi(strings.TrimSpace(line))
-	if err != nil {
-		t.Fatalf("pid %q", line)
-	}
-	return pid
+	return proctest.PidFromFIFO(t, fifo)
 }
 
 // background starts a background sleep in cs and returns its pid.

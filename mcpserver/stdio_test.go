@@ -194,7 +194,7 @@ func TestStdioCancelledRequest(t *testing.T) {
 	w.send(toolCall(7, fmt.Sprintf("sleep 300 & echo $! > %s; echo > %s; wait", pidFile, sync)))
 	reached(t, sync)
 	w.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"reason":"the user pressed Esc"}}`)
-	pid := readPid(t, pidFile)
+	pid := proctest.PidFromFile(t, pidFile)
 	if proctest.WaitExit(pid, time.Minute) != nil {
 		t.Fatalf("the cancelled command's sleep %d is still alive", pid)
 	}
@@ -240,7 +240,7 @@ func TestStdioEOFAbortsAndAnswers(t *testing.T) {
 		t.Errorf("the call in flight: %q", callText(t, m))
 	}
 	for _, f := range []string{fg, bg} {
-		if pid := readPid(t, f); proctest.WaitExit(pid, time.Minute) != nil {
+		if pid := proctest.PidFromFile(t, f); proctest.WaitExit(pid, time.Minute) != nil {
 			t.Errorf("process %d outlived the client", pid)
 		}
 	}
@@ -260,7 +260,7 @@ func TestStdioClientStoppedReading(t *testing.T) {
 	w.next()
 	w.outR.Close() // the client's reader is gone; its writer is not
 	w.send(`{"jsonrpc":"2.0","id":2,"method":"ping"}`)
-	if pid := readPid(t, pidFile); proctest.WaitExit(pid, time.Minute) != nil {
+	if pid := proctest.PidFromFile(t, pidFile); proctest.WaitExit(pid, time.Minute) != nil {
 		t.Errorf("task process %d outlived its client", pid)
 	}
 	w.wait()
@@ -281,7 +281,7 @@ func TestStdioShutdownAbortsCalls(t *testing.T) {
 	reached(t, sync)
 	cancel()
 	w.wait()
-	if pid := readPid(t, pidFile); proctest.WaitExit(pid, time.Minute) != nil {
+	if pid := proctest.PidFromFile(t, pidFile); proctest.WaitExit(pid, time.Minute) != nil {
 		t.Errorf("process %d outlived the shutdown", pid)
 	}
 }
@@ -305,17 +305,4 @@ func reached(t *testing.T, fifo string) {
 	}
 	defer f.Close()
 	bufio.NewReader(f).ReadString('\n')
-}
-
-func readPid(t *testing.T, file string) int {
-	t.Helper()
-	b, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil {
-		t.Fatalf("pid file %s: %q", file, b)
-	}
-	return pid
 }

@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -393,7 +392,7 @@ func foregroundPid(t *testing.T, cs *mcp.ClientSession) int {
 			"command": "trap '' TERM; echo $$ > " + fifo + "; sleep 300", "description": "Sleep", "timeoutMs": 600000}})
 	}()
 	t.Cleanup(wg.Wait)
-	return pidFromFifo(t, fifo)
+	return proctest.PidFromFIFO(t, fifo)
 }
 
 // TestMCPHTTPSessionGrace: with --session-grace, the tasks of a client
@@ -417,20 +416,4 @@ func TestMCPHTTPSessionGrace(t *testing.T) {
 	}
 	mustClient(t, s, "") // its place is free
 	s.stop(t)
-}
-
-// pidFromFifo reads a pid a command wrote to fifo.
-func pidFromFifo(t *testing.T, fifo string) int {
-	t.Helper()
-	f, err := os.Open(fifo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	line, _ := bufio.NewReader(f).ReadString('\n')
-	pid, err := strconv.Atoi(strings.TrimSpace(line))
-	if err != nil {
-		t.Fatalf("pid %q", line)
-	}
-	return pid
 }

@@ -3,12 +3,9 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -62,17 +59,7 @@ func syncedPid(t *testing.T, cs *mcp.ClientSession) int {
 	if got != "started background task bash-1" {
 		t.Fatalf("start: %q", got)
 	}
-	f, err := os.Open(fifo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	line, _ := bufio.NewReader(f).ReadString('\n')
-	pid, err := strconv.Atoi(strings.TrimSpace(line))
-	if err != nil {
-		t.Fatalf("pid %q", line)
-	}
-	return pid
+	return proctest.PidFromFIFO(t, fifo)
 }
 
 var alive = proctest.Alive

@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -108,30 +107,17 @@ func (m *rawMCP) exited() {
 func (m *rawMCP) startCommands() []int {
 	m.t.Helper()
 	dir := m.t.TempDir()
-	bg, fg, sync := filepath.Join(dir, "bg"), filepath.Join(dir, "fg"), filepath.Join(dir, "sync")
-	if err := syscall.Mkfifo(sync, 0o600); err != nil {
-		m.t.Fatal(err)
+	bg, fg := filepath.Join(dir, "bg"), filepath.Join(dir, "fg")
+	for _, p := range []string{bg, fg} {
+		if err := syscall.Mkfifo(p, 0o600); err != nil {
+			m.t.Fatal(err)
+		}
 	}
 	m.call(1, "echo $$ > "+bg+"; exec sleep 300", true)
 	m.answer(1)
-	m.call(2, fmt.Sprintf("trap '' TERM; sleep 300 & echo $! > %s; echo > %s; wait", fg, sync), false)
-	f, err := os.Open(sync)
-	if err != nil {
-		m.t.Fatal(err)
-	}
-	bufio.NewReader(f).ReadString('\n')
-	f.Close()
-	return []int{pidFrom(m.t, bg), pidFrom(m.t, fg)}
-}
-
-func pidFrom(t *testing.T, file string) int {
-	t.Helper()
-	b, err := os.ReadFile(file)
-	pid, perr := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil || perr != nil {
-		t.Fatalf("pid file %s: %q %v", file, b, err)
-	}
-	return pid
+	bgPid := proctest.PidFromFIFO(m.t, bg)
+	m.call(2, fmt.Sprintf("trap '' TERM; sleep 300 & echo $! > %s; wait", fg), false)
+	return []int{bgPid, proctest.PidFromFIFO(m.t, fg)}
 }
 
 func assertGone(t *testing.T, pids []int) {
@@ -197,7 +183,7 @@ func TestRunStdoutGone(t *testing.T) {
 	if ws := cmd.ProcessState.Sys().(syscall.WaitStatus); ws.Signaled() {
 		t.Errorf("dsh-bash run died of %v (%v)", ws.Signal(), err)
 	}
-	assertGone(t, []int{pidFrom(t, pidFile)})
+	assertGone(t, []int{proctest.PidFromFile(t, pidFile)})
 }
 
 // TestSecretsOutOfReach: a command of the same (unprivileged) user cannot
@@ -242,7 +228,7 @@ func TestStartupCleansAfterKilled(t *testing.T) {
 	}
 	m.cmd.Process.Kill()
 	m.cmd.Wait()
-	pid := pidFrom(t, pidFile)
+	pid := proctest.PidFromFile(t, pidFile)
 	if !proctest.Alive(pid) {
 		t.Fatal("the sleep died with its dsh-bash: nothing to clean up")
 	}
