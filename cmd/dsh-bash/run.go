@@ -60,16 +60,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "dsh-bash run: %v\n", err)
 		return 2
 	}
-	call := map[string]any{"command": command, "description": "Run a command from the dsh-bash command line"}
-	if *workdir != "" {
-		call["workdir"] = *workdir
-	}
-	fs.Visit(func(f *flag.Flag) {
-		if f.Name == "timeout-ms" {
-			call["timeoutMs"] = *timeoutMs
-		}
-	})
-	raw, err := json.Marshal(call)
+	raw, err := callArgs(fs, command, *workdir, *timeoutMs)
 	if err != nil {
 		fmt.Fprintf(stderr, "dsh-bash run: %v\n", err)
 		return 2
@@ -90,4 +81,19 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// callArgs are the bash tool's arguments for the command line's call; the
+// timeout is passed only when the flag was given.
+func callArgs(fs *flag.FlagSet, command, workdir string, timeoutMs float64) (json.RawMessage, error) {
+	call := map[string]any{"command": command, "description": "Run a command from the dsh-bash command line"}
+	if workdir != "" {
+		call["workdir"] = workdir
+	}
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "timeout-ms" {
+			call["timeoutMs"] = timeoutMs
+		}
+	})
+	return json.Marshal(call)
 }
