@@ -16,6 +16,7 @@ import (
 // budget of characters (Unicode code points), DefaultMaxResultChars unless
 // Options.MaxResultChars says otherwise. The rules, in order:
 //
+//  0. A text that fits the budget as it is goes out whole.
 //  1. The fixed parts always survive: every marker, note and spill path.
 //     What is left of the budget goes to the two streams' text.
 //  2. A stream whose head the executor already cut (Output.Truncated) first
@@ -45,14 +46,23 @@ const lineWindow = 1000
 // when working out the smallest share a stream can get (see spillAfter).
 const markerReserve = 1000
 
-// fitStreams cuts stdout and stderr so that their text together has at most
-// avail characters, by the rules above.
-func fitStreams(stdout, stderr bash.Output, avail int) (bash.Output, bash.Output) {
-	for _, o := range []*bash.Output{&stdout, &stderr} {
-		if o.Truncated {
-			o.Text = fromLineStart(o.Text)
-		}
+// atLineStart applies rule 2: a stream whose head the executor cut starts
+// at a line.
+func atLineStart(o bash.Output) bash.Output {
+	if o.Truncated {
+		o.Text = fromLineStart(o.Text)
 	}
+	return o
+}
+
+// fits reports whether text has at most max characters.
+func fits(text string, max int) bool {
+	return len(text) <= max || utf8.RuneCountInString(text) <= max
+}
+
+// fitStreams cuts stdout and stderr so that their text together has at most
+// avail characters, by rules 3 and 4 above.
+func fitStreams(stdout, stderr bash.Output, avail int) (bash.Output, bash.Output) {
 	n1, n2 := utf8.RuneCountInString(stdout.Text), utf8.RuneCountInString(stderr.Text)
 	if n1+n2 <= avail {
 		return stdout, stderr

@@ -21,11 +21,14 @@ const (
 // streams are cut to fit maxChars characters in all (see budget.go); zero
 // or less means no budget.
 func RunText(r bash.RunResult, maxChars int) string {
-	if maxChars > 0 {
-		bare := r
-		stripStreams(&bare.Stdout, &bare.Stderr)
-		r.Stdout, r.Stderr = fitStreams(r.Stdout, r.Stderr, maxChars-fixedChars(runText(bare)))
+	r.Stdout, r.Stderr = atLineStart(r.Stdout), atLineStart(r.Stderr)
+	text := runText(r)
+	if maxChars <= 0 || fits(text, maxChars) {
+		return text
 	}
+	bare := r
+	stripStreams(&bare.Stdout, &bare.Stderr)
+	r.Stdout, r.Stderr = fitStreams(r.Stdout, r.Stderr, maxChars-fixedChars(runText(bare)))
 	return runText(r)
 }
 
@@ -110,11 +113,14 @@ func StartText(t bash.Task) string { return "started background task " + string(
 // cut to fit maxChars characters in all (see budget.go); zero or less means
 // no budget.
 func ReadText(r bash.TaskRead, maxChars int) string {
-	if maxChars > 0 {
-		bare := r
-		stripStreams(&bare.Stdout, &bare.Stderr)
-		r.Stdout, r.Stderr = fitStreams(r.Stdout, r.Stderr, maxChars-fixedChars(readText(bare)))
+	r.Stdout, r.Stderr = atLineStart(r.Stdout), atLineStart(r.Stderr)
+	text := readText(r)
+	if maxChars <= 0 || fits(text, maxChars) {
+		return text
 	}
+	bare := r
+	stripStreams(&bare.Stdout, &bare.Stderr)
+	r.Stdout, r.Stderr = fitStreams(r.Stdout, r.Stderr, maxChars-fixedChars(readText(bare)))
 	return readText(r)
 }
 

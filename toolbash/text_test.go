@@ -130,7 +130,7 @@ func TestTaskTextsGolden(t *testing.T) {
 	long := bash.Output{Text: lines("o", 1, 40), Truncated: true, SpillPath: p1}
 	cases = append(cases,
 		struct{ name, text string }{"read-budget-lossy", ReadText(bash.TaskRead{Task: running, Stdout: long, Stderr: out(lines("e", 1, 3))}, 200)},
-		struct{ name, text string }{"read-budget-cut", ReadText(bash.TaskRead{Task: completed, Stdout: bash.Output{Text: lines("o", 1, 40), SpillPath: p1}}, 200)},
+		struct{ name, text string }{"read-budget-cut", ReadText(bash.TaskRead{Task: completed, Stdout: bash.Output{Text: lines("o", 1, 40), SpillPath: p1}}, 150)},
 		struct{ name, text string }{"notices", NoticesText([]string{NoticeText(completed), NoticeText(killedSig)})},
 		struct{ name, text string }{"notice-block", NoticeBlock([]string{NoticeText(completed)})},
 	)
@@ -169,6 +169,7 @@ func budgetCases() []budgetCase {
 		{"budget-stdout-only", bash.RunResult{Stdout: bash.Output{Text: lines("line ", 1, 60), SpillPath: spill}, ExitCode: 1}, 300},
 		{"budget-stdout-flood-keeps-stderr", bash.RunResult{Stdout: bash.Output{Text: lines("out ", 1, 500), Truncated: true, SpillPath: spill}, Stderr: out(lines("error ", 1, 5))}, 300},
 		{"budget-both-halves", bash.RunResult{Stdout: bash.Output{Text: lines("out ", 1, 100), SpillPath: spill}, Stderr: bash.Output{Text: lines("err ", 1, 100), SpillPath: espill}}, 400},
+		{"budget-fits-whole", bash.RunResult{Stdout: out(lines("line", 1, 30)), ExitCode: 2}, utf8.RuneCountInString(lines("line", 1, 30) + "[exit code: 2]")},
 		{"budget-cut-unavailable", bash.RunResult{Stdout: out(lines("line ", 1, 60))}, 200},
 		{"budget-multibyte", bash.RunResult{Stdout: bash.Output{Text: strings.Repeat("é€😀\n", 100), SpillPath: spill}}, 150},
 		{"budget-markers-only", bash.RunResult{Stdout: bash.Output{Text: lines("x", 1, 10), SpillPath: spill}, TimedOut: true, Timeout: time.Second, ExitCode: -1, Signal: "SIGTERM"}, 10},

@@ -317,9 +317,8 @@ func TestNotices(t *testing.T) {
 	defer r.exec.OnTaskDone(func(tk bash.Task) { ended <- tk })()
 	a := session.Session{ID: "a"}
 	r.call(a, BashName, args{"command": "exit 2", "description": "d", "run_in_background": true})               // bash-1
-	r.call(a, BashName, args{"command": "sleep 30", "description": "d", "run_in_background": true})             // bash-2
+	r.call(a, BashName, args{"command": "kill -TERM $$", "description": "d", "run_in_background": true})        // bash-2, killed (not by bash_kill)
 	r.call(session.Session{}, BashName, args{"command": "true", "description": "d", "run_in_background": true}) // bash-3, no owner
-	r.call(a, KillName, args{"task_id": "bash-2"})
 	for range 3 {
 		<-ended
 	}
@@ -339,7 +338,7 @@ func TestNotices(t *testing.T) {
 	if err := r.exec.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if got := r.noticesOf("a"); len(got) != 2 {
+	if got := r.noticesOf("a"); len(got) > 2 {
 		t.Errorf("a notice after Close: %q", got[2:])
 	}
 }
@@ -397,8 +396,12 @@ func TestNoticesNeverRedundant(t *testing.T) {
 	bg(a, "exit 4")   // bash-2: ends; nobody reads it
 	bg(a, "sleep 30") // bash-3: a kills it
 	bg(b, "exit 5")   // bash-4: b's
-	for range 3 {
+	bg(a, "exit 6")   // bash-5: ends; a calls bash_kill on it afterwards
+	for range 4 {
 		<-r.noticed
+	}
+	if got := r.call(a, KillName, args{"task_id": "bash-5"}).Text(); got != "task bash-5 had already finished" {
+		t.Fatalf("kill of an ended task: %q", got)
 	}
 	if got := r.call(a, OutputName, args{"task_id": "bash-1"}).Text(); got != "(no new output)\n[status: completed, exit code: 3]" {
 		t.Fatalf("read: %q", got)
@@ -410,6 +413,11 @@ func TestNoticesNeverRedundant(t *testing.T) {
 	}
 	if got := r.tb.TakeNotices("a"); len(got) != 0 {
 		t.Errorf("notices delivered twice: %q", got)
+	}
+	for _, n := range r.noticesOf("a") {
+		if strings.Contains(n, "bash-3") {
+			t.Errorf("a was told of the end of the task it killed: %q", n)
+		}
 	}
 	r.tb.EndSession(context.Background(), "b")
 	if got := r.tb.TakeNotices("b"); len(got) != 0 {

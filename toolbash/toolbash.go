@@ -89,8 +89,9 @@ func (t *Tools) taskDone(task bash.Task) {
 
 // TakeNotices returns the completion notices waiting for the session,
 // oldest first, and forgets them. A notice never waits once its session
-// has read the task's final status with bash_output or killed it with
-// bash_kill: the result that said so made it redundant. Front ends add
+// has read the task's final status with bash_output or called bash_kill on
+// it: the result that said so made it redundant (nor is Notify called for a
+// task the session kills). Front ends add
 // what it returns to the session's next tool result (NoticeBlock) or model
 // request (NoticesText).
 func (t *Tools) TakeNotices(sessionID string) []string { return t.notices.take(sessionID) }
@@ -293,12 +294,13 @@ func (t *Tools) kill(ctx context.Context, call *tools.Call) (*tools.Result, erro
 	if err != nil {
 		return nil, err
 	}
+	// Before the kill: the executor tells its listeners of the end before
+	// Kill returns, and this result says the task has ended, whether it
+	// was killed now or had finished before.
+	t.notices.seenEnd(call.Session.ID, id)
 	killed, err := t.exec.Kill(ctx, id)
 	if err != nil {
 		return nil, err
-	}
-	if killed {
-		t.notices.seenEnd(call.Session.ID, id)
 	}
 	return tools.TextResult(KillText(id, killed)), nil
 }
