@@ -30,9 +30,14 @@
 //     credentials: a name that contains, in any case, KEY, SECRET, TOKEN,
 //     PASSWORD, PASSWD, PASSPHRASE, CREDENTIAL, PRIVATE, COOKIE, SESSION,
 //     AUTHORIZATION or OAUTH; a name one of whose underscore-separated parts
-//     is PASS, PAT, AUTH, PEM or DSN (GITHUB_PAT and DB_DSN go; PATH and
-//     GIT_AUTHOR_NAME stay); SSH_AUTH_SOCK; and any variable whose value holds
-//     a URL with a password (postgres://u:pw@host/db), as net/url reads it.
+//     is PASS, PAT, AUTH, PEM, DSN, PWD, JWT, CREDS or BEARER (GITHUB_PAT,
+//     DB_DSN and MYSQL_PWD go; PATH, PWD and GIT_AUTHOR_NAME stay);
+//     SSH_AUTH_SOCK and SSHPASS; and any variable whose value holds a URL
+//     with a password (postgres://u:pw@host/db), or an http(s) URL with a
+//     user (https://TOKEN@github.com), as net/url reads it. PWD,
+//     DBUS_SESSION_BUS_ADDRESS, XDG_SESSION_* and TOKENIZERS_PARALLELISM are
+//     kept (unless their value holds such a URL). The exact rules are in
+//     env.go.
 //
 // AllowEnv cannot name the shell-control variables: New refuses it.
 //

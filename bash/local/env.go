@@ -24,21 +24,31 @@ import (
 //     TOKEN, PASSWORD, PASSWD, PASSPHRASE, CREDENTIAL, PRIVATE, COOKIE,
 //     SESSION, AUTHORIZATION or OAUTH anywhere; or
 //   - one of the parts of its name between underscores, in upper case, is one
-//     of the short words PASS, PAT, AUTH, PEM or DSN (so GITHUB_PAT, NPM_AUTH,
-//     PAT_TOKEN, DB_DSN and AUTH_HEADER go, while PATH, GIT_AUTHOR_NAME and
-//     COMPASS_HOME stay); or
-//   - it is SSH_AUTH_SOCK (the agent that signs as the user); or
-//   - its value holds a URL with a password: any part of the value (split at
-//     white space, commas, semicolons and quotes) that contains "://" and
+//     of the short words PASS, PAT, AUTH, PEM, DSN, PWD, JWT, CREDS or BEARER
+//     (so GITHUB_PAT, NPM_AUTH, PAT_TOKEN, DB_DSN, AUTH_HEADER, MYSQL_PWD and
+//     CI_JOB_JWT go, while PATH, PWD, OLDPWD, GIT_AUTHOR_NAME and COMPASS_HOME
+//     stay); or
+//   - it is SSH_AUTH_SOCK (the agent that signs as the user) or SSHPASS
+//     (the password sshpass -e sends); or
+//   - its value holds a URL with a credential: any part of the value (split
+//     at white space, commas, semicolons and quotes) that contains "://" and
 //     whose user information has a password, as net/url parses it
-//     (postgres://u:pw@host/db, https://user:tok@github.com). A part that
-//     net/url rejects counts when an '@' follows a ':' in its authority.
+//     (postgres://u:pw@host/db, https://user:tok@github.com), or, for http
+//     and https, any user name at all (https://TOKEN@github.com: a token
+//     given as the user). A part that net/url rejects counts when an '@'
+//     follows a ':' in its authority.
+//
+// These names are kept although they contain a long word, for programs
+// that need them and carry no secret: PWD, DBUS_SESSION_BUS_ADDRESS, the
+// XDG_SESSION_* variables and TOKENIZERS_PARALLELISM.
 var (
 	shellControl   = []string{"BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS"}
 	shellFuncPfx   = "BASH_FUNC_"
 	secretWords    = []string{"KEY", "SECRET", "TOKEN", "PASSWORD", "PASSWD", "PASSPHRASE", "CREDENTIAL", "PRIVATE", "COOKIE", "SESSION", "AUTHORIZATION", "OAUTH"}
-	secretSegments = []string{"PASS", "PAT", "AUTH", "PEM", "DSN"}
-	secretNames    = []string{"SSH_AUTH_SOCK"}
+	secretSegments = []string{"PASS", "PAT", "AUTH", "PEM", "DSN", "PWD", "JWT", "CREDS", "BEARER"}
+	secretNames    = []string{"SSH_AUTH_SOCK", "SSHPASS"}
+	harmlessNames  = []string{"PWD", "DBUS_SESSION_BUS_ADDRESS", "TOKENIZERS_PARALLELISM"}
+	harmlessPrefix = "XDG_SESSION_"
 )
 
 // overrides keep programs from paging, colouring or prompting.
@@ -90,6 +100,9 @@ func looksSecret(name, value string) bool {
 	if slices.Contains(secretNames, upper) {
 		return true
 	}
+	if slices.Contains(harmlessNames, upper) || strings.HasPrefix(upper, harmlessPrefix) {
+		return holdsPasswordURL(value)
+	}
 	for _, w := range secretWords {
 		if strings.Contains(upper, w) {
 			return true
@@ -103,7 +116,8 @@ func looksSecret(name, value string) bool {
 	return holdsPasswordURL(value)
 }
 
-// holdsPasswordURL reports whether a part of value is a URL with a password.
+// holdsPasswordURL reports whether a part of value is a URL with a
+// credential (see the rules above).
 func holdsPasswordURL(value string) bool {
 	if !strings.Contains(value, "://") {
 		return false
@@ -118,6 +132,10 @@ func holdsPasswordURL(value string) bool {
 		u, err := url.Parse(p)
 		if err == nil {
 			if _, set := u.User.Password(); set {
+				return true
+			}
+			web := strings.EqualFold(u.Scheme, "http") || strings.EqualFold(u.Scheme, "https")
+			if web && u.User != nil && u.User.Username() != "" {
 				return true
 			}
 			continue
