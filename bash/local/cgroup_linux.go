@@ -336,12 +336,20 @@ func (l *cgLeaf) signal(sig syscall.Signal) {
 
 // signalEach signals every process listed in the leaf, through a pidfd
 // opened before checking that the pid still belongs to the leaf, so a pid
-// reused by an unrelated process is never signalled. It repeats until a pass
-// finds no process it has not signalled, to catch children forked meanwhile.
+// reused by an unrelated process is never signalled. For SIGKILL it repeats
+// until a pass finds no process it has not signalled, to catch children
+// forked meanwhile. SIGTERM goes once to each process there is, like a
+// signal to a process group: what a TERM trap starts to clean up (a child
+// forked after the signal) must not be stopped by the same SIGTERM; the
+// escalation's SIGKILL catches whatever is left.
 func (l *cgLeaf) signalEach(sig syscall.Signal) {
 	done := map[int]bool{}
 	want := "0::" + l.d.rel + "\n"
-	for range 16 {
+	passes := 1
+	if sig == syscall.SIGKILL {
+		passes = 16
+	}
+	for range passes {
 		b, err := os.ReadFile(filepath.Join(l.d.dir, "cgroup.procs"))
 		if err != nil {
 			return

@@ -232,6 +232,20 @@ func TestTimeout(t *testing.T) {
 	}
 }
 
+// TestTermTrapMayFork: the SIGTERM of a timeout reaches each process of the
+// command once; what the shell's TERM trap then starts to clean up is not
+// stopped by it (before, a repeated sweep of the cgroup often killed it). A
+// race, so it is tried a few times.
+func TestTermTrapMayFork(t *testing.T) {
+	e := newExec(t, &Options{Grace: 5 * time.Second})
+	for i := range 3 {
+		res := run(t, e, bash.ExecRequest{Command: "trap 'sleep 0.05 && echo cleaned; exit 9' TERM; echo start; sleep 30 & wait", Timeout: time.Second})
+		if res.ExitCode != 9 || res.Stdout.Text != "start\ncleaned\n" {
+			t.Fatalf("try %d: exit %d, signal %q, stdout %q; want 9 and the trap's cleanup", i, res.ExitCode, res.Signal, res.Stdout.Text)
+		}
+	}
+}
+
 // TestRunAfterKill: a command's cgroup that was killed is not reused, so the
 // commands after a SIGKILL run normally.
 func TestRunAfterKill(t *testing.T) {
