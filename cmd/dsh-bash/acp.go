@@ -42,7 +42,7 @@ func acpCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if !ok {
 		return 2
 	}
-	defer exec.Close()
+	defer closeExecutor("acp", exec, stderr)
 	agent, err := acpagent.New(exec, &acpagent.Options{Model: *model, ClientOptions: copts, Yolo: *yolo,
 		MaxResultChars: ef.maxResultChars, Logger: warnLogger(stderr), Version: version()})
 	if err != nil {

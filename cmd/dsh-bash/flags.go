@@ -87,3 +87,12 @@ func parseNoArgs(fs *flag.FlagSet, args []string, stderr io.Writer) bool {
 func warnLogger(stderr io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
+
+// closeExecutor closes the executor, saying on stderr what it could not
+// clean up (a spill directory a command replaced, a cgroup still holding
+// processes).
+func closeExecutor(name string, exec *local.Executor, stderr io.Writer) {
+	if err := exec.Close(); err != nil {
+		fmt.Fprintf(stderr, "dsh-bash %s: %v\n", name, err)
+	}
+}

@@ -25,7 +25,7 @@ func mcpCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if !ok {
 		return 2
 	}
-	defer exec.Close()
+	defer closeExecutor("mcp", exec, stderr)
 	srv, err := mcpserver.New(exec, &mcpserver.Options{Cwd: *cwd, MaxResultChars: ef.maxResultChars, Logger: warnLogger(stderr), Version: version()})
 	if err != nil {
 		fmt.Fprintf(stderr, "dsh-bash mcp: %v\n", err)

@@ -52,7 +52,7 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return 2
 	}
-	defer exec.Close()
+	defer closeExecutor("run", exec, stderr)
 	tb := toolbash.New(exec, &toolbash.Options{MaxResultChars: ef.maxResultChars})
 	defer tb.Close()
 	var reg tools.Registry
