@@ -130,7 +130,7 @@ func (s *Server) MCP() *mcp.Server { return s.mcp }
 // aborted and its tasks killed, at once. For stdio, ServeStdio is hardened
 // against misbehaving clients.
 func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
-	return s.serve(ctx, t, nil, nil)
+	return s.serve(ctx, t, nil, nil, func() {})
 }
 
 // ServeStdio serves one session over newline-delimited JSON on in and out
@@ -142,14 +142,16 @@ func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
 // are answered, and ServeStdio returns. It returns too when ctx is done.
 func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, opts *StdioOptions) error {
 	conn := newStdioConn(in, out, opts)
-	return s.serve(ctx, connTransport{conn}, conn.gone, conn.broken)
+	return s.serve(ctx, connTransport{conn}, conn.gone, conn.broken, conn.stopWrites)
 }
 
 // serve runs a session until its connection ends or ctx is done. When gone
 // is closed, the session's work is aborted at once while the connection
 // finishes answering; when broken is closed, nothing more can reach the
-// client and the session ends as when ctx is done.
-func (s *Server) serve(ctx context.Context, t mcp.Transport, gone, broken <-chan struct{}) error {
+// client and the session ends as when ctx is done. stopWrites, called when
+// ctx is done, makes the connection's writes fail at once, so that no
+// handler waits on a client that stopped reading.
+func (s *Server) serve(ctx context.Context, t mcp.Transport, gone, broken <-chan struct{}, stopWrites func()) error {
 	ss, err := s.mcp.Connect(ctx, t, nil)
 	if err != nil {
 		return err
@@ -170,6 +172,7 @@ func (s *Server) serve(ctx context.Context, t mcp.Transport, gone, broken <-chan
 			s.closeSession(ss)
 			err = <-done
 		case <-ctx.Done():
+			stopWrites()
 			s.closeSession(ss)
 			<-done
 			err = ctx.Err()

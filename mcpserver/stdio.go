@@ -20,9 +20,10 @@ type StdioOptions struct {
 	// line is answered with an error and skipped. Default 16 MiB.
 	MaxLineBytes int
 	// DrainTimeout bounds how long, once the client has closed its end,
-	// the server goes on answering the requests it had already read (their
-	// commands are aborted at once, so this is only a safety net). Default
-	// 10 s.
+	// the server goes on answering the requests it had already read: their
+	// commands are aborted at once, and end within the executor's grace
+	// period. Default 4 s: the local executor's default grace (3 s) and a
+	// second.
 	DrainTimeout time.Duration
 }
 
@@ -35,7 +36,7 @@ func (o *StdioOptions) defaults() StdioOptions {
 		d.MaxLineBytes = 16 << 20
 	}
 	if d.DrainTimeout <= 0 {
-		d.DrainTimeout = 10 * time.Second
+		d.DrainTimeout = 4 * time.Second
 	}
 	return d
 }
@@ -58,6 +59,7 @@ type stdioConn struct {
 	gone   chan struct{}        // closed when the client is gone
 	broken chan struct{}        // closed when a write failed: nothing more can reach the client
 	close  chan struct{}        // closed by Close
+	halt   chan struct{}        // closed by stopWrites: every write fails at once
 
 	writeMu sync.Mutex
 
@@ -68,6 +70,7 @@ type stdioConn struct {
 	goneOnce   sync.Once
 	brokenOnce sync.Once
 	closeOnce  sync.Once
+	haltOnce   sync.Once
 }
 
 func newStdioConn(in io.Reader, out io.Writer, opts *StdioOptions) *stdioConn {
@@ -77,6 +80,7 @@ func newStdioConn(in io.Reader, out io.Writer, opts *StdioOptions) *stdioConn {
 		gone:      make(chan struct{}),
 		broken:    make(chan struct{}),
 		close:     make(chan struct{}),
+		halt:      make(chan struct{}),
 		open:      map[string]bool{},
 		cancelled: map[string]bool{},
 		answered:  make(chan struct{}),
@@ -240,6 +244,7 @@ func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	}
 	c.goneNow()
 	c.drain(ctx)
+	c.stopWrites() // a client that stopped reading must not hold the end up
 	return nil, io.EOF
 }
 
@@ -294,9 +299,18 @@ func (c *stdioConn) answer(id jsonrpc.ID) (drop bool) {
 	return drop
 }
 
+// errStopped is the error of a write after stopWrites.
+var errStopped = errors.New("the connection is shutting down")
+
 func (c *stdioConn) writeLine(data []byte) error {
+	if isDone(c.halt) {
+		return errStopped
+	}
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
+	if isDone(c.halt) {
+		return errStopped
+	}
 	if _, err := c.out.Write(append(data, '\n')); err != nil {
 		c.goneNow()
 		c.brokenOnce.Do(func() { close(c.broken) })
@@ -306,6 +320,29 @@ func (c *stdioConn) writeLine(data []byte) error {
 }
 
 func (c *stdioConn) goneNow() { c.goneOnce.Do(func() { close(c.gone) }) }
+
+// stopWrites makes every write fail from now on, and ends a write that is
+// blocked on a client that stopped reading, if out has write deadlines (an
+// *os.File on a pipe or socket in non-blocking mode does): closing the
+// session waits for its handlers, and a handler must not wait on a client
+// forever.
+func (c *stdioConn) stopWrites() {
+	c.haltOnce.Do(func() {
+		close(c.halt)
+		if d, ok := c.out.(interface{ SetWriteDeadline(time.Time) error }); ok {
+			_ = d.SetWriteDeadline(time.Unix(1, 0))
+		}
+	})
+}
+
+func isDone(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
 
 // Close stops reading; the input is closed when it can be.
 func (c *stdioConn) Close() error {

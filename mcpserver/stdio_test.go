@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/dshgo/dsh/internal/proctest"
+	"golang.org/x/sys/unix"
 )
 
 // wire is a client that speaks raw JSON-RPC lines to ServeStdio over
@@ -305,4 +306,59 @@ func reached(t *testing.T, fifo string) {
 	}
 	defer f.Close()
 	bufio.NewReader(f).ReadString('\n')
+}
+
+// signalWriter is a pipe's write end that tells when a write of more than
+// min bytes starts.
+type signalWriter struct {
+	*os.File
+	min     int
+	writing chan struct{}
+}
+
+func (w *signalWriter) Write(p []byte) (int, error) {
+	if len(p) > w.min {
+		select {
+		case w.writing <- struct{}{}:
+		default:
+		}
+	}
+	return w.File.Write(p)
+}
+
+// TestStdioShutdownWithStuckClient: a client that stopped reading its
+// stdout (a pipe, full) must not keep the server from stopping: a write
+// blocked on it fails when the server shuts down.
+func TestStdioShutdownWithStuckClient(t *testing.T) {
+	r := newRig(t, nil)
+	pr, pw, err := os.Pipe() // pollable: writes can have deadlines
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	defer pw.Close()
+	// Not through Fd, which would put the pipe in blocking mode.
+	raw, err := pw.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw.Control(func(fd uintptr) { _, err = unix.FcntlInt(fd, unix.F_SETPIPE_SZ, 4096) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := &signalWriter{File: pw, min: 4096, writing: make(chan struct{}, 1)}
+	inR, inW := io.Pipe()
+	defer inW.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- r.srv.ServeStdio(ctx, inR, out, nil) }()
+	fmt.Fprintln(inW, initLines)
+	fmt.Fprintln(inW, toolCall(1, "seq 3000")) // an answer bigger than the pipe
+	<-out.writing                              // the answer is being written; nobody reads
+	cancel()
+	select {
+	case <-served:
+	case <-time.After(time.Minute):
+		t.Fatal("ServeStdio is stuck on a client that does not read")
+	}
 }

@@ -33,7 +33,7 @@ func mcpCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	}
 	defer srv.Close()
 	if hf.addr == "" {
-		err = srv.ServeStdio(ctx, stdin, stdout, nil)
+		err = srv.ServeStdio(ctx, stdin, pollable(stdout), nil)
 	} else {
 		err = serveHTTP(ctx, srv, hf, stderr)
 	}

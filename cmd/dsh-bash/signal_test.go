@@ -246,3 +246,23 @@ func TestStartupCleansAfterKilled(t *testing.T) {
 		t.Errorf("stderr does not say what was removed: %q", stderr)
 	}
 }
+
+// TestMCPSignalWithStuckClient: a client that stopped reading stdout (its
+// pipe full of answers) does not keep dsh-bash from stopping on SIGTERM.
+func TestMCPSignalWithStuckClient(t *testing.T) {
+	m := startRawMCP(t)
+	for i := range 20 {
+		m.call(10+i, "seq 7000", false) // about 30 KB of answer each, never read
+	}
+	fifo := filepath.Join(t.TempDir(), "sync")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m.call(9, "echo $$ > "+fifo+"; sleep 300", false)
+	proctest.PidFromFIFO(t, fifo)
+	m.cmd.Process.Signal(syscall.SIGTERM)
+	m.exited()
+	if ws := m.cmd.ProcessState.Sys().(syscall.WaitStatus); ws.Signaled() {
+		t.Errorf("dsh-bash died of %v", ws.Signal())
+	}
+}
