@@ -36,6 +36,11 @@ type HTTPOptions struct {
 	// 503 with a JSON-RPC error saying so; open sessions are unaffected.
 	// Default DefaultMaxSessions; negative: no cap.
 	MaxSessions int
+	// BodyTimeout bounds how long a request's body may take to arrive once
+	// its headers have (a stalled upload holds a handler, and for a new
+	// session a place under the cap). Default DefaultBodyTimeout; negative:
+	// no bound.
+	BodyTimeout time.Duration
 
 	// The fields below are used by ServeStreamable only.
 
@@ -58,6 +63,7 @@ const (
 	DefaultReadHeaderTimeout = 10 * time.Second
 	DefaultIdleTimeout       = 2 * time.Minute
 	DefaultDrainTimeout      = 500 * time.Millisecond
+	DefaultBodyTimeout       = 30 * time.Second
 )
 
 // withDefaults is a copy of o (nil: the zero options) with defaults filled.
@@ -75,6 +81,7 @@ func (o *HTTPOptions) withDefaults() HTTPOptions {
 	set(&c.ReadHeaderTimeout, DefaultReadHeaderTimeout)
 	set(&c.IdleTimeout, DefaultIdleTimeout)
 	set(&c.DrainTimeout, DefaultDrainTimeout)
+	set(&c.BodyTimeout, DefaultBodyTimeout)
 	if c.MaxSessions == 0 {
 		c.MaxSessions = DefaultMaxSessions
 	}
@@ -91,6 +98,7 @@ type HTTPHandler struct {
 	wantHash [sha256.Size]byte // of the token; "" with NoAuth
 	haveAuth bool              // a token or NoAuth was configured
 	sessions *httpSessions
+	bodyWait time.Duration // see HTTPOptions.BodyTimeout
 }
 
 // HTTPHandler makes the streamable HTTP handler of s. It refuses
@@ -106,7 +114,8 @@ func (s *Server) HTTPHandler(opts *HTTPOptions) *HTTPHandler {
 		// A browser page must not drive the server (the SDK already refuses
 		// a foreign Host on loopback, against DNS rebinding).
 		CrossOriginProtection: http.NewCrossOriginProtection(),
-		// A client that gives up on a call aborts its command.
+		// A client that gives up on a call aborts its command (protocol
+		// 2026-07-28; before it, see http_cancel.go).
 		PropagateRequestCancellation: true,
 	})
 	h := &HTTPHandler{
@@ -115,6 +124,7 @@ func (s *Server) HTTPHandler(opts *HTTPOptions) *HTTPHandler {
 		wantHash: sha256.Sum256([]byte(o.Token)),
 		haveAuth: o.NoAuth || o.Token != "",
 		sessions: newHTTPSessions(s, o.SessionGrace, o.MaxSessions),
+		bodyWait: o.BodyTimeout,
 	}
 	return h
 }
@@ -125,6 +135,7 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		unauthorized(w, r)
 		return
 	}
+	bodyDeadline(w, r, h.bodyWait)
 	h.sessions.serve(w, r, h.sdk)
 }
 

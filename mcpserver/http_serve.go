@@ -59,9 +59,12 @@ func shutdown(hs *http.Server, h *HTTPHandler, conns *connTracker, drain time.Du
 	// http.Server.Shutdown would wait up to 5 s for a connection that has
 	// sent no request yet: close those now, and any accepted from now on.
 	conns.closeNew()
-	h.Close() // ends the sessions, so their streams end
-	timer := time.AfterFunc(drain, cancel)
+	// Past the drain, connections are cut, even while the sessions are
+	// still ending: a client stalled in the middle of a request must not
+	// hold the end up.
+	timer := time.AfterFunc(drain, func() { cancel(); hs.Close() })
 	defer timer.Stop()
+	h.Close() // ends the sessions, so their streams end
 	if err := <-done; err != nil {
 		hs.Close()
 	}

@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -82,7 +83,14 @@ func (hs *httpSessions) serve(w http.ResponseWriter, r *http.Request, sdk http.H
 		// calls in flight: abort them (and kill the tasks) first.
 		hs.stop(t.ss)
 	}
+	var calls []json.RawMessage
+	if r.Method == http.MethodPost {
+		calls = readCalls(w, r)
+	}
 	sdk.ServeHTTP(w, r)
+	if len(calls) > 0 && r.Context().Err() != nil {
+		cancelCalls(sdk, r, calls) // the client hung up before the answers
+	}
 }
 
 // serveNew serves a POST without a session id, which makes a session

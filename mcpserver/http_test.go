@@ -3,6 +3,7 @@
 package mcpserver
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -476,5 +477,86 @@ func TestListen(t *testing.T) {
 	}
 	if _, err := Listen("unix:"+dir, true); err == nil || !strings.Contains(err.Error(), "it exists and is not a socket") {
 		t.Errorf("a directory at PATH: %v", err)
+	}
+}
+
+// stalledUpload sends the headers of a POST and the start of its body,
+// then nothing: a client stalled in the middle of a request.
+func stalledUpload(t *testing.T, addr, session string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	head := "POST / HTTP/1.1\r\nHost: " + addr + "\r\nAuthorization: Bearer " + testToken +
+		"\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: 1000\r\n"
+	if session != "" {
+		head += sessionIDHeader + ": " + session + "\r\n"
+	}
+	if _, err := io.WriteString(c, head+"\r\n{"); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestHTTPStalledUpload: a request whose body stops arriving is answered
+// (and its place under the session cap given back) once BodyTimeout
+// passes.
+func TestHTTPStalledUpload(t *testing.T) {
+	r := newHTTPRig(t, &HTTPOptions{Token: testToken, MaxSessions: 1, BodyTimeout: 200 * time.Millisecond})
+	c := stalledUpload(t, strings.TrimPrefix(r.url, "http://"), "")
+	c.SetReadDeadline(time.Now().Add(exitWait))
+	status, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil || !strings.HasPrefix(status, "HTTP/1.1 4") {
+		t.Fatalf("the stalled upload: %q, %v", status, err)
+	}
+	r.client(t, nil, false) // the one place under the cap is free again
+}
+
+// TestServeStreamableStalledUpload: a client stalled in the middle of a
+// request does not hold the shutdown up, however long BodyTimeout is.
+func TestServeStreamableStalledUpload(t *testing.T) {
+	r := newRig(t, nil)
+	ln, err := Listen("127.0.0.1:0", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() {
+		served <- r.srv.ServeStreamable(ctx, ln, &HTTPOptions{Token: testToken, BodyTimeout: time.Hour})
+	}()
+	hr := &httpRig{rig: r, url: "http://" + ln.Addr().String()}
+	cs := hr.client(t, nil, false)
+	for _, session := range []string{"", cs.ID()} { // a new session's and an open one's
+		c := stalledUpload(t, ln.Addr().String(), session)
+		defer c.Close()
+	}
+	cancel()
+	select {
+	case <-served:
+	case <-time.After(exitWait):
+		t.Fatal("ServeStreamable did not return")
+	}
+}
+
+// TestHTTPCallHungUp: a client that closes its connection in the middle of
+// a call (as when the user interrupts) has that call's command aborted,
+// while its session, still within its grace, goes on.
+func TestHTTPCallHungUp(t *testing.T) {
+	r := newHTTPRig(t, &HTTPOptions{Token: testToken, SessionGrace: time.Hour})
+	d := &dropper{}
+	cs := r.client(t, d, false)
+	bg := background(t, cs)
+	fg, called := foreground(t, cs)
+	d.drop()
+	waitExit(t, "the foreground command of the closed request", fg)
+	<-called
+	if _, _, ending, ok := r.state(cs.ID()); ending || !ok {
+		t.Errorf("the session: ending %v, known %v", ending, ok)
+	}
+	if !proctest.Alive(bg) {
+		t.Error("the session's background task died")
 	}
 }
