@@ -66,7 +66,7 @@ type stdioConn struct {
 	mu         sync.Mutex
 	open       map[string]bool // requests read and not answered yet
 	cancelled  map[string]bool // open requests the client cancelled
-	answered   chan struct{}   // closed (and replaced) when open shrinks
+	answer     chan struct{}   // closed (and replaced) when open shrinks
 	goneOnce   sync.Once
 	brokenOnce sync.Once
 	closeOnce  sync.Once
@@ -83,7 +83,7 @@ func newStdioConn(in io.Reader, out io.Writer, opts *StdioOptions) *stdioConn {
 		halt:      make(chan struct{}),
 		open:      map[string]bool{},
 		cancelled: map[string]bool{},
-		answered:  make(chan struct{}),
+		answer:    make(chan struct{}),
 	}
 	go c.readLoop()
 	return c
@@ -254,13 +254,13 @@ func (c *stdioConn) drain(ctx context.Context) {
 	defer deadline.Stop()
 	for {
 		c.mu.Lock()
-		n, answered := len(c.open), c.answered
+		n, answer := len(c.open), c.answer
 		c.mu.Unlock()
 		if n == 0 {
 			return
 		}
 		select {
-		case <-answered:
+		case <-answer:
 		case <-deadline.C:
 			return
 		case <-ctx.Done():
@@ -272,10 +272,16 @@ func (c *stdioConn) drain(ctx context.Context) {
 }
 
 // Write sends a message; a response to a request the client cancelled is
-// dropped. A failed write means the client is gone.
+// dropped. A failed write means the client is gone. A request counts as
+// answered only once its response has been written (or dropped), so that
+// the drain at EOF never stops writes under an answer on its way out.
 func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
-	if resp, ok := msg.(*jsonrpc.Response); ok && c.answer(resp.ID) {
-		return nil
+	resp, isResp := msg.(*jsonrpc.Response)
+	if isResp {
+		defer c.answered(resp.ID)
+		if c.wasCancelled(resp.ID) {
+			return nil
+		}
 	}
 	data, err := jsonrpc.EncodeMessage(msg)
 	if err != nil {
@@ -284,19 +290,24 @@ func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	return c.writeLine(data)
 }
 
-// answer marks a request answered; true when its response must be dropped.
-func (c *stdioConn) answer(id jsonrpc.ID) (drop bool) {
+// wasCancelled reports whether the client cancelled the request.
+func (c *stdioConn) wasCancelled(id jsonrpc.ID) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cancelled[idKey(id)]
+}
+
+// answered marks a request as answered.
+func (c *stdioConn) answered(id jsonrpc.ID) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	k := idKey(id)
-	drop = c.cancelled[k]
 	delete(c.cancelled, k)
 	if c.open[k] {
 		delete(c.open, k)
-		close(c.answered)
-		c.answered = make(chan struct{})
+		close(c.answer)
+		c.answer = make(chan struct{})
 	}
-	return drop
 }
 
 // errStopped is the error of a write after stopWrites.
