@@ -46,6 +46,21 @@ const lineWindow = 1000
 // when working out the smallest share a stream can get (see spillAfter).
 const markerReserve = 1000
 
+// budgeted renders r, whose two streams streams points at, within maxChars
+// characters (none: maxChars <= 0) by the rules above.
+func budgeted[R any](r R, maxChars int, streams func(*R) (*bash.Output, *bash.Output), render func(R) string) string {
+	o, e := streams(&r)
+	*o, *e = atLineStart(*o), atLineStart(*e)
+	text := render(r)
+	if maxChars <= 0 || fits(text, maxChars) {
+		return text
+	}
+	bare := r
+	stripStreams(streams(&bare))
+	*o, *e = fitStreams(*o, *e, maxChars-fixedChars(render(bare)))
+	return render(r)
+}
+
 // atLineStart applies rule 2: a stream whose head the executor cut starts
 // at a line.
 func atLineStart(o bash.Output) bash.Output {

@@ -21,15 +21,7 @@ const (
 // streams are cut to fit maxChars characters in all (see budget.go); zero
 // or less means no budget.
 func RunText(r bash.RunResult, maxChars int) string {
-	r.Stdout, r.Stderr = atLineStart(r.Stdout), atLineStart(r.Stderr)
-	text := runText(r)
-	if maxChars <= 0 || fits(text, maxChars) {
-		return text
-	}
-	bare := r
-	stripStreams(&bare.Stdout, &bare.Stderr)
-	r.Stdout, r.Stderr = fitStreams(r.Stdout, r.Stderr, maxChars-fixedChars(runText(bare)))
-	return runText(r)
+	return budgeted(r, maxChars, func(r *bash.RunResult) (*bash.Output, *bash.Output) { return &r.Stdout, &r.Stderr }, runText)
 }
 
 func runText(r bash.RunResult) string {
@@ -113,15 +105,7 @@ func StartText(t bash.Task) string { return "started background task " + string(
 // cut to fit maxChars characters in all (see budget.go); zero or less means
 // no budget.
 func ReadText(r bash.TaskRead, maxChars int) string {
-	r.Stdout, r.Stderr = atLineStart(r.Stdout), atLineStart(r.Stderr)
-	text := readText(r)
-	if maxChars <= 0 || fits(text, maxChars) {
-		return text
-	}
-	bare := r
-	stripStreams(&bare.Stdout, &bare.Stderr)
-	r.Stdout, r.Stderr = fitStreams(r.Stdout, r.Stderr, maxChars-fixedChars(readText(bare)))
-	return readText(r)
+	return budgeted(r, maxChars, func(r *bash.TaskRead) (*bash.Output, *bash.Output) { return &r.Stdout, &r.Stderr }, readText)
 }
 
 func readText(r bash.TaskRead) string {
