@@ -388,23 +388,29 @@ func TestHTTPDelete(t *testing.T) {
 	}
 }
 
-// TestServeStreamableShutdown: when its context ends, ServeStreamable
-// returns without waiting on a connection that sent no request (the
-// standard library would wait for it up to 5 s), nor on a call in flight
-// that ignores SIGTERM, whatever the configured timeouts; every task dies.
-func TestServeStreamableShutdown(t *testing.T) {
+// serveStreamable runs ServeStreamable on a loopback listener until the
+// returned cancel is called; served gets what it returned.
+func serveStreamable(t *testing.T, opts *HTTPOptions) (hr *httpRig, ln net.Listener, cancel func(), served <-chan error) {
+	t.Helper()
 	r := newRig(t, nil)
 	ln, err := Listen("127.0.0.1:0", false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() {
-		served <- r.srv.ServeStreamable(ctx, ln, &HTTPOptions{Token: testToken, SessionGrace: time.Hour,
-			ReadHeaderTimeout: time.Hour, IdleTimeout: time.Hour, DrainTimeout: time.Hour})
-	}()
-	hr := &httpRig{rig: r, url: "http://" + ln.Addr().String()}
+	t.Cleanup(cancel)
+	done := make(chan error, 1)
+	go func() { done <- r.srv.ServeStreamable(ctx, ln, opts) }()
+	return &httpRig{rig: r, url: "http://" + ln.Addr().String()}, ln, cancel, done
+}
+
+// TestServeStreamableShutdown: when its context ends, ServeStreamable
+// returns without waiting on a connection that sent no request (the
+// standard library would wait for it up to 5 s), nor on a call in flight
+// that ignores SIGTERM, whatever the configured timeouts; every task dies.
+func TestServeStreamableShutdown(t *testing.T) {
+	hr, ln, cancel, served := serveStreamable(t, &HTTPOptions{Token: testToken, SessionGrace: time.Hour,
+		ReadHeaderTimeout: time.Hour, IdleTimeout: time.Hour, DrainTimeout: time.Hour})
 	cs := hr.client(t, nil, true)
 	bg := background(t, cs)
 	fg, called := foreground(t, cs)
@@ -517,17 +523,7 @@ func TestHTTPStalledUpload(t *testing.T) {
 // TestServeStreamableStalledUpload: a client stalled in the middle of a
 // request does not hold the shutdown up, however long BodyTimeout is.
 func TestServeStreamableStalledUpload(t *testing.T) {
-	r := newRig(t, nil)
-	ln, err := Listen("127.0.0.1:0", false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() {
-		served <- r.srv.ServeStreamable(ctx, ln, &HTTPOptions{Token: testToken, BodyTimeout: time.Hour})
-	}()
-	hr := &httpRig{rig: r, url: "http://" + ln.Addr().String()}
+	hr, ln, cancel, served := serveStreamable(t, &HTTPOptions{Token: testToken, BodyTimeout: time.Hour})
 	cs := hr.client(t, nil, false)
 	for _, session := range []string{"", cs.ID()} { // a new session's and an open one's
 		c := stalledUpload(t, ln.Addr().String(), session)

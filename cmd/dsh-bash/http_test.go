@@ -78,15 +78,8 @@ func startHTTP(t *testing.T, env []string, args ...string) *httpServer {
 func (s *httpServer) stop(t *testing.T) {
 	t.Helper()
 	s.cmd.Process.Signal(syscall.SIGTERM)
-	exited := make(chan error, 1)
-	go func() { exited <- s.cmd.Wait() }()
-	select {
-	case err := <-exited:
-		if err != nil {
-			t.Errorf("exit: %v", err)
-		}
-	case <-time.After(exitWait):
-		t.Fatal("dsh-bash mcp ignored SIGTERM")
+	if err := waitCmd(t, s.cmd, exitWait, "dsh-bash mcp ignored SIGTERM"); err != nil {
+		t.Errorf("exit: %v", err)
 	}
 }
 
@@ -361,15 +354,8 @@ func TestMCPHTTPShutdown(t *testing.T) {
 	}
 	defer raw.Close()
 	s.cmd.Process.Signal(syscall.SIGTERM)
-	exited := make(chan error, 1)
-	go func() { exited <- s.cmd.Wait() }()
-	select {
-	case err := <-exited:
-		if err != nil {
-			t.Errorf("exit: %v", err)
-		}
-	case <-time.After(40 * time.Second):
-		t.Fatal("dsh-bash mcp --http took more than 40 s to stop")
+	if err := waitCmd(t, s.cmd, 40*time.Second, "dsh-bash mcp --http took more than 40 s to stop"); err != nil {
+		t.Errorf("exit: %v", err)
 	}
 	if alive(bg) || alive(fg) {
 		t.Errorf("alive after exit: background %v, foreground %v", alive(bg), alive(fg))

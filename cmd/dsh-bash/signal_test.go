@@ -18,10 +18,6 @@ import (
 	"github.com/dshgo/dsh/internal/proctest"
 )
 
-// hangGuard only bounds a test that would otherwise hang; no assertion
-// depends on how fast the machine is.
-const hangGuard = time.Minute
-
 // rawMCP is dsh-bash mcp driven with raw JSON-RPC lines over pipes.
 type rawMCP struct {
 	t    *testing.T
@@ -92,12 +88,22 @@ func (m *rawMCP) answer(id int) string {
 // exited waits for dsh-bash to exit.
 func (m *rawMCP) exited() {
 	m.t.Helper()
-	done := make(chan struct{})
-	go func() { m.cmd.Wait(); close(done) }()
+	waitCmd(m.t, m.cmd, exitWait, "dsh-bash mcp did not exit")
+}
+
+// waitCmd waits for cmd to exit and returns what Wait returned; the test
+// fails with what if that takes longer than d, a bound only for a test
+// that would otherwise hang.
+func waitCmd(t *testing.T, cmd *exec.Cmd, d time.Duration, what string) error {
+	t.Helper()
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
 	select {
-	case <-done:
-	case <-time.After(hangGuard):
-		m.t.Fatal("dsh-bash mcp did not exit")
+	case err := <-exited:
+		return err
+	case <-time.After(d):
+		t.Fatal(what)
+		return nil
 	}
 }
 
@@ -236,7 +242,7 @@ func TestStartupCleansAfterKilled(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	if err := proctest.WaitExit(pid, hangGuard); err != nil {
+	if err := proctest.WaitExit(pid, exitWait); err != nil {
 		t.Errorf("the killed dsh-bash's sleep survived the next start: %v", err)
 	}
 	if left, _ := filepath.Glob(filepath.Join(m.tmp, "dsh-spill-[0-9]*")); len(left) != 0 {
