@@ -26,6 +26,18 @@
 //   - Kill, a timeout, an abort and Close all stop a command the same way:
 //     SIGTERM to every process the command started, then SIGKILL after a
 //     grace period. Kill reports false for a task that had already finished.
+//     Whatever ends the shell, its own wait status is reported: an exit code,
+//     or the signal that killed it (RunResult.Signal, Task.Signal). An
+//     executor that cannot see signals (one behind a link that only carries
+//     exit codes) reports the exit code it got and no signal; the tool layer
+//     then shows the exit code where it would have named the signal.
+//   - Errors the caller can act on are typed ([*CommandError],
+//     [*TimeoutError], [*WorkdirError], [*TaskLimitError], [*StartError],
+//     [*UnknownTaskError], or one wrapping [ErrAborted] or [ErrClosed]); the
+//     tool layer writes the model's words from them, so every executor reads
+//     the same. Any other error is the executor's own infrastructure failure.
+//   - Every method that can block takes a context first and gives up when it
+//     is done (Run and Kill stop the command; the others only stop waiting).
 //   - ReadOutput returns only what the task printed since the previous read
 //     of that task; nothing is delivered twice. When bytes slid out of memory
 //     before they were read, the read says so and names the spill files that
@@ -41,8 +53,6 @@ package bash
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"time"
 )
 
@@ -50,21 +60,22 @@ import (
 // for concurrent use.
 type Executor interface {
 	// Resolve turns a request into a spec with every default applied.
-	Resolve(req ExecRequest) (ExecSpec, error)
+	Resolve(ctx context.Context, req ExecRequest) (ExecSpec, error)
 	// Run runs a command in the foreground until it ends, times out, or ctx
 	// is cancelled.
 	Run(ctx context.Context, spec ExecSpec) (RunResult, error)
-	// Start runs a command in the background and returns at once.
-	Start(spec ExecSpec) (Task, error)
+	// Start runs a command in the background and returns once it has
+	// started (or failed to).
+	Start(ctx context.Context, spec ExecSpec) (Task, error)
 	// Get returns a snapshot of a task.
-	Get(id TaskID) (Task, error)
+	Get(ctx context.Context, id TaskID) (Task, error)
 	// List returns snapshots of every task the executor still remembers,
 	// oldest first.
-	List() []Task
+	List(ctx context.Context) ([]Task, error)
 	// OwnerOf returns the owner token stored on a task at spawn ("" for none).
-	OwnerOf(id TaskID) (string, error)
+	OwnerOf(ctx context.Context, id TaskID) (string, error)
 	// ReadOutput returns what the task printed since the previous read.
-	ReadOutput(id TaskID) (TaskRead, error)
+	ReadOutput(ctx context.Context, id TaskID) (TaskRead, error)
 	// Kill stops a task and its whole process tree and waits until it is
 	// gone or ctx is done. It returns false when the task had already ended.
 	Kill(ctx context.Context, id TaskID) (bool, error)
@@ -160,7 +171,9 @@ type Output struct {
 	// memory before they were read.
 	Truncated bool
 	// SpillPath is the absolute path of a file holding the complete raw
-	// stream, as the executor's own commands see it, whenever one is safely
+	// stream, as the executor's own commands see it (on the executor's
+	// machine, inside its jail: the model reads it with the bash tool of the
+	// same executor, never on the caller's machine), whenever one is safely
 	// available (a stream gets one once it passes the executor's memory, or
 	// ExecSpec.SpillAfter), also when nothing was cut; empty otherwise.
 	SpillPath string
@@ -193,8 +206,9 @@ type Task struct {
 	Signal string
 	// Owner is the owner token stored at spawn; empty for none.
 	Owner string
-	// Err says why a StatusFailed task could not start.
-	Err string
+	// Err says why a StatusFailed task could not start: a [*WorkdirError],
+	// a [*CommandError], or an infrastructure error of the executor.
+	Err error
 }
 
 // Done reports whether the task has ended.
@@ -212,43 +226,3 @@ type TaskRead struct {
 
 // Lossy reports whether any output was lost before this read.
 func (r TaskRead) Lossy() bool { return r.Stdout.Truncated || r.Stderr.Truncated }
-
-// Errors an executor returns; match them with errors.Is.
-var (
-	// ErrUnknownTask: no task has that id (or it was forgotten).
-	ErrUnknownTask = errors.New("unknown bash task")
-	// ErrAborted: the caller's context ended a foreground run.
-	ErrAborted = errors.New("command aborted")
-	// ErrClosed: the executor is closed.
-	ErrClosed = errors.New("bash executor is closed")
-	// ErrTaskLimit: too many tasks are running.
-	ErrTaskLimit = errors.New("too many background tasks are running")
-	// ErrNULInCommand: the command holds a NUL byte, which no bash string
-	// can; a [*CommandError] says where.
-	ErrNULInCommand = errors.New("the command contains a NUL byte")
-)
-
-// CommandError says why a command cannot be run at all; no process was
-// started for it. errors.Is matches it with its Problem (ErrNULInCommand).
-type CommandError struct {
-	// Problem names the kind of problem: ErrNULInCommand.
-	Problem error
-	// Offset is the byte offset in the command where the problem is.
-	Offset int
-}
-
-func (e *CommandError) Error() string {
-	return fmt.Sprintf("%v (at byte %d)", e.Problem, e.Offset)
-}
-
-// Unwrap returns Problem, for errors.Is.
-func (e *CommandError) Unwrap() error { return e.Problem }
-
-// UnknownTaskError is the error for a task id the executor does not know.
-// It matches ErrUnknownTask.
-type UnknownTaskError struct{ ID TaskID }
-
-func (e *UnknownTaskError) Error() string { return fmt.Sprintf("unknown bash task %q", string(e.ID)) }
-
-// Is makes errors.Is(err, ErrUnknownTask) true.
-func (e *UnknownTaskError) Is(target error) bool { return target == ErrUnknownTask }

@@ -336,10 +336,10 @@ func TestSessionEndKillsTasks(t *testing.T) {
 	call(t, cs, "bash", bashArgs("sleep 30", "run_in_background", true)) // bash-2
 	cs.Close()
 	<-ran
-	if tk, _ := r.exec.Get("bash-2"); tk.Status != bash.StatusKilled {
+	if tk, _ := r.exec.Get(context.Background(), "bash-2"); tk.Status != bash.StatusKilled {
 		t.Errorf("the ended session's task: %+v", tk)
 	}
-	if tk, _ := r.exec.Get("bash-1"); tk.Status != bash.StatusRunning {
+	if tk, _ := r.exec.Get(context.Background(), "bash-1"); tk.Status != bash.StatusRunning {
 		t.Errorf("the other session's task: %+v", tk)
 	}
 }
@@ -389,7 +389,7 @@ func TestHTTPSessions(t *testing.T) {
 		t.Fatalf("starts %q", got)
 	}
 	aTask, bTask := "bash-1", "bash-2"
-	if o, _ := r.exec.OwnerOf("bash-1"); o != r.ownerOf(t, a) {
+	if o, _ := r.exec.OwnerOf(context.Background(), "bash-1"); o != r.ownerOf(t, a) {
 		aTask, bTask = bTask, aTask
 	}
 	for _, tc := range []struct {
@@ -405,7 +405,7 @@ func TestHTTPSessions(t *testing.T) {
 	if got := text(call(t, a, "bash_kill", map[string]any{"task_id": aTask})); got != "killed background task "+aTask {
 		t.Errorf("own kill: %q", got)
 	}
-	if tk, _ := r.exec.Get(bash.TaskID(bTask)); tk.Status != bash.StatusRunning {
+	if tk, _ := r.exec.Get(context.Background(), bash.TaskID(bTask)); tk.Status != bash.StatusRunning {
 		t.Errorf("the other session's task: %+v", tk)
 	}
 }

@@ -143,7 +143,7 @@ func StatusLine(t bash.Task) string {
 		}
 		return "[status: killed]"
 	case bash.StatusFailed:
-		return "[status: failed to start: " + t.Err + "]"
+		return "[status: failed to start: " + ErrorText(t.Err) + "]"
 	}
 	return "[status: " + string(t.Status) + "]"
 }
@@ -160,10 +160,6 @@ func KillText(id bash.TaskID, killed bool) string {
 func NoticeText(t bash.Task) string {
 	return "background task " + string(t.ID) + " finished " + StatusLine(t) + "; read its output with bash_output"
 }
-
-// nulCommandText is the error for a command holding a NUL byte, which no
-// bash string can hold.
-const nulCommandText = "invalid command: it contains a NUL byte, which bash cannot run"
 
 // ForeignTaskText is the error for a task owned by another session.
 func ForeignTaskText(id bash.TaskID) string {

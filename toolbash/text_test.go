@@ -3,6 +3,7 @@ package toolbash
 import (
 	"flag"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"strings"
@@ -102,7 +103,7 @@ func TestTaskTextsGolden(t *testing.T) {
 	failedExit := bash.Task{ID: "bash-3", Status: bash.StatusCompleted, ExitCode: 7}
 	killed := bash.Task{ID: "bash-3", Status: bash.StatusKilled}
 	killedSig := bash.Task{ID: "bash-3", Status: bash.StatusKilled, ExitCode: -1, Signal: "SIGTERM"}
-	failed := bash.Task{ID: "bash-3", Status: bash.StatusFailed, ExitCode: -1, Err: "working directory /x does not exist"}
+	failed := bash.Task{ID: "bash-3", Status: bash.StatusFailed, ExitCode: -1, Err: &bash.WorkdirError{Path: "/x", Err: fs.ErrNotExist}}
 	p1, p2 := "/tmp/dsh-spill-1/stdout-1.log", "/tmp/dsh-spill-1/stderr-2.log"
 	cases := []struct {
 		name string

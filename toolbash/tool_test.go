@@ -188,7 +188,7 @@ func TestBadInput(t *testing.T) {
 	if _, err := os.Stat(marker); err == nil {
 		t.Error("a rejected call ran its command")
 	}
-	if n := len(r.exec.List()); n != 0 {
+	if n := len(listTasks(r.exec)); n != 0 {
 		t.Errorf("rejected calls left %d tasks", n)
 	}
 	// Unknown arguments are ignored, and the tools still work.
@@ -306,7 +306,7 @@ func TestOwnership(t *testing.T) {
 	if got := r.call(alice, KillName, args{"task_id": "bash-1"}).Text(); got != "killed background task bash-1" {
 		t.Errorf("owner kills: %q", got)
 	}
-	if tk, _ := r.exec.Get("bash-1"); tk.Status != bash.StatusKilled {
+	if tk, _ := r.exec.Get(context.Background(), "bash-1"); tk.Status != bash.StatusKilled {
 		t.Errorf("bash-1 after the owner's kill: %+v", tk)
 	}
 }
@@ -457,12 +457,18 @@ func TestEndSession(t *testing.T) {
 	r.tb.EndSession(context.Background(), "a")
 	want := map[bash.TaskID]bash.TaskStatus{"bash-1": bash.StatusKilled, "bash-2": bash.StatusKilled, "bash-3": bash.StatusRunning, "bash-4": bash.StatusRunning}
 	for id, st := range want {
-		if tk, _ := r.exec.Get(id); tk.Status != st {
+		if tk, _ := r.exec.Get(context.Background(), id); tk.Status != st {
 			t.Errorf("%s: %s; want %s", id, tk.Status, st)
 		}
 	}
 	r.tb.EndSession(context.Background(), "") // unowned tasks belong to no session
-	if tk, _ := r.exec.Get("bash-4"); tk.Status != bash.StatusRunning {
+	if tk, _ := r.exec.Get(context.Background(), "bash-4"); tk.Status != bash.StatusRunning {
 		t.Errorf("EndSession(\"\") killed an unowned task")
 	}
+}
+
+// listTasks is e.List, which never fails for the local executor.
+func listTasks(e *local.Executor) []bash.Task {
+	l, _ := e.List(context.Background())
+	return l
 }

@@ -55,15 +55,34 @@ type Options struct {
 // Close it when done (that stops the notices); the executor stays the
 // caller's. The zero Tools can describe the tools (Tools) but not run them.
 type Tools struct {
-	exec     bash.Executor
+	exec     Executor
 	unsub    func()
 	maxChars int
 	notify   func(sessionID, notice string)
 	notices  noticeBox
 }
 
+// Executor is what the tools need of an executor. Every bash.Executor is
+// one; the tools never close it.
+type Executor interface {
+	Resolve(ctx context.Context, req bash.ExecRequest) (bash.ExecSpec, error)
+	Run(ctx context.Context, spec bash.ExecSpec) (bash.RunResult, error)
+	Start(ctx context.Context, spec bash.ExecSpec) (bash.Task, error)
+	List(ctx context.Context) ([]bash.Task, error)
+	OwnerOf(ctx context.Context, id bash.TaskID) (string, error)
+	ReadOutput(ctx context.Context, id bash.TaskID) (bash.TaskRead, error)
+	Kill(ctx context.Context, id bash.TaskID) (bool, error)
+	OnTaskDone(fn func(bash.Task)) (unsubscribe func())
+}
+
+// sessionEnder is an executor that keeps something per owner token beyond
+// its tasks (a sandbox's jail): EndSession tells it the session is over.
+type sessionEnder interface {
+	EndOwner(ctx context.Context, owner string) error
+}
+
 // New makes the tools over exec.
-func New(exec bash.Executor, opts *Options) *Tools {
+func New(exec Executor, opts *Options) *Tools {
 	if opts == nil {
 		opts = &Options{}
 	}
@@ -144,13 +163,17 @@ func (t *Tools) EndSession(ctx context.Context, sessionID string) {
 		return // unowned tasks belong to no session
 	}
 	defer t.notices.drop(sessionID)
+	list, _ := t.exec.List(ctx) // a failed list leaves nothing to kill here
 	var wg sync.WaitGroup
-	for _, task := range t.exec.List() {
+	for _, task := range list {
 		if task.Owner == sessionID && !task.Done() {
 			wg.Go(func() { _, _ = t.exec.Kill(ctx, task.ID) })
 		}
 	}
 	wg.Wait()
+	if se, ok := t.exec.(sessionEnder); ok {
+		_ = se.EndOwner(ctx, sessionID) // nothing of the session is left to tell
+	}
 }
 
 // Register adds the three tools to r.
@@ -209,20 +232,17 @@ func (t *Tools) bash(ctx context.Context, call *tools.Call) (*tools.Result, erro
 	if a.TimeoutMs != nil {
 		req.Timeout = msDuration(*a.TimeoutMs)
 	}
-	spec, err := t.exec.Resolve(req)
-	if errors.Is(err, bash.ErrNULInCommand) {
-		return nil, errors.New(nulCommandText)
-	}
+	spec, err := t.exec.Resolve(ctx, req)
 	if err != nil {
-		return nil, err
+		return nil, errors.New(ErrorText(err))
 	}
 	if t.maxChars > 0 {
 		spec.SpillAfter = spillAfter(t.maxChars)
 	}
 	if a.Background {
-		task, err := t.exec.Start(spec)
+		task, err := t.exec.Start(ctx, spec)
 		if err != nil {
-			return nil, err
+			return nil, errors.New(ErrorText(err))
 		}
 		return tools.TextResult(StartText(task)), nil
 	}
@@ -234,7 +254,7 @@ func (t *Tools) bash(ctx context.Context, call *tools.Call) (*tools.Result, erro
 		return tools.ErrorResult("command aborted"), nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, errors.New(ErrorText(err))
 	}
 	out := tools.TextResult(RunText(res, t.maxChars))
 	out.Meta = exitMeta(res)
@@ -258,15 +278,15 @@ type taskArgs struct {
 }
 
 // ownedTask checks that the caller may touch the task.
-func (t *Tools) ownedTask(call *tools.Call) (bash.TaskID, error) {
+func (t *Tools) ownedTask(ctx context.Context, call *tools.Call) (bash.TaskID, error) {
 	var a taskArgs
 	if err := json.Unmarshal(call.Args, &a); err != nil {
 		return "", err
 	}
 	id := bash.TaskID(a.TaskID)
-	owner, err := t.exec.OwnerOf(id)
+	owner, err := t.exec.OwnerOf(ctx, id)
 	if err != nil {
-		return "", err
+		return "", errors.New(ErrorText(err))
 	}
 	if owner != "" && owner != call.Session.ID {
 		return "", errors.New(ForeignTaskText(id))
@@ -275,13 +295,13 @@ func (t *Tools) ownedTask(call *tools.Call) (bash.TaskID, error) {
 }
 
 func (t *Tools) output(ctx context.Context, call *tools.Call) (*tools.Result, error) {
-	id, err := t.ownedTask(call)
+	id, err := t.ownedTask(ctx, call)
 	if err != nil {
 		return nil, err
 	}
-	r, err := t.exec.ReadOutput(id)
+	r, err := t.exec.ReadOutput(ctx, id)
 	if err != nil {
-		return nil, err
+		return nil, errors.New(ErrorText(err))
 	}
 	if r.Task.Done() {
 		t.notices.seenEnd(call.Session.ID, id)
@@ -290,7 +310,7 @@ func (t *Tools) output(ctx context.Context, call *tools.Call) (*tools.Result, er
 }
 
 func (t *Tools) kill(ctx context.Context, call *tools.Call) (*tools.Result, error) {
-	id, err := t.ownedTask(call)
+	id, err := t.ownedTask(ctx, call)
 	if err != nil {
 		return nil, err
 	}
@@ -300,7 +320,7 @@ func (t *Tools) kill(ctx context.Context, call *tools.Call) (*tools.Result, erro
 	t.notices.seenEnd(call.Session.ID, id)
 	killed, err := t.exec.Kill(ctx, id)
 	if err != nil {
-		return nil, err
+		return nil, errors.New(ErrorText(err))
 	}
 	return tools.TextResult(KillText(id, killed)), nil
 }

@@ -33,7 +33,7 @@ func BenchmarkRunTrue(b *testing.B) {
 	})
 	for name, mode := range modes(b) {
 		e := newExec(b, &Options{Containment: mode})
-		spec, _ := e.Resolve(bash.ExecRequest{Command: "true"})
+		spec, _ := e.Resolve(context.Background(), bash.ExecRequest{Command: "true"})
 		ours := func(b *testing.B) {
 			if _, err := e.Run(context.Background(), spec); err != nil {
 				b.Fatal(err)
@@ -66,7 +66,7 @@ func BenchmarkThroughput1G(b *testing.B) {
 	})
 	b.Run("executor", func(b *testing.B) {
 		e := newExec(b, &Options{SpillBudget: n + 1<<20})
-		spec, _ := e.Resolve(bash.ExecRequest{Command: "head -c 1G /dev/zero"})
+		spec, _ := e.Resolve(context.Background(), bash.ExecRequest{Command: "head -c 1G /dev/zero"})
 		resetPeakRSS(b)
 		b.SetBytes(n)
 		for b.Loop() {
@@ -108,14 +108,14 @@ func BenchmarkBackground500(b *testing.B) {
 	e := newExec(b, &Options{MaxTasks: tasks, MaxTasksPerOwner: tasks, MaxFinishedTasks: tasks})
 	done := make(chan bash.Task, tasks)
 	e.OnTaskDone(func(t bash.Task) { done <- t })
-	spec, _ := e.Resolve(bash.ExecRequest{Command: "echo hello; sleep 0.2", Owner: "bench"})
+	spec, _ := e.Resolve(context.Background(), bash.ExecRequest{Command: "echo hello; sleep 0.2", Owner: "bench"})
 	b.ReportAllocs()
 	var elapsed time.Duration
 	for b.Loop() {
 		begin := time.Now()
 		ids := make([]bash.TaskID, 0, tasks)
 		for range tasks {
-			t, err := e.Start(spec)
+			t, err := e.Start(context.Background(), spec)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -125,7 +125,7 @@ func BenchmarkBackground500(b *testing.B) {
 			<-done
 		}
 		for _, id := range ids {
-			r, err := e.ReadOutput(id)
+			r, err := e.ReadOutput(context.Background(), id)
 			if err != nil || r.Stdout.Text != "hello\n" {
 				b.Fatalf("%s: %+v, %v", id, r, err)
 			}

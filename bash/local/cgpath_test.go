@@ -66,7 +66,7 @@ func TestContainmentKind(t *testing.T) {
 		t.Logf("no cgroup v2 here: %v", err)
 		return
 	}
-	if os.Geteuid() == 0 && e.Containment() != "cgroup" {
+	if os.Geteuid() == 0 && e.Containment() != ContainCgroup {
 		t.Errorf("a cgroup2 hierarchy is mounted for us at %s and we are root, yet containment is %q", home.dir, e.Containment())
 	}
 }

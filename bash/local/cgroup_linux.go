@@ -88,7 +88,7 @@ func cgroupDirName() string {
 	return fmt.Sprintf("dsh-%d-%s", os.Getpid(), randomHex(4))
 }
 
-func (c *cgroupContainment) kind() string { return "cgroup" }
+func (c *cgroupContainment) kind() Containment { return ContainCgroup }
 
 // leaf takes a free leaf or makes one.
 func (c *cgroupContainment) leaf() (*leafDir, error) {
@@ -172,14 +172,13 @@ func removeCgroupTree(dir string) error {
 	return errors.Join(errs...)
 }
 
-func (c *cgroupContainment) prepare(attr *syscall.SysProcAttr) (group, error) {
+func (c *cgroupContainment) prepare(req *SpawnRequest) (group, error) {
 	d, err := c.leaf()
 	if err != nil {
 		return nil, err
 	}
 	l := &cgLeaf{c: c, d: d, gone: newOnceChan()}
-	attr.UseCgroupFD = true
-	attr.CgroupFD = d.fd
+	req.CgroupFD = d.fd
 	return l, nil
 }
 

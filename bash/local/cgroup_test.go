@@ -131,7 +131,7 @@ func bornAndKilled(t *testing.T, e *Executor, n int) {
 		if _, err := e.Kill(context.Background(), tk.ID); err != nil {
 			t.Fatal(err)
 		}
-		if got, _ := e.Get(tk.ID); got.Signal != "SIGTERM" {
+		if got, _ := e.Get(context.Background(), tk.ID); got.Signal != "SIGTERM" {
 			t.Errorf("background task %s ended as %+v; want killed by our SIGTERM", tk.ID, got)
 		}
 	}

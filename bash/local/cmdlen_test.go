@@ -161,12 +161,12 @@ func TestNULInCommand(t *testing.T) {
 			t.Errorf("%s: err = %v; want a CommandError at byte 6", what, err)
 		}
 	}
-	_, err = e.Resolve(bash.ExecRequest{Command: cmd})
+	_, err = e.Resolve(context.Background(), bash.ExecRequest{Command: cmd})
 	check("Resolve", err)
 	spec := bash.ExecSpec{Command: cmd, Workdir: dir, Timeout: 10e9}
 	_, err = e.Run(context.Background(), spec)
 	check("Run", err)
-	_, err = e.Start(spec)
+	_, err = e.Start(context.Background(), spec)
 	check("Start", err)
 	if _, err := os.Stat(started); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a shell was started for a command with a NUL byte (%v)", err)

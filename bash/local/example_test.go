@@ -16,7 +16,7 @@ func ExampleExecutor_Run() {
 		panic(err)
 	}
 	defer e.Close()
-	spec, err := e.Resolve(bash.ExecRequest{Command: "echo hello; echo oops >&2; exit 3", Workdir: "/"})
+	spec, err := e.Resolve(context.Background(), bash.ExecRequest{Command: "echo hello; echo oops >&2; exit 3", Workdir: "/"})
 	if err != nil {
 		panic(err)
 	}
@@ -36,14 +36,14 @@ func ExampleExecutor_Start() {
 	defer e.Close()
 	done := make(chan bash.Task, 1)
 	defer e.OnTaskDone(func(t bash.Task) { done <- t })()
-	spec, _ := e.Resolve(bash.ExecRequest{Command: "echo building; exit 1", Owner: "session-1"})
-	task, err := e.Start(spec)
+	spec, _ := e.Resolve(context.Background(), bash.ExecRequest{Command: "echo building; exit 1", Owner: "session-1"})
+	task, err := e.Start(context.Background(), spec)
 	if err != nil {
 		panic(err)
 	}
 	fmt.Println(task.ID, task.Status)
 	<-done
-	r, _ := e.ReadOutput(task.ID)
+	r, _ := e.ReadOutput(context.Background(), task.ID)
 	fmt.Printf("%q %s %d\n", r.Stdout.Text, r.Task.Status, r.Task.ExitCode)
 	// Output:
 	// bash-1 running

@@ -10,10 +10,9 @@ import (
 // together, so that it can tell when they are all gone and stop all of them.
 type containment interface {
 	// prepare makes the group for one command before it is spawned; it may
-	// set fields of attr.
-	prepare(attr *syscall.SysProcAttr) (group, error)
-	// kind names the mechanism for docs and errors: "cgroup" or "process group".
-	kind() string
+	// set fields of req (CgroupFD).
+	prepare(req *SpawnRequest) (group, error)
+	kind() Containment
 	close() error
 }
 

@@ -168,7 +168,7 @@ func newExec(t testing.TB, o *Options) *Executor {
 
 func run(t testing.TB, e *Executor, req bash.ExecRequest) bash.RunResult {
 	t.Helper()
-	spec, err := e.Resolve(req)
+	spec, err := e.Resolve(context.Background(), req)
 	if err != nil {
 		t.Fatalf("Resolve: %v", err)
 	}
@@ -194,11 +194,11 @@ func runCmd(t testing.TB, e *Executor, cmd string) bash.RunResult {
 
 func start(t testing.TB, e *Executor, cmd, owner string) bash.Task {
 	t.Helper()
-	spec, err := e.Resolve(bash.ExecRequest{Command: cmd, Owner: owner})
+	spec, err := e.Resolve(context.Background(), bash.ExecRequest{Command: cmd, Owner: owner})
 	if err != nil {
 		t.Fatal(err)
 	}
-	task, err := e.Start(spec)
+	task, err := e.Start(context.Background(), spec)
 	if err != nil {
 		t.Fatalf("Start(%q): %v", short(cmd), err)
 	}
@@ -276,7 +276,7 @@ func readUntil(t testing.TB, e *Executor, id bash.TaskID, want string) (stdout, 
 	deadline := time.After(20 * time.Second)
 	for {
 		ch := tk.p.out.changed()
-		r, err := e.ReadOutput(id)
+		r, err := e.ReadOutput(context.Background(), id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -294,3 +294,9 @@ func readUntil(t testing.TB, e *Executor, id bash.TaskID, want string) (stdout, 
 }
 
 func mkfifo(p string) error { return syscall.Mkfifo(p, 0o600) }
+
+// listTasks is e.List, which never fails for the local executor.
+func listTasks(e *Executor) []bash.Task {
+	l, _ := e.List(context.Background())
+	return l
+}

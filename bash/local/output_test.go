@@ -4,6 +4,7 @@ package local
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"fmt"
 	"io"
@@ -153,7 +154,7 @@ func TestUTF8IncrementalRead(t *testing.T) {
 	tk := start(t, e, `printf 'x\xe2\x82'; echo > `+sp.fifo+`; read < `+sp.fifo+`; printf '\xacy\xf0'`, "")
 	sp.reached(t)
 	waitBytes(t, e, tk.ID, 3)
-	r, _ := e.ReadOutput(tk.ID)
+	r, _ := e.ReadOutput(context.Background(), tk.ID)
 	if r.Stdout.Text != "x" {
 		t.Errorf("first read %q; want the partial € held back", r.Stdout.Text)
 	}
@@ -163,7 +164,7 @@ func TestUTF8IncrementalRead(t *testing.T) {
 	w.WriteString("\n")
 	w.Close()
 	<-done
-	r, _ = e.ReadOutput(tk.ID)
+	r, _ = e.ReadOutput(context.Background(), tk.ID)
 	if r.Stdout.Text != "€y\uFFFD" {
 		t.Errorf("second read %q", r.Stdout.Text)
 	}

@@ -33,9 +33,9 @@ func newPgroupContainment(alive func(pgid int) bool) *pgroupContainment {
 	return &pgroupContainment{stop: make(chan struct{}), alive: alive}
 }
 
-func (c *pgroupContainment) kind() string { return "process group" }
+func (c *pgroupContainment) kind() Containment { return ContainProcessGroup }
 
-func (c *pgroupContainment) prepare(attr *syscall.SysProcAttr) (group, error) {
+func (c *pgroupContainment) prepare(*SpawnRequest) (group, error) {
 	return &pgroup{stop: c.stop, alive: c.alive, wg: &c.wg, gone: newOnceChan()}, nil
 }
 

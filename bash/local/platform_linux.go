@@ -4,6 +4,7 @@ package local
 
 import (
 	"os"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -25,4 +26,11 @@ func outputPipe() (r, w *os.File, err error) {
 	}
 	_, _ = unix.FcntlInt(uintptr(p[0]), unix.F_SETPIPE_SZ, 1<<20)
 	return os.NewFile(uintptr(p[0]), "|0"), os.NewFile(uintptr(p[1]), "|1"), nil
+}
+
+// setCgroupFD has the shell born in the cgroup dir fd, unless fd is -1.
+func setCgroupFD(attr *syscall.SysProcAttr, fd int) {
+	if fd >= 0 {
+		attr.UseCgroupFD, attr.CgroupFD = true, fd
+	}
 }

@@ -10,9 +10,11 @@ import (
 
 func outputPipe() (r, w *os.File, err error) { return os.Pipe() }
 
-func sysProcAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{} }
+func spawnAttr(*SpawnRequest) *syscall.SysProcAttr { return &syscall.SysProcAttr{} }
 
-func signalName(*os.ProcessState) string { return "" }
+func signalName(syscall.Signal) string { return "" }
+
+func exitStatusOf(st *os.ProcessState) ExitStatus { return ExitStatus{Code: st.ExitCode()} }
 
 func newContainment(Containment) (containment, error) {
 	return nil, errors.New("the local executor needs a Unix system")

@@ -9,19 +9,32 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// sysProcAttr starts the shell in a new session: a new process group, and no
-// controlling terminal, so a program that opens /dev/tty fails at once
-// instead of waiting for a person.
-func sysProcAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setsid: true} }
+// spawnAttr is what spawnExec asks of the kernel for req: a new session
+// when req.Setsid (a new process group, and no controlling terminal, so a
+// program that opens /dev/tty fails at once instead of waiting for a
+// person), and the cgroup to be born in.
+func spawnAttr(req *SpawnRequest) *syscall.SysProcAttr {
+	attr := &syscall.SysProcAttr{Setsid: req.Setsid}
+	setCgroupFD(attr, req.CgroupFD)
+	return attr
+}
 
-// signalName names the signal that ended the shell, or "" after a normal exit.
-func signalName(st *os.ProcessState) string {
-	ws, ok := st.Sys().(syscall.WaitStatus)
-	if !ok || !ws.Signaled() {
+// signalName names a signal the way the model reads it: "SIGTERM"; "" for 0.
+func signalName(sig syscall.Signal) string {
+	if sig == 0 {
 		return ""
 	}
-	if name := unix.SignalName(ws.Signal()); name != "" {
+	if name := unix.SignalName(sig); name != "" {
 		return name
 	}
-	return "signal " + ws.Signal().String()
+	return "signal " + sig.String()
+}
+
+// exitStatusOf reads a wait status.
+func exitStatusOf(st *os.ProcessState) ExitStatus {
+	ws, ok := st.Sys().(syscall.WaitStatus)
+	if ok && ws.Signaled() {
+		return ExitStatus{Code: -1, Signal: ws.Signal()}
+	}
+	return ExitStatus{Code: st.ExitCode()}
 }

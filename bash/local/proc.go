@@ -1,10 +1,11 @@
 package local
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,11 +20,11 @@ import (
 type proc struct {
 	out, errs *stream
 	grp       group
-	cmd       *exec.Cmd
+	shell     Process
 	pipes     [2]*os.File // read ends, closed by their readers (or forced)
 
 	shellDone chan struct{} // closed once the shell has been reaped
-	state     *os.ProcessState
+	status    ExitStatus    // set before shellDone is closed
 	waitErr   error
 
 	onOutput  func(bash.Stream, []byte) // the spec's observer, or nil
@@ -40,7 +41,7 @@ type proc struct {
 
 // spawn starts spec's command. The caller has counted the proc's goroutines
 // in wg (4 of them) and undoes that itself on error.
-func (e *Executor) spawn(spec bash.ExecSpec, linger time.Duration) (*proc, error) {
+func (e *Executor) spawn(ctx context.Context, spec bash.ExecSpec, linger time.Duration) (*proc, error) {
 	if err := checkCommand(spec.Command); err != nil {
 		return nil, err
 	}
@@ -51,6 +52,7 @@ func (e *Executor) spawn(spec bash.ExecSpec, linger time.Duration) (*proc, error
 		out:       newStream("stdout", spec.Owner, e.maxOutput, spec.SpillAfter, e.spill),
 		errs:      newStream("stderr", spec.Owner, e.maxOutput, spec.SpillAfter, e.spill),
 		shellDone: make(chan struct{}),
+		status:    ExitStatus{Code: -1},
 		pipesDone: make(chan struct{}),
 		stopReq:   make(chan struct{}),
 		lingering: make(chan struct{}),
@@ -63,14 +65,14 @@ func (e *Executor) spawn(spec bash.ExecSpec, linger time.Duration) (*proc, error
 		return nil, err
 	}
 	long := len(spec.Command) > maxArgvCommand
-	err = e.startShell(p, spec, w, long)
+	err = e.startShell(ctx, p, spec, w, long)
 	if !long && errors.Is(err, syscall.E2BIG) {
 		// The environment left too little room for the command in argv.
 		long = true
-		err = e.startShell(p, spec, w, long)
+		err = e.startShell(ctx, p, spec, w, long)
 	}
 	for try := 0; try < 2 && errors.Is(err, errUnborn); try++ {
-		err = e.startShell(p, spec, w, long) // in a new cgroup
+		err = e.startShell(ctx, p, spec, w, long) // in a new cgroup
 	}
 	closeAll(w[:]...)
 	if err != nil {
@@ -82,8 +84,7 @@ func (e *Executor) spawn(spec bash.ExecSpec, linger time.Duration) (*proc, error
 	go p.drain(p.pipes[1], p.errs, bash.Stderr, e)
 	go func() {
 		defer e.wg.Done()
-		p.waitErr = p.cmd.Wait()
-		p.state = p.cmd.ProcessState
+		p.status, p.waitErr = p.shell.Wait()
 		close(p.shellDone)
 	}()
 	go p.settle(e)
@@ -118,20 +119,15 @@ func (p *proc) makePipes() ([2]*os.File, error) {
 
 // startShell starts bash in a fresh group, with the command in argv, or,
 // viaFile, in a file on fd 3 (see readCommand).
-func (e *Executor) startShell(p *proc, spec bash.ExecSpec, w [2]*os.File, viaFile bool) error {
-	attr := sysProcAttr()
-	grp, err := e.cont.prepare(attr)
+func (e *Executor) startShell(ctx context.Context, p *proc, spec bash.ExecSpec, w [2]*os.File, viaFile bool) error {
+	req := &SpawnRequest{
+		Owner: spec.Owner, Path: e.shell, Dir: spec.Workdir, Env: e.env,
+		Args:   []string{"bash", "--noprofile", "--norc", "-c", spec.Command},
+		Stdout: w[0], Stderr: w[1], CgroupFD: -1, Setsid: true,
+	}
+	grp, err := e.cont.prepare(req)
 	if err != nil {
 		return err
-	}
-	cmd := &exec.Cmd{
-		Path:        e.shell,
-		Args:        []string{"bash", "--noprofile", "--norc", "-c", spec.Command},
-		Dir:         spec.Workdir,
-		Env:         e.env,
-		Stdout:      w[0],
-		Stderr:      w[1],
-		SysProcAttr: attr,
 	}
 	if viaFile {
 		f, err := commandFile(spec.Command, e.spill)
@@ -141,12 +137,12 @@ func (e *Executor) startShell(p *proc, spec bash.ExecSpec, w [2]*os.File, viaFil
 			return fmt.Errorf("pass the command in a file: %w", err)
 		}
 		defer f.Close()
-		cmd.Args[4], cmd.ExtraFiles = readCommand, []*os.File{f}
+		req.Args[4], req.ExtraFiles = readCommand, []*os.File{f}
 	}
-	err = cmd.Start()
+	shell, err := e.spawnFn(ctx, req)
 	pid := 0
 	if err == nil {
-		pid = cmd.Process.Pid
+		pid = shell.Pid()
 	}
 	unborn := grp.started(pid, err)
 	if err != nil {
@@ -154,11 +150,11 @@ func (e *Executor) startShell(p *proc, spec bash.ExecSpec, w [2]*os.File, viaFil
 		return fmt.Errorf("start bash: %w", err)
 	}
 	if unborn {
-		_ = cmd.Wait()
+		_, _ = shell.Wait()
 		grp.release()
 		return errUnborn
 	}
-	p.grp, p.cmd = grp, cmd
+	p.grp, p.shell = grp, shell
 	return nil
 }
 
@@ -179,13 +175,14 @@ const procGoroutines = 4
 func checkWorkdir(dir string) error {
 	fi, err := os.Stat(dir)
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("working directory %s does not exist", dir)
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // the path is in the WorkdirError
 		}
-		return fmt.Errorf("working directory %s is unusable: %w", dir, err)
+		return &bash.WorkdirError{Path: dir, Err: err}
 	}
 	if !fi.IsDir() {
-		return fmt.Errorf("working directory %s is not a directory", dir)
+		return &bash.WorkdirError{Path: dir, Err: bash.ErrNotDirectory}
 	}
 	return nil
 }

@@ -59,7 +59,7 @@ func TestReapBound(t *testing.T) {
 			if killed, err := e.Kill(ctx, tk.ID); !killed || err != nil {
 				t.Fatalf("Kill = %v, %v; want it to end", killed, err)
 			}
-			if got, _ := e.Get(tk.ID); got.Status != bash.StatusKilled {
+			if got, _ := e.Get(context.Background(), tk.ID); got.Status != bash.StatusKilled {
 				t.Errorf("task %+v", got)
 			}
 			if !alive(holder.Process.Pid) {
@@ -69,7 +69,7 @@ func TestReapBound(t *testing.T) {
 		t.Run(name+"/abort", func(t *testing.T) {
 			e := newExec(t, o)
 			pids, sp := filepath.Join(t.TempDir(), "pid"), newSyncPoint(t)
-			spec, _ := e.Resolve(bash.ExecRequest{Command: "echo $$ > " + pids + "; (echo > " + sp.fifo + "); exec sleep 30"})
+			spec, _ := e.Resolve(context.Background(), bash.ExecRequest{Command: "echo $$ > " + pids + "; (echo > " + sp.fifo + "); exec sleep 30"})
 			ctx, cancel := context.WithCancel(context.Background())
 			got := make(chan error, 1)
 			go func() { _, err := e.Run(ctx, spec); got <- err }()

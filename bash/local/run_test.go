@@ -99,7 +99,7 @@ func TestRunInfrastructureErrors(t *testing.T) {
 			}
 		})
 	}
-	if got := e.List(); len(got) != 0 {
+	if got := listTasks(e); len(got) != 0 {
 		t.Errorf("failed runs left tasks: %v", got)
 	}
 }
@@ -120,7 +120,7 @@ func TestResolve(t *testing.T) {
 		{req: bash.ExecRequest{Command: "  "}, err: "the command is empty"},
 	}
 	for _, tc := range tests {
-		spec, err := e.Resolve(tc.req)
+		spec, err := e.Resolve(context.Background(), tc.req)
 		if tc.err != "" {
 			if err == nil || err.Error() != tc.err {
 				t.Errorf("Resolve(%+v) err = %v; want %q", tc.req, err, tc.err)
@@ -301,7 +301,7 @@ func TestAbort(t *testing.T) {
 	e := newExec(t, nil)
 	sp := newSyncPoint(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	spec, _ := e.Resolve(bash.ExecRequest{Command: "echo started; echo > " + sp.fifo + "; sleep 30"})
+	spec, _ := e.Resolve(context.Background(), bash.ExecRequest{Command: "echo started; echo > " + sp.fifo + "; sleep 30"})
 	type out struct {
 		res bash.RunResult
 		err error
@@ -341,7 +341,7 @@ func TestLeftoversAdopted(t *testing.T) {
 			if !alive(pid) {
 				t.Fatal("the leftover sleep died early")
 			}
-			task, err := e.Get(res.Adopted)
+			task, err := e.Get(context.Background(), res.Adopted)
 			if err != nil || task.Owner != "alice" || task.Status != bash.StatusRunning {
 				t.Fatalf("adopted task %+v, %v", task, err)
 			}
@@ -350,7 +350,7 @@ func TestLeftoversAdopted(t *testing.T) {
 				t.Fatalf("Kill = %v, %v", killed, err)
 			}
 			assertDead(t, pid)
-			task, _ = e.Get(res.Adopted)
+			task, _ = e.Get(context.Background(), res.Adopted)
 			if task.Status != bash.StatusKilled || task.ExitCode != 0 {
 				t.Errorf("after kill: %+v", task)
 			}
@@ -380,7 +380,7 @@ func TestLeftoversOutputRead(t *testing.T) {
 	if tk.ID != res.Adopted || tk.Status != bash.StatusCompleted || tk.ExitCode != 4 {
 		t.Errorf("done %+v", tk)
 	}
-	r, err := e.ReadOutput(res.Adopted)
+	r, err := e.ReadOutput(context.Background(), res.Adopted)
 	if err != nil || r.Stdout.Text != "later\n" || !r.Task.Done() {
 		t.Errorf("read %+v, %v", r, err)
 	}
@@ -407,7 +407,7 @@ func TestOnOutput(t *testing.T) {
 	var got strings.Builder
 	streams := map[bash.Stream]string{}
 	first := make(chan struct{})
-	spec, _ := e.Resolve(bash.ExecRequest{Command: `printf 'one \xe2\x82'; printf 'err\n' >&2; read < ` + sp.fifo + `; printf '\xac two\n'; sleep 30 & echo left`})
+	spec, _ := e.Resolve(context.Background(), bash.ExecRequest{Command: `printf 'one \xe2\x82'; printf 'err\n' >&2; read < ` + sp.fifo + `; printf '\xac two\n'; sleep 30 & echo left`})
 	spec.OnOutput = func(s bash.Stream, b []byte) {
 		text := string(b)
 		mu.Lock()

@@ -32,7 +32,7 @@ func executorHelper(marker, spillDir string) int {
 		return fail(err)
 	}
 	defer e.Close()
-	spec, _ := e.Resolve(bash.ExecRequest{Command: "seq 100", Owner: "alice"})
+	spec, _ := e.Resolve(context.Background(), bash.ExecRequest{Command: "seq 100", Owner: "alice"})
 	if res, err := e.Run(context.Background(), spec); err != nil || res.Stdout.SpillPath == "" {
 		return fail(fmt.Errorf("no spill: %v", err))
 	}
@@ -41,8 +41,8 @@ func executorHelper(marker, spillDir string) int {
 		return fail(err)
 	}
 	defer os.Remove(fifo)
-	spec, _ = e.Resolve(bash.ExecRequest{Command: "echo $$ > " + fifo + "; exec sleep 300", Owner: "alice"})
-	if _, err := e.Start(spec); err != nil {
+	spec, _ = e.Resolve(context.Background(), bash.ExecRequest{Command: "echo $$ > " + fifo + "; exec sleep 300", Owner: "alice"})
+	if _, err := e.Start(context.Background(), spec); err != nil {
 		return fail(err)
 	}
 	pid, err := os.ReadFile(fifo) // until the command has written and closed it

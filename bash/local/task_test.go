@@ -62,7 +62,7 @@ func TestTaskIDsSequential(t *testing.T) {
 		}
 	}
 	var ids []bash.TaskID
-	for _, tk := range e.List() {
+	for _, tk := range listTasks(e) {
 		ids = append(ids, tk.ID)
 	}
 	if len(ids) != 3 || ids[0] != "bash-1" || ids[2] != "bash-3" {
@@ -79,7 +79,7 @@ func TestIncrementalReads(t *testing.T) {
 	if out != "one\n" {
 		t.Errorf("first read %q", out)
 	}
-	r, _ := e.ReadOutput(tk.ID)
+	r, _ := e.ReadOutput(context.Background(), tk.ID)
 	if r.Task.Status != bash.StatusRunning {
 		t.Errorf("status %v", r.Task.Status)
 	}
@@ -90,11 +90,11 @@ func TestIncrementalReads(t *testing.T) {
 	if done.Status != bash.StatusCompleted || done.ExitCode != 3 || done.Owner != "alice" {
 		t.Errorf("done %+v", done)
 	}
-	r, err := e.ReadOutput(tk.ID)
+	r, err := e.ReadOutput(context.Background(), tk.ID)
 	if err != nil || r.Stdout.Text != "two\n" || !strings.HasSuffix(r.Stderr.Text, "err2\n") || r.Lossy() {
 		t.Errorf("read after the end %+v, %v", r, err)
 	}
-	r, _ = e.ReadOutput(tk.ID)
+	r, _ = e.ReadOutput(context.Background(), tk.ID)
 	if r.Stdout.Text != "" || r.Stderr.Text != "" || r.Task.Status != bash.StatusCompleted {
 		t.Errorf("output delivered twice: %+v", r)
 	}
@@ -105,7 +105,7 @@ func TestStderrSeparate(t *testing.T) {
 	l := listen(e)
 	tk := start(t, e, "echo out; echo bad >&2", "")
 	l.wait(t, tk.ID)
-	r, _ := e.ReadOutput(tk.ID)
+	r, _ := e.ReadOutput(context.Background(), tk.ID)
 	if r.Stdout.Text != "out\n" || r.Stderr.Text != "bad\n" {
 		t.Errorf("read %+v", r)
 	}
@@ -116,7 +116,7 @@ func TestLossyRead(t *testing.T) {
 	l := listen(e)
 	tk := start(t, e, "seq 2000; seq 100 >&2", "")
 	l.wait(t, tk.ID)
-	r, _ := e.ReadOutput(tk.ID)
+	r, _ := e.ReadOutput(context.Background(), tk.ID)
 	full := seqText(2000)
 	if !r.Stdout.Truncated || r.Stdout.SpillPath == "" || r.Stdout.Text != full[len(full)-1000:] || !r.Lossy() {
 		t.Errorf("stdout %+v", r.Stdout)
@@ -127,7 +127,7 @@ func TestLossyRead(t *testing.T) {
 	if got, _ := os.ReadFile(r.Stdout.SpillPath); string(got) != full {
 		t.Error("spill file is not the whole stream")
 	}
-	if r, _ := e.ReadOutput(tk.ID); r.Lossy() || r.Stdout.Text != "" {
+	if r, _ := e.ReadOutput(context.Background(), tk.ID); r.Lossy() || r.Stdout.Text != "" {
 		t.Errorf("second read %+v", r)
 	}
 }
@@ -145,7 +145,7 @@ func TestKill(t *testing.T) {
 		t.Fatalf("Kill = %v, %v", killed, err)
 	}
 	assertDead(t, pid)
-	got, _ := e.Get(tk.ID)
+	got, _ := e.Get(context.Background(), tk.ID)
 	if got.Status != bash.StatusKilled || got.Signal != "SIGTERM" {
 		t.Errorf("after Kill %+v", got)
 	}
@@ -169,9 +169,9 @@ func TestKill(t *testing.T) {
 func TestUnknownTask(t *testing.T) {
 	e := newExec(t, nil)
 	for name, call := range map[string]func() error{
-		"Get":        func() error { _, err := e.Get("bash-9"); return err },
-		"OwnerOf":    func() error { _, err := e.OwnerOf("bash-9"); return err },
-		"ReadOutput": func() error { _, err := e.ReadOutput("bash-9"); return err },
+		"Get":        func() error { _, err := e.Get(context.Background(), "bash-9"); return err },
+		"OwnerOf":    func() error { _, err := e.OwnerOf(context.Background(), "bash-9"); return err },
+		"ReadOutput": func() error { _, err := e.ReadOutput(context.Background(), "bash-9"); return err },
 		"Kill":       func() error { _, err := e.Kill(context.Background(), "bash-9"); return err },
 	} {
 		err := call()
@@ -185,10 +185,10 @@ func TestOwnerStored(t *testing.T) {
 	e := newExec(t, nil)
 	a := start(t, e, "true", "alice")
 	n := start(t, e, "true", "")
-	if o, err := e.OwnerOf(a.ID); o != "alice" || err != nil {
+	if o, err := e.OwnerOf(context.Background(), a.ID); o != "alice" || err != nil {
 		t.Errorf("OwnerOf(%s) = %q, %v", a.ID, o, err)
 	}
-	if o, err := e.OwnerOf(n.ID); o != "" || err != nil {
+	if o, err := e.OwnerOf(context.Background(), n.ID); o != "" || err != nil {
 		t.Errorf("OwnerOf(%s) = %q, %v", n.ID, o, err)
 	}
 }
@@ -196,18 +196,18 @@ func TestOwnerStored(t *testing.T) {
 func TestFailedSpawnIsATask(t *testing.T) {
 	e := newExec(t, nil)
 	l := listen(e)
-	tk, err := e.Start(bash.ExecSpec{Command: "true", Workdir: "/nonexistent/dsh", Owner: "alice"})
+	tk, err := e.Start(context.Background(), bash.ExecSpec{Command: "true", Workdir: "/nonexistent/dsh", Owner: "alice"})
 	if err == nil || err.Error() != "background task bash-1 could not start: working directory /nonexistent/dsh does not exist" {
 		t.Fatalf("err = %v", err)
 	}
-	if tk.ID != "bash-1" || tk.Status != bash.StatusFailed || tk.Err == "" {
+	if tk.ID != "bash-1" || tk.Status != bash.StatusFailed || tk.Err == nil {
 		t.Errorf("task %+v", tk)
 	}
 	got := l.wait(t, "bash-1")
 	if got.Status != bash.StatusFailed || l.count("bash-1") != 1 {
 		t.Errorf("listener %+v, %d calls", got, l.count("bash-1"))
 	}
-	if r, err := e.ReadOutput("bash-1"); err != nil || r.Task.Status != bash.StatusFailed || r.Stdout.Text != "" {
+	if r, err := e.ReadOutput(context.Background(), "bash-1"); err != nil || r.Task.Status != bash.StatusFailed || r.Stdout.Text != "" {
 		t.Errorf("read %+v, %v", r, err)
 	}
 	if killed, err := e.Kill(context.Background(), "bash-1"); killed || err != nil {
@@ -244,18 +244,19 @@ func TestTaskLimits(t *testing.T) {
 	e := newExec(t, &Options{MaxTasksPerOwner: 2, MaxTasks: 3})
 	start(t, e, "sleep 30", "alice")
 	start(t, e, "sleep 30", "alice")
-	spec, _ := e.Resolve(bash.ExecRequest{Command: "sleep 30", Owner: "alice"})
-	_, err := e.Start(spec)
-	if !errors.Is(err, bash.ErrTaskLimit) || err.Error() != "too many background tasks are running: this session already runs 2 background tasks, the most it may; stop one with bash_kill first" {
+	spec, _ := e.Resolve(context.Background(), bash.ExecRequest{Command: "sleep 30", Owner: "alice"})
+	_, err := e.Start(context.Background(), spec)
+	var le *bash.TaskLimitError
+	if !errors.Is(err, bash.ErrTaskLimit) || !errors.As(err, &le) || *le != (bash.TaskLimitError{Scope: bash.PerOwner, Limit: 2}) {
 		t.Errorf("per-owner limit: %v", err)
 	}
 	start(t, e, "sleep 30", "bob")
 	spec.Owner = "carol"
-	_, err = e.Start(spec)
-	if !errors.Is(err, bash.ErrTaskLimit) || err.Error() != "too many background tasks are running: 3 background tasks are running, the most this executor allows; stop one with bash_kill first" {
+	_, err = e.Start(context.Background(), spec)
+	if !errors.As(err, &le) || *le != (bash.TaskLimitError{Scope: bash.PerExecutor, Limit: 3}) {
 		t.Errorf("total limit: %v", err)
 	}
-	if n := len(e.List()); n != 3 {
+	if n := len(listTasks(e)); n != 3 {
 		t.Errorf("refused starts left tasks: %d", n)
 	}
 	if _, err := e.Kill(context.Background(), "bash-1"); err != nil {
@@ -273,17 +274,17 @@ func TestRetention(t *testing.T) {
 	for range 4 {
 		tk := start(t, e, "seq 100", "")
 		l.wait(t, tk.ID)
-		r, _ := e.ReadOutput(tk.ID)
+		r, _ := e.ReadOutput(context.Background(), tk.ID)
 		paths = append(paths, r.Stdout.SpillPath)
 	}
 	var ids []bash.TaskID
-	for _, tk := range e.List() {
+	for _, tk := range listTasks(e) {
 		ids = append(ids, tk.ID)
 	}
 	if len(ids) != 3 || ids[0] != running.ID || ids[1] != "bash-4" || ids[2] != "bash-5" {
 		t.Errorf("remembered %v; want the running task and the last two", ids)
 	}
-	if _, err := e.Get("bash-2"); !errors.Is(err, bash.ErrUnknownTask) {
+	if _, err := e.Get(context.Background(), "bash-2"); !errors.Is(err, bash.ErrUnknownTask) {
 		t.Errorf("forgotten task: %v", err)
 	}
 	for i, p := range paths {
@@ -319,7 +320,7 @@ func TestCloseKillsEverything(t *testing.T) {
 	sp := newSyncPoint(t)
 	fg := make(chan error, 1)
 	go func() {
-		spec, _ := e.Resolve(bash.ExecRequest{Command: "echo $$ > " + filepath.Join(dir, "d") + "; echo > " + sp.fifo + "; sleep 33"})
+		spec, _ := e.Resolve(context.Background(), bash.ExecRequest{Command: "echo $$ > " + filepath.Join(dir, "d") + "; echo > " + sp.fifo + "; sleep 33"})
 		_, err := e.Run(context.Background(), spec)
 		fg <- err
 	}()
@@ -335,11 +336,11 @@ func TestCloseKillsEverything(t *testing.T) {
 	if len(called) != 0 {
 		t.Errorf("a listener was called during Close: %v", <-called)
 	}
-	spec, _ := e.Resolve(bash.ExecRequest{Command: "true"})
+	spec, _ := e.Resolve(context.Background(), bash.ExecRequest{Command: "true"})
 	if _, err := e.Run(context.Background(), spec); !errors.Is(err, bash.ErrClosed) {
 		t.Errorf("Run after Close: %v", err)
 	}
-	if _, err := e.Start(spec); !errors.Is(err, bash.ErrClosed) {
+	if _, err := e.Start(context.Background(), spec); !errors.Is(err, bash.ErrClosed) {
 		t.Errorf("Start after Close: %v", err)
 	}
 	if err := e.Close(); err != nil {

@@ -54,7 +54,7 @@ func cttyHelper(marker, spillDir string) int {
 	if err != nil {
 		return fail(err)
 	}
-	spec, _ := e.Resolve(bash.ExecRequest{Command: "exec 3</dev/tty && echo has-tty || echo no-tty"})
+	spec, _ := e.Resolve(context.Background(), bash.ExecRequest{Command: "exec 3</dev/tty && echo has-tty || echo no-tty"})
 	res, err := e.Run(context.Background(), spec)
 	e.Close()
 	if err != nil {

@@ -72,7 +72,8 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		text += "\n" // for the prompt's sake; piped output stays exact
 	}
 	fmt.Fprint(stdout, text)
-	for _, t := range exec.List() {
+	left, _ := exec.List(ctx)
+	for _, t := range left {
 		if !t.Done() {
 			fmt.Fprintf(stderr, "dsh-bash run: stopping %s, which the command left running, as dsh-bash exits\n", t.ID)
 		}

@@ -1,0 +1,131 @@
+package bash
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"time"
+)
+
+// Errors an executor returns; match them with errors.Is. The words the model
+// reads are chosen by the tool layer from these errors and their fields, not
+// taken from their Error strings, so that every executor reads the same.
+var (
+	// ErrUnknownTask: no task has that id (or it was forgotten).
+	ErrUnknownTask = errors.New("unknown bash task")
+	// ErrAborted: the caller's context ended a foreground run.
+	ErrAborted = errors.New("command aborted")
+	// ErrClosed: the executor is closed.
+	ErrClosed = errors.New("bash executor is closed")
+	// ErrTaskLimit: too many tasks are running; a [*TaskLimitError] says
+	// which limit.
+	ErrTaskLimit = errors.New("too many background tasks are running")
+	// ErrNULInCommand: the command holds a NUL byte, which no bash string
+	// can; a [*CommandError] says where.
+	ErrNULInCommand = errors.New("the command contains a NUL byte")
+	// ErrEmptyCommand: the command is empty or only white space.
+	ErrEmptyCommand = errors.New("the command is empty")
+	// ErrNotDirectory: a working directory names something that is not a
+	// directory (see [WorkdirError]).
+	ErrNotDirectory = errors.New("not a directory")
+)
+
+// CommandError says why a command cannot be run at all; no process was
+// started for it. errors.Is matches it with its Problem.
+type CommandError struct {
+	// Problem names the kind of problem: ErrNULInCommand, ErrEmptyCommand.
+	Problem error
+	// Offset is the byte offset in the command where the problem is.
+	Offset int
+}
+
+func (e *CommandError) Error() string {
+	if e.Problem == ErrEmptyCommand {
+		return e.Problem.Error()
+	}
+	return fmt.Sprintf("%v (at byte %d)", e.Problem, e.Offset)
+}
+
+// Unwrap returns Problem, for errors.Is.
+func (e *CommandError) Unwrap() error { return e.Problem }
+
+// TimeoutError is a requested timeout that cannot apply (a negative one).
+type TimeoutError struct{ Timeout time.Duration }
+
+func (e *TimeoutError) Error() string {
+	return fmt.Sprintf("the timeout must be positive, got %v", e.Timeout)
+}
+
+// WorkdirError says that a command's working directory cannot be used; no
+// process was started. Like os.PathError, it wraps why.
+type WorkdirError struct {
+	// Path is the working directory, as the executor's commands see it.
+	Path string
+	// Err is why: fs.ErrNotExist, ErrNotDirectory, or the system's error.
+	Err error
+}
+
+func (e *WorkdirError) Error() string {
+	switch {
+	case errors.Is(e.Err, fs.ErrNotExist):
+		return fmt.Sprintf("working directory %s does not exist", e.Path)
+	case errors.Is(e.Err, ErrNotDirectory):
+		return fmt.Sprintf("working directory %s is not a directory", e.Path)
+	}
+	return fmt.Sprintf("working directory %s is unusable: %v", e.Path, e.Err)
+}
+
+// Unwrap returns Err.
+func (e *WorkdirError) Unwrap() error { return e.Err }
+
+// LimitScope says whose tasks a limit counts.
+type LimitScope int
+
+// The scopes of a task limit.
+const (
+	// PerOwner counts the tasks of one owner token (one session).
+	PerOwner LimitScope = iota
+	// PerExecutor counts every task of the executor.
+	PerExecutor
+)
+
+// TaskLimitError says that a task could not start (or leftovers could not
+// be adopted) because Limit tasks are already running in Scope. It matches
+// ErrTaskLimit.
+type TaskLimitError struct {
+	Scope LimitScope
+	Limit int
+}
+
+func (e *TaskLimitError) Error() string {
+	if e.Scope == PerOwner {
+		return fmt.Sprintf("%v: the owner already runs %d, the most it may", ErrTaskLimit, e.Limit)
+	}
+	return fmt.Sprintf("%v: %d are running, the most the executor allows", ErrTaskLimit, e.Limit)
+}
+
+// Is makes errors.Is(err, ErrTaskLimit) true.
+func (e *TaskLimitError) Is(target error) bool { return target == ErrTaskLimit }
+
+// StartError says that a background task's command could not start; the
+// failed task keeps it (Task.Err) and listeners hear of the task.
+type StartError struct {
+	Task TaskID
+	Err  error
+}
+
+func (e *StartError) Error() string {
+	return fmt.Sprintf("background task %s could not start: %v", e.Task, e.Err)
+}
+
+// Unwrap returns Err.
+func (e *StartError) Unwrap() error { return e.Err }
+
+// UnknownTaskError is the error for a task id the executor does not know.
+// It matches ErrUnknownTask.
+type UnknownTaskError struct{ ID TaskID }
+
+func (e *UnknownTaskError) Error() string { return fmt.Sprintf("unknown bash task %q", string(e.ID)) }
+
+// Is makes errors.Is(err, ErrUnknownTask) true.
+func (e *UnknownTaskError) Is(target error) bool { return target == ErrUnknownTask }

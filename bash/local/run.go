@@ -1,0 +1,92 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/dshgo/dsh/bash"
+)
+
+// Run runs spec in the foreground. See bash.Executor.
+func (e *Executor) Run(ctx context.Context, spec bash.ExecSpec) (bash.RunResult, error) {
+	if err := ctx.Err(); err != nil {
+		return bash.RunResult{}, fmt.Errorf("%w before it started: %w", bash.ErrAborted, err)
+	}
+	if spec.Timeout <= 0 {
+		return bash.RunResult{}, errors.New("the spec has no timeout: resolve the request first")
+	}
+	p, err := e.start(ctx, spec, e.drain)
+	if err != nil {
+		return bash.RunResult{}, err
+	}
+	res := bash.RunResult{Timeout: spec.Timeout}
+	timer := time.NewTimer(spec.Timeout)
+	defer timer.Stop()
+	timerC, ctxDone, closing, lingering := timer.C, ctx.Done(), e.closing, p.lingering
+wait:
+	for {
+		select {
+		case <-p.done:
+			break wait
+		case <-lingering:
+			// The shell exited a drain delay ago and processes remain.
+			lingering = nil
+			if !p.stopping() {
+				p.mute() // what comes now belongs to the adopted task
+				e.adopt(p, spec, &res)
+				break wait
+			}
+		case <-timerC:
+			timerC = nil
+			if !isClosed(p.shellDone) { // an exited command is not timed out
+				res.TimedOut = true
+				p.stop()
+			}
+		case <-ctxDone:
+			ctxDone = nil
+			res.Aborted = true
+			p.stop()
+		case <-closing:
+			closing = nil
+			p.stop()
+		}
+	}
+	p.mute()
+	if res.Adopted == "" {
+		res.Stdout, res.Stderr = p.out.tail(false), p.errs.tail(false)
+		e.track(p, false)
+	}
+	res.ExitCode, res.Signal = exitStatus(p)
+	switch {
+	case res.Aborted:
+		return res, fmt.Errorf("%w: %w", bash.ErrAborted, context.Cause(ctx))
+	case p.stopping() && !res.TimedOut && !res.LeftoversKilled:
+		return res, fmt.Errorf("the command was stopped: %w", bash.ErrClosed)
+	}
+	return res, nil
+}
+
+// adopt turns the processes a foreground command left behind into a
+// background task of the same owner, or kills them when the owner is at its
+// task limit.
+func (e *Executor) adopt(p *proc, spec bash.ExecSpec, res *bash.RunResult) {
+	t, err := e.reserve(spec)
+	if err != nil {
+		res.LeftoversKilled = true
+		p.stop()
+		<-p.done
+		return
+	}
+	// The result takes what was printed so far; the task's reads go on from
+	// there.
+	res.Stdout, res.Stderr = p.out.tail(true), p.errs.tail(true)
+	res.Adopted = t.id
+	e.launched(t, p)
+}
+
+// exitStatus reads the shell's exit code and signal.
+func exitStatus(p *proc) (int, string) {
+	return p.status.Code, signalName(p.status.Signal)
+}

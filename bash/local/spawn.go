@@ -1,0 +1,99 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"syscall"
+)
+
+// SpawnFunc starts one command's shell. It is the hook a sandbox or another
+// jail uses to start the shell somewhere else (inside a namespace, through a
+// helper) while the executor keeps everything around it: the cgroup or
+// process group, the output pipes and spill files, leftover adoption, the
+// kill escalation, the limits. See Options.Spawn.
+//
+// A SpawnFunc must start exactly the process req describes (its argv, its
+// directory, its environment, its descriptors), born into req.CgroupFD when
+// that is set, and return at once. The returned Process reports the shell's
+// own wait status: the true exit code or signal of the shell, not of a
+// helper standing in for it. The descriptors in req stay owned by the
+// executor, which closes them once SpawnFunc returns.
+type SpawnFunc func(ctx context.Context, req *SpawnRequest) (Process, error)
+
+// SpawnRequest is one shell to start.
+type SpawnRequest struct {
+	// Owner is the owner token of the command (the spec's Owner): it tells
+	// which session the command belongs to.
+	Owner string
+	// Path is the shell binary as the executor found it on the host.
+	Path string
+	// Args is the full argv, Args[0] included: bash --noprofile --norc -c …
+	Args []string
+	// Dir is the working directory, absolute.
+	Dir string
+	// Env is the whole environment, already scrubbed.
+	Env []string
+	// Stdout and Stderr are the write ends of the output pipes; stdin is
+	// /dev/null.
+	Stdout, Stderr *os.File
+	// ExtraFiles are descriptors 3, 4, … of the shell.
+	ExtraFiles []*os.File
+	// CgroupFD, when not -1, is an open directory of the cgroup v2 the shell
+	// must be born in (clone3's CLONE_INTO_CGROUP), so that not one of its
+	// instructions runs outside it.
+	CgroupFD int
+	// Setsid starts the shell in a new session and process group.
+	Setsid bool
+}
+
+// Process is a started shell.
+type Process interface {
+	// Pid is the shell's process id as this process sees it (in the
+	// executor's pid namespace).
+	Pid() int
+	// Wait waits for the shell to end and returns its wait status. It is
+	// called once. An error means the status is unknown.
+	Wait() (ExitStatus, error)
+}
+
+// ExitStatus is how a shell ended: an exit code, or a signal.
+type ExitStatus struct {
+	// Code is the exit code, -1 when a signal ended the shell.
+	Code int
+	// Signal is the signal that ended the shell; 0 after a normal exit.
+	Signal syscall.Signal
+}
+
+// spawnExec is the default SpawnFunc: os/exec on this host.
+func spawnExec(_ context.Context, req *SpawnRequest) (Process, error) {
+	attr := spawnAttr(req)
+	cmd := &exec.Cmd{
+		Path:        req.Path,
+		Args:        req.Args,
+		Dir:         req.Dir,
+		Env:         req.Env,
+		Stdout:      req.Stdout,
+		Stderr:      req.Stderr,
+		ExtraFiles:  req.ExtraFiles,
+		SysProcAttr: attr,
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	return execProcess{cmd}, nil
+}
+
+type execProcess struct{ cmd *exec.Cmd }
+
+func (p execProcess) Pid() int { return p.cmd.Process.Pid }
+
+func (p execProcess) Wait() (ExitStatus, error) {
+	err := p.cmd.Wait()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		return ExitStatus{Code: -1}, err
+	}
+	return exitStatusOf(p.cmd.ProcessState), nil
+}

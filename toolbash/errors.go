@@ -1,0 +1,74 @@
+package toolbash
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+
+	"github.com/dshgo/dsh/bash"
+)
+
+// ErrorText is what the model reads for an executor's error. The words come
+// from the typed errors of package bash and their fields, never from their
+// Error strings, so that every executor (local, sandboxed, remote) reads the
+// same; an error of no known type is the executor's own infrastructure
+// failure and reads as its Error string.
+func ErrorText(err error) string {
+	if err == nil {
+		return "unknown error"
+	}
+	var (
+		ce *bash.CommandError
+		te *bash.TimeoutError
+		we *bash.WorkdirError
+		le *bash.TaskLimitError
+		se *bash.StartError
+		ue *bash.UnknownTaskError
+	)
+	switch {
+	case errors.As(err, &se):
+		return fmt.Sprintf("background task %s could not start: %s", se.Task, ErrorText(se.Err))
+	case errors.As(err, &ce):
+		return commandText(ce)
+	case errors.As(err, &te):
+		return fmt.Sprintf("the timeout must be positive, got %v", te.Timeout)
+	case errors.As(err, &we):
+		return workdirText(we)
+	case errors.As(err, &le):
+		return taskLimitText(le)
+	case errors.As(err, &ue):
+		return fmt.Sprintf("unknown bash task %q", string(ue.ID))
+	case errors.Is(err, bash.ErrClosed):
+		return "the shell executor is closed: it is shutting down"
+	}
+	return err.Error()
+}
+
+func commandText(ce *bash.CommandError) string {
+	if errors.Is(ce.Problem, bash.ErrNULInCommand) {
+		return "invalid command: it contains a NUL byte, which bash cannot run"
+	}
+	if errors.Is(ce.Problem, bash.ErrEmptyCommand) {
+		return "the command is empty"
+	}
+	return "invalid command: " + ce.Problem.Error()
+}
+
+func workdirText(we *bash.WorkdirError) string {
+	switch {
+	case errors.Is(we.Err, fs.ErrNotExist):
+		return fmt.Sprintf("working directory %s does not exist", we.Path)
+	case errors.Is(we.Err, bash.ErrNotDirectory):
+		return fmt.Sprintf("working directory %s is not a directory", we.Path)
+	case errors.Is(we.Err, fs.ErrPermission):
+		return fmt.Sprintf("working directory %s is not accessible: permission denied", we.Path)
+	}
+	return fmt.Sprintf("working directory %s is unusable: %v", we.Path, we.Err)
+}
+
+func taskLimitText(le *bash.TaskLimitError) string {
+	if le.Scope == bash.PerOwner {
+		return fmt.Sprintf("too many background tasks are running: this session already runs %d background tasks, the most it may; stop one with bash_kill first", le.Limit)
+	}
+	return fmt.Sprintf("too many background tasks are running: %d background tasks are running, the most this executor allows; stop one with bash_kill first", le.Limit)
+}
