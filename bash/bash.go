@@ -99,6 +99,11 @@ type ExecRequest struct {
 	Timeout time.Duration
 	// Owner is the caller's owner token; empty means no owner.
 	Owner string
+	// Workspace is the directory the caller's session works in (its MCP
+	// root, its ACP cwd); empty means the executor's default directory. An
+	// executor that confines commands lets them write there; others ignore
+	// it.
+	Workspace string
 }
 
 // ExecSpec is a fully resolved request, as Run and Start take it.
@@ -111,6 +116,8 @@ type ExecSpec struct {
 	// Owner is stored on the task (also on a task adopted from a foreground
 	// run).
 	Owner string
+	// Workspace is absolute (see ExecRequest.Workspace).
+	Workspace string
 	// SpillAfter, if positive, asks for a complete spill file of every
 	// stream longer than this many bytes, even when the stream still fits
 	// the executor's memory: a caller that shows less than the executor

@@ -222,7 +222,7 @@ func (t *Tools) bash(ctx context.Context, call *tools.Call) (*tools.Result, erro
 	if err := json.Unmarshal(call.Args, &a); err != nil {
 		return nil, err
 	}
-	req := bash.ExecRequest{Command: a.Command, Workdir: call.Session.Cwd, Owner: call.Session.ID}
+	req := bash.ExecRequest{Command: a.Command, Workdir: call.Session.Cwd, Owner: call.Session.ID, Workspace: call.Session.Cwd}
 	if a.Workdir != nil && *a.Workdir != "" {
 		req.Workdir = *a.Workdir
 		if !filepath.IsAbs(req.Workdir) && call.Session.Cwd != "" {

@@ -88,6 +88,15 @@ func New(opts *Options) (*Executor, error) {
 // or ContainProcessGroup.
 func (e *Executor) Containment() Containment { return e.cont.kind() }
 
+// HoldSpillDir returns the private directory that holds owner's spill files,
+// making it if needed, and keeps it, even while it holds no file, until
+// release is called (or the executor is closed). A sandbox binds it into the
+// owner's jail at the same path, so that the paths a read names are the
+// paths the owner's commands can read.
+func (e *Executor) HoldSpillDir(owner string) (dir string, release func(), err error) {
+	return e.spill.hold(owner)
+}
+
 // Resolve applies the defaults to req.
 func (e *Executor) Resolve(_ context.Context, req bash.ExecRequest) (bash.ExecSpec, error) {
 	if strings.TrimSpace(req.Command) == "" {
@@ -99,18 +108,25 @@ func (e *Executor) Resolve(_ context.Context, req bash.ExecRequest) (bash.ExecSp
 	if req.Timeout < 0 {
 		return bash.ExecSpec{}, &bash.TimeoutError{Timeout: req.Timeout}
 	}
-	spec := bash.ExecSpec{Command: req.Command, Workdir: e.cwd, Timeout: e.timeout, Owner: req.Owner}
+	spec := bash.ExecSpec{Command: req.Command, Workdir: e.cwd, Timeout: e.timeout, Owner: req.Owner, Workspace: e.cwd}
+	if req.Workspace != "" {
+		spec.Workspace = e.abs(req.Workspace)
+	}
 	if req.Workdir != "" {
-		spec.Workdir = req.Workdir
-		if !filepath.IsAbs(spec.Workdir) {
-			spec.Workdir = filepath.Join(e.cwd, spec.Workdir)
-		}
-		spec.Workdir = filepath.Clean(spec.Workdir)
+		spec.Workdir = e.abs(req.Workdir)
 	}
 	if req.Timeout > 0 {
 		spec.Timeout = min(req.Timeout, e.max)
 	}
 	return spec, nil
+}
+
+// abs resolves dir against the default directory.
+func (e *Executor) abs(dir string) string {
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(e.cwd, dir)
+	}
+	return filepath.Clean(dir)
 }
 
 // begin counts a new proc's goroutines, unless the executor is closed.

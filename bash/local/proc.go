@@ -121,7 +121,7 @@ func (p *proc) makePipes() ([2]*os.File, error) {
 // viaFile, in a file on fd 3 (see readCommand).
 func (e *Executor) startShell(ctx context.Context, p *proc, spec bash.ExecSpec, w [2]*os.File, viaFile bool) error {
 	req := &SpawnRequest{
-		Owner: spec.Owner, Path: e.shell, Dir: spec.Workdir, Env: e.env,
+		Owner: spec.Owner, Workspace: spec.Workspace, Path: e.shell, Dir: spec.Workdir, Env: e.env,
 		Args:   []string{"bash", "--noprofile", "--norc", "-c", spec.Command},
 		Stdout: w[0], Stderr: w[1], CgroupFD: -1, Setsid: true,
 	}

@@ -27,6 +27,8 @@ type SpawnRequest struct {
 	// Owner is the owner token of the command (the spec's Owner): it tells
 	// which session the command belongs to.
 	Owner string
+	// Workspace is the spec's Workspace: the directory of the session.
+	Workspace string
 	// Path is the shell binary as the executor found it on the host.
 	Path string
 	// Args is the full argv, Args[0] included: bash --noprofile --norc -c …

@@ -42,6 +42,7 @@ type ownerDir struct {
 	name  string
 	d     *dirHandle
 	files int // files of ours on disk in it
+	holds int // HoldSpillDir calls not released yet: kept even when empty
 }
 
 var errSpillFull = errors.New("spill file reached its size cap or the executor's spill budget")
@@ -146,12 +147,32 @@ func (sp *spiller) ownerLocked(owner string) (*ownerDir, error) {
 // dropIfEmptyLocked removes an owner's directory once it holds no file of
 // ours, unless the executor is closing (close removes it then).
 func (sp *spiller) dropIfEmptyLocked(od *ownerDir) {
-	if od.files > 0 || sp.closed || sp.owners[od.name] != od {
+	if od.files > 0 || od.holds > 0 || sp.closed || sp.owners[od.name] != od {
 		return
 	}
 	delete(sp.owners, od.name)
 	_ = sp.root.removeChild(od.name, od.d)
 	od.d.close()
+}
+
+// hold makes owner's directory if needed and keeps it until release.
+func (sp *spiller) hold(owner string) (dir string, release func(), err error) {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	od, err := sp.ownerLocked(owner)
+	if err != nil {
+		return "", nil, err
+	}
+	od.holds++
+	var once sync.Once
+	return od.d.path, func() {
+		once.Do(func() {
+			sp.mu.Lock()
+			defer sp.mu.Unlock()
+			od.holds--
+			sp.dropIfEmptyLocked(od)
+		})
+	}, nil
 }
 
 // tempFile makes a 0600 file in the executor's directory, open for reading

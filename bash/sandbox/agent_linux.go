@@ -1,0 +1,202 @@
+package sandbox
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+
+	"github.com/landlock-lsm/go-landlock/landlock"
+	"golang.org/x/sys/unix"
+)
+
+// agentArg, as argv[1], makes a binary that calls Main the agent of a jail.
+const agentArg = "__dsh_sandbox_agent"
+
+// agentConfig is what the host tells the agent on its command line.
+type agentConfig struct {
+	Socket   int      `json:"socket"`   // its end of the socket pair
+	Exe      int      `json:"exe"`      // the descriptor it was executed from
+	Writable []string `json:"writable"` // Landlock: paths commands may write
+}
+
+// Main runs the sandbox agent when this process was started as one, and
+// never returns then; otherwise it returns at once. A program that makes a
+// sandbox Executor must call it first thing in main (and a test binary in
+// TestMain): the sandbox starts each jail's agent by executing the running
+// binary again.
+func Main() {
+	if len(os.Args) < 3 || os.Args[1] != agentArg {
+		return
+	}
+	var c agentConfig
+	if err := json.Unmarshal([]byte(os.Args[2]), &c); err != nil {
+		fmt.Fprintln(os.Stderr, "dsh sandbox agent:", err)
+		os.Exit(2)
+	}
+	if err := runAgent(c); err != nil {
+		fmt.Fprintln(os.Stderr, "dsh sandbox agent:", err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+// agent is the first process of a jail (pid 1 of its pid namespace). It
+// starts the shells the host asks for, reaps every process of the jail and
+// reports how each shell ended. When the host's end of the socket closes it
+// exits, and the kernel kills every process left in the jail.
+type agent struct {
+	sock    int
+	devNull int
+
+	mu     sync.Mutex // held from a fork until the shell is registered
+	shells map[int]uint64
+}
+
+func runAgent(c agentConfig) error {
+	unix.Close(c.Exe)
+	// As pid 1 of the jail, a signal from inside is dropped unless a handler
+	// is installed; catching every one (and discarding it) keeps commands
+	// from killing the agent, while the shells still start with the default
+	// dispositions (a caught signal is reset at exec, an ignored one is not).
+	others, chld := make(chan os.Signal, 16), make(chan os.Signal, 1)
+	signal.Notify(others)
+	signal.Notify(chld, unix.SIGCHLD)
+	go func() {
+		for range others {
+		}
+	}()
+	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
+	if err := restrictFiles(c.Writable); err != nil {
+		return err
+	}
+	devNull, err := unix.Open("/dev/null", unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	a := &agent{sock: c.Socket, devNull: devNull, shells: map[int]uint64{}}
+	go a.reapOn(chld)
+	if err := sendMsg(a.sock, agentMsg{Started: true}, nil); err != nil { // ready
+		return err
+	}
+	return a.serve()
+}
+
+// restrictFiles is the second layer under the jail's mounts: Landlock lets
+// commands read and execute everywhere but write only to the given paths,
+// and keeps them from signalling, or reaching the abstract sockets of,
+// anything outside the jail. It does what the kernel supports.
+func restrictFiles(writable []string) error {
+	rules := []landlock.Rule{landlock.RODirs("/")}
+	for _, p := range writable {
+		rules = append(rules, landlock.RWDirs(p).WithRefer().IgnoreIfMissing())
+	}
+	cfg := landlock.V7.BestEffort()
+	if err := cfg.RestrictPaths(rules...); err != nil {
+		return fmt.Errorf("landlock: %w", err)
+	}
+	if err := cfg.RestrictScoped(); err != nil {
+		return fmt.Errorf("landlock scopes: %w", err)
+	}
+	return nil
+}
+
+// serve starts the shells the host asks for, until the host hangs up.
+func (a *agent) serve() error {
+	buf := make([]byte, maxPacket+1)
+	for {
+		var m spawnMsg
+		fds, err := recvMsg(a.sock, buf, &m)
+		if errors.Is(err, errEOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		a.spawn(&m, fds)
+		closeFDs(fds)
+	}
+}
+
+// spawn starts one shell and tells the host, under mu so that the reaper
+// reports its end only after its start.
+func (a *agent) spawn(m *spawnMsg, fds []int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	pid, pidfd, err := a.fork(m, fds)
+	if err != nil {
+		reply := agentMsg{ID: m.ID, Err: err.Error()}
+		var errno syscall.Errno
+		if errors.As(err, &errno) {
+			reply.Errno = int(errno)
+		}
+		_ = sendMsg(a.sock, reply, nil)
+		return
+	}
+	a.shells[pid] = m.ID
+	_ = sendMsg(a.sock, agentMsg{ID: m.ID, Started: true}, []int{pidfd})
+	unix.Close(pidfd)
+}
+
+func (a *agent) fork(m *spawnMsg, fds []int) (pid, pidfd int, err error) {
+	want := 2 + m.NExtra
+	if m.Cgroup {
+		want++
+	}
+	if len(fds) != want {
+		return 0, 0, fmt.Errorf("got %d descriptors, want %d", len(fds), want)
+	}
+	files := []uintptr{uintptr(a.devNull)}
+	for _, fd := range fds[:2+m.NExtra] {
+		files = append(files, uintptr(fd))
+	}
+	pidfd = -1
+	sys := &syscall.SysProcAttr{Setsid: m.Setsid, PidFD: &pidfd}
+	if m.Cgroup {
+		sys.UseCgroupFD, sys.CgroupFD = true, fds[len(fds)-1]
+	}
+	pid, err = syscall.ForkExec(m.Path, m.Args, &syscall.ProcAttr{Dir: m.Dir, Env: m.Env, Files: files, Sys: sys})
+	return pid, pidfd, err
+}
+
+// reapOn reaps every child that ends (the shells, and every orphan of the
+// jail, which the kernel gives to pid 1) and reports the shells' ends.
+func (a *agent) reapOn(sigs <-chan os.Signal) {
+	for range sigs {
+		for {
+			var ws unix.WaitStatus
+			pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
+			if errors.Is(err, unix.EINTR) {
+				continue
+			}
+			if err != nil || pid <= 0 {
+				break
+			}
+			a.ended(pid, ws)
+		}
+	}
+}
+
+func (a *agent) ended(pid int, ws unix.WaitStatus) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	id, ok := a.shells[pid]
+	if !ok {
+		return // an orphan of the jail
+	}
+	delete(a.shells, pid)
+	m := agentMsg{ID: id, Exited: true, Code: ws.ExitStatus()}
+	if ws.Signaled() {
+		m.Code, m.Signal = -1, int(ws.Signal())
+	}
+	_ = sendMsg(a.sock, m, nil)
+}
+
+// agentArgs is the agent's command line after its executable.
+func agentArgs(c agentConfig) []string {
+	b, _ := json.Marshal(c)
+	return []string{agentArg, string(b)}
+}

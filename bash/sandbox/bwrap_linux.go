@@ -1,0 +1,101 @@
+package sandbox
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+)
+
+// jailPaths are the per-jail paths bwrapArgs binds.
+type jailPaths struct {
+	workspace string // bound read-write at its own path
+	tmp       string // the jail's private /tmp, on the host
+	spill     string // the owner's spill directory, bound read-only at its own path
+}
+
+// Descriptors bwrap inherits (exec.Cmd.ExtraFiles, in this order).
+const (
+	fdAgentSock = 3
+	fdAgentExe  = 4
+	fdSeccomp   = 5
+)
+
+// bwrapArgs is bwrap's command line for one jail: its own user, pid, ipc
+// and uts namespaces (and network namespace, when the network is off), no
+// capability, user namespaces disabled inside, the host's root read-only
+// with the policy's paths bound over it, and the agent as pid 1.
+func (p *Policy) bwrapArgs(jp jailPaths) []string {
+	a := []string{
+		"--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+		"--disable-userns", "--cap-drop", "ALL", "--die-with-parent",
+		"--as-pid-1", "--new-session", "--hostname", "dsh-sandbox",
+	}
+	if p.Network == NetworkOff {
+		a = append(a, "--unshare-net")
+	}
+	a = append(a, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc")
+	a = append(a, p.hideArgs(HiddenSystemPaths)...)
+	a = append(a, "--bind", jp.tmp, "/tmp")
+	a = append(a, bindArgs("--bind", p.writable(jp.workspace))...)
+	a = append(a, bindArgs("--ro-bind", p.readOnly(jp.workspace))...)
+	if jp.spill != "" {
+		a = append(a, "--ro-bind", jp.spill, jp.spill)
+	}
+	a = append(a, p.hideArgs(append(inHome(p.home(), HiddenHomePaths), p.Hidden...))...)
+	a = append(a, "--chdir", jp.workspace, "--seccomp", strconv.Itoa(fdSeccomp))
+	return a
+}
+
+// writable lists what commands may change: the workspace, the caches
+// (unless locked), the policy's extra paths.
+func (p *Policy) writable(workspace string) []string {
+	w := []string{workspace}
+	if !p.LockCaches {
+		w = append(w, inHome(p.home(), CachePaths)...)
+	}
+	return append(w, p.Writable...)
+}
+
+// readOnly lists what stays read-only inside the writable paths: a
+// repository's hooks and config (core.hooksPath, core.fsmonitor and
+// friends would run code outside the jail at the user's next git command),
+// and the policy's extra paths.
+func (p *Policy) readOnly(workspace string) []string {
+	git := filepath.Join(workspace, ".git")
+	return append([]string{filepath.Join(git, "hooks"), filepath.Join(git, "config")}, p.ReadOnly...)
+}
+
+// landlockWritable is what the agent's Landlock rules let commands write.
+func (p *Policy) landlockWritable(workspace string) []string {
+	return slices.Concat(p.writable(workspace), []string{"/tmp", "/dev"})
+}
+
+// bindArgs binds each existing path onto itself.
+func bindArgs(op string, paths []string) []string {
+	var a []string
+	for _, path := range paths {
+		if _, err := os.Stat(path); err == nil {
+			a = append(a, op, path, path)
+		}
+	}
+	return a
+}
+
+// hideArgs covers each existing path: a directory with an empty read-only
+// tmpfs, anything else with /dev/null. A symlink is left alone: what it
+// points to is hidden by its own entry.
+func (p *Policy) hideArgs(paths []string) []string {
+	var a []string
+	for _, path := range paths {
+		fi, err := os.Lstat(path)
+		switch {
+		case err != nil || fi.Mode()&os.ModeSymlink != 0:
+		case fi.IsDir():
+			a = append(a, "--tmpfs", path, "--remount-ro", path)
+		default:
+			a = append(a, "--ro-bind", "/dev/null", path)
+		}
+	}
+	return a
+}

@@ -1,0 +1,386 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/dshgo/dsh/bash/local"
+	"golang.org/x/sys/unix"
+)
+
+// errJailGone: the jail's agent is gone (the jail was closed, or it died),
+// and with it every process of the jail.
+var errJailGone = errors.New("the session's sandbox is gone")
+
+// jail is one running bwrap jail and the connection to its agent.
+type jail struct {
+	key   string
+	owner string
+	tmp   string // its private /tmp on the host
+	unpin func() // releases the owner's spill directory
+
+	cmd    *exec.Cmd
+	stderr *capBuffer
+	sock   *os.File
+	sendMu sync.RWMutex // senders share it; closing the socket takes it alone
+	nextID atomic.Uint64
+
+	startDone chan struct{} // closed once the start is over; then startErr is set
+	startErr  error
+	ready     chan struct{} // closed once the agent said it is ready
+	gone   chan struct{} // closed once the connection to the agent is over
+	exited chan struct{} // closed once bwrap has been waited for
+
+	mu      sync.Mutex
+	err     error // why it is gone
+	waiters map[uint64]*waiter
+}
+
+// waiter is one shell's pending answers.
+type waiter struct {
+	started chan agentMsg // with pidfd in fds
+	pidfd   int
+	exited  chan local.ExitStatus
+}
+
+// startJail starts bwrap with the agent and waits until the agent is ready.
+func (js *jails) startJail(ctx context.Context, j *jail, req *local.SpawnRequest) error {
+	spill, unpin, err := js.hold(req.Owner)
+	if err != nil {
+		return fmt.Errorf("keep the session's spill directory: %w", err)
+	}
+	j.unpin = unpin
+	if j.tmp, err = os.MkdirTemp(js.root, "tmp-"); err != nil {
+		return fmt.Errorf("make the session's /tmp: %w", err)
+	}
+	if err := os.Chmod(j.tmp, 0o1777); err != nil {
+		return err
+	}
+	files, err := js.jailFiles()
+	if err != nil {
+		return err
+	}
+	j.sock = files[0]
+	defer closeFiles(files[1:]...)
+	args := js.policy.bwrapArgs(jailPaths{workspace: req.Workspace, tmp: j.tmp, spill: spill})
+	agent := agentConfig{Socket: fdAgentSock, Exe: fdAgentExe, Writable: js.policy.landlockWritable(req.Workspace)}
+	args = append(append(args, "--", "/proc/self/fd/"+strconv.Itoa(fdAgentExe)), agentArgs(agent)...)
+	j.stderr = &capBuffer{max: 4 << 10}
+	j.cmd = &exec.Cmd{Path: js.bwrap, Args: append([]string{"bwrap"}, args...), Env: req.Env,
+		ExtraFiles: files[1:], Stderr: j.stderr}
+	if err := j.cmd.Start(); err != nil {
+		return fmt.Errorf("start bwrap: %w", err)
+	}
+	go func() { _ = j.cmd.Wait(); close(j.exited) }()
+	go j.read()
+	return j.awaitReady(ctx)
+}
+
+// jailFiles opens what bwrap inherits: [host socket, agent socket, agent
+// executable, seccomp filter]; the first stays with the host.
+func (js *jails) jailFiles() ([]*os.File, error) {
+	host, agentSock, err := socketPair()
+	if err != nil {
+		return nil, err
+	}
+	exe, err := os.Open(js.agent)
+	if err != nil {
+		closeFiles(host, agentSock)
+		return nil, fmt.Errorf("open the agent binary: %w", err)
+	}
+	filter, err := filterFile(js.filter)
+	if err != nil {
+		closeFiles(host, agentSock, exe)
+		return nil, err
+	}
+	return []*os.File{host, agentSock, exe, filter}, nil
+}
+
+// filterFile is a sealed memfd holding the seccomp filter.
+func filterFile(b []byte) (*os.File, error) {
+	fd, err := unix.MemfdCreate("dsh-seccomp", unix.MFD_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("make the seccomp filter file: %w", err)
+	}
+	f := os.NewFile(uintptr(fd), "dsh-seccomp")
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if _, err := f.Seek(0, 0); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+func (j *jail) awaitReady(ctx context.Context) error {
+	select {
+	case <-j.ready:
+		return nil
+	case <-j.gone:
+		return j.goneErr()
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// read dispatches the agent's messages until the connection ends.
+func (j *jail) read() {
+	buf := make([]byte, 64<<10)
+	fd := int(j.sock.Fd())
+	for {
+		var m agentMsg
+		fds, err := recvMsg(fd, buf, &m)
+		if err != nil {
+			j.fail(err)
+			return
+		}
+		j.dispatch(m, fds)
+	}
+}
+
+func (j *jail) dispatch(m agentMsg, fds []int) {
+	if m.ID == 0 {
+		close(j.ready)
+		closeFDs(fds)
+		return
+	}
+	j.mu.Lock()
+	w := j.waiters[m.ID]
+	if m.Exited {
+		delete(j.waiters, m.ID)
+	}
+	j.mu.Unlock()
+	switch {
+	case w == nil:
+		closeFDs(fds)
+	case m.Exited:
+		w.exited <- local.ExitStatus{Code: m.Code, Signal: syscall.Signal(m.Signal)}
+	default:
+		w.pidfd = -1
+		if len(fds) > 0 {
+			w.pidfd = fds[0]
+			closeFDs(fds[1:])
+		}
+		w.started <- m
+	}
+}
+
+// fail records why the connection ended and wakes every waiter.
+func (j *jail) fail(err error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.err != nil {
+		return
+	}
+	if errors.Is(err, errEOF) {
+		err = errJailGone
+	}
+	j.err = err
+	close(j.gone)
+}
+
+// goneErr says why the jail is gone, with what bwrap printed.
+func (j *jail) goneErr() error {
+	j.mu.Lock()
+	err := j.err
+	j.mu.Unlock()
+	select {
+	case <-j.exited:
+	case <-time.After(time.Second): // the message is worth a short wait
+	}
+	if msg := strings.TrimSpace(j.stderr.String()); msg != "" {
+		return fmt.Errorf("%w: %s", err, msg)
+	}
+	return err
+}
+
+// spawn asks the agent to start one shell.
+func (j *jail) spawn(req *local.SpawnRequest) (local.Process, error) {
+	id := j.nextID.Add(1)
+	w := &waiter{started: make(chan agentMsg, 1), exited: make(chan local.ExitStatus, 1)}
+	j.mu.Lock()
+	if j.err != nil {
+		j.mu.Unlock()
+		return nil, errJailGone
+	}
+	j.waiters[id] = w
+	j.mu.Unlock()
+	if err := j.send(id, req); err != nil {
+		j.forget(id)
+		return nil, err
+	}
+	select {
+	case m := <-w.started:
+		return j.started(m, w)
+	case <-j.gone:
+		return nil, j.goneErr()
+	}
+}
+
+func (j *jail) send(id uint64, req *local.SpawnRequest) error {
+	m := spawnMsg{ID: id, Path: req.Path, Args: req.Args, Dir: req.Dir, Env: req.Env,
+		NExtra: len(req.ExtraFiles), Cgroup: req.CgroupFD >= 0, Setsid: req.Setsid}
+	fds := []int{int(req.Stdout.Fd()), int(req.Stderr.Fd())}
+	for _, f := range req.ExtraFiles {
+		fds = append(fds, int(f.Fd()))
+	}
+	if m.Cgroup {
+		fds = append(fds, req.CgroupFD)
+	}
+	j.sendMu.RLock()
+	defer j.sendMu.RUnlock()
+	if j.sock == nil {
+		return errJailGone
+	}
+	return sendMsg(int(j.sock.Fd()), m, fds)
+}
+
+func (j *jail) forget(id uint64) {
+	j.mu.Lock()
+	delete(j.waiters, id)
+	j.mu.Unlock()
+}
+
+// started turns the agent's answer into a Process.
+func (j *jail) started(m agentMsg, w *waiter) (local.Process, error) {
+	if m.Err != "" {
+		j.forget(m.ID)
+		if m.Errno != 0 {
+			return nil, fmt.Errorf("start bash in the sandbox: %w", syscall.Errno(m.Errno))
+		}
+		return nil, fmt.Errorf("start bash in the sandbox: %s", m.Err)
+	}
+	defer unix.Close(w.pidfd)
+	pid, err := pidfdPid(w.pidfd)
+	if err != nil {
+		return nil, err
+	}
+	return &jailProc{pid: pid, w: w, j: j}, nil
+}
+
+// pidfdPid reads the pid a pidfd refers to, in our pid namespace.
+func pidfdPid(fd int) (int, error) {
+	b, err := os.ReadFile("/proc/self/fdinfo/" + strconv.Itoa(fd))
+	if err != nil {
+		return 0, fmt.Errorf("find the shell's pid: %w", err)
+	}
+	for line := range bytes.Lines(b) {
+		if v, ok := bytes.CutPrefix(line, []byte("Pid:")); ok {
+			return strconv.Atoi(string(bytes.TrimSpace(v)))
+		}
+	}
+	return 0, errors.New("find the shell's pid: no Pid in its pidfd's fdinfo")
+}
+
+// jailProc is a shell started in a jail.
+type jailProc struct {
+	pid int
+	w   *waiter
+	j   *jail
+}
+
+func (p *jailProc) Pid() int { return p.pid }
+
+// Wait returns the shell's own wait status, as the agent (its parent) saw it.
+func (p *jailProc) Wait() (local.ExitStatus, error) {
+	select {
+	case st := <-p.w.exited:
+		return st, nil
+	case <-p.j.gone:
+		select {
+		case st := <-p.w.exited:
+			return st, nil
+		default:
+			return local.ExitStatus{Code: -1}, errJailGone
+		}
+	}
+}
+
+// close ends the jail: the agent sees its socket close and exits, and the
+// kernel kills every process left in the jail's pid namespace.
+func (j *jail) close() error {
+	if j.sock != nil {
+		_ = unix.Shutdown(int(j.sock.Fd()), unix.SHUT_RDWR)
+	}
+	if j.cmd != nil && j.cmd.Process != nil {
+		select {
+		case <-j.exited:
+		case <-time.After(5 * time.Second):
+			_ = j.cmd.Process.Kill()
+			<-j.exited
+		}
+	}
+	j.sendMu.Lock()
+	if j.sock != nil {
+		<-j.gone // the reader has stopped using the socket
+		j.sock.Close()
+		j.sock = nil
+	}
+	j.sendMu.Unlock()
+	if j.unpin != nil {
+		j.unpin()
+	}
+	if j.tmp != "" {
+		return removeTree(j.tmp)
+	}
+	return nil
+}
+
+// removeTree removes a jail's /tmp, making directories writable first
+// where a command took the write bit away.
+func removeTree(dir string) error {
+	if err := os.RemoveAll(dir); err == nil {
+		return nil
+	}
+	_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			_ = os.Chmod(path, 0o700)
+		}
+		return nil
+	})
+	return os.RemoveAll(dir)
+}
+
+func closeFiles(fs ...*os.File) {
+	for _, f := range fs {
+		if f != nil {
+			f.Close()
+		}
+	}
+}
+
+// capBuffer keeps the first max bytes written to it.
+type capBuffer struct {
+	mu  sync.Mutex
+	b   bytes.Buffer
+	max int
+}
+
+func (c *capBuffer) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if room := c.max - c.b.Len(); room > 0 {
+		c.b.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}
+
+func (c *capBuffer) String() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.b.String()
+}

@@ -1,0 +1,80 @@
+package sandbox
+
+import (
+	"os"
+	"path/filepath"
+)
+
+// Network says what a jail may reach.
+type Network int
+
+const (
+	// NetworkOn leaves the host's network to commands (agents install
+	// packages).
+	NetworkOn Network = iota
+	// NetworkOff gives each jail a network namespace of its own, with only
+	// a loopback interface.
+	NetworkOff
+)
+
+// Policy is what the commands of a jail may see and change. The zero Policy
+// is the default described on each field.
+type Policy struct {
+	// Network: NetworkOn by default.
+	Network Network
+	// Writable are more paths commands may change (they are bound
+	// read-write at the same path); ReadOnly are bound read-only even where
+	// a writable path holds them; Hidden are replaced by an empty directory
+	// (or an empty file). Paths that do not exist are skipped.
+	Writable, ReadOnly, Hidden []string
+	// LockCaches makes the tool caches in the home directory (CachePaths)
+	// read-only like the rest of it. By default they are writable, so that
+	// go build, npm install, pip install --user and cargo build work.
+	LockCaches bool
+	// Home is the home directory whose secrets are hidden and whose caches
+	// are writable. Default: $HOME, else the user's home directory.
+	Home string
+}
+
+// HiddenHomePaths are the credentials in the home directory that no jail
+// sees: relative to Home.
+var HiddenHomePaths = []string{
+	".ssh", ".gnupg", ".aws", ".azure", ".config/gcloud", ".kube", ".docker",
+	".netrc", ".git-credentials", ".npmrc", ".pypirc", ".config/gh",
+	".password-store", ".vault-token", ".terraform.d/credentials.tfrc.json",
+}
+
+// HiddenSystemPaths are hidden in every jail: the runtime directory (docker
+// and ssh-agent sockets, dbus) and the cgroup file system.
+var HiddenSystemPaths = []string{"/run", "/var/run", "/sys/fs/cgroup"}
+
+// CachePaths are the tool caches in the home directory that stay writable
+// unless LockCaches: relative to Home.
+var CachePaths = []string{
+	".cache", "go", ".npm", ".cargo", ".rustup", ".local", ".m2", ".gradle",
+	".yarn", ".pnpm-store", ".bun", ".deno", ".nuget", ".config/go",
+}
+
+// home is the policy's home directory.
+func (p *Policy) home() string {
+	if p.Home != "" {
+		return p.Home
+	}
+	if h := os.Getenv("HOME"); h != "" {
+		return h
+	}
+	h, _ := os.UserHomeDir()
+	return h
+}
+
+// inHome joins relative paths to the home directory ("" when it has none).
+func inHome(home string, rel []string) []string {
+	if home == "" || home == "/" {
+		return nil
+	}
+	out := make([]string, len(rel))
+	for i, r := range rel {
+		out[i] = filepath.Join(home, r)
+	}
+	return out
+}

@@ -1,0 +1,117 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/dshgo/dsh/bash"
+	"github.com/dshgo/dsh/bash/local"
+)
+
+// ErrUnavailable: the sandbox cannot run on this host (no bwrap, no user
+// namespaces, not Linux). Its error says what to install or enable.
+var ErrUnavailable = errors.New("the sandbox is unavailable")
+
+// Options configures a sandbox Executor. A nil *Options, and every zero
+// field, means the default named on the field.
+type Options struct {
+	// Local configures the executor that runs inside: timeouts, limits,
+	// spill files, environment scrubbing. Its Spawn must be nil (the
+	// sandbox sets it).
+	Local *local.Options
+	// Policy is what commands may see and change.
+	Policy Policy
+	// Bwrap is the bubblewrap binary, a path or a name looked up in PATH.
+	// Default "bwrap".
+	Bwrap string
+	// Agent is the binary started as each jail's agent; it must call Main
+	// first thing. Default: the running binary.
+	Agent string
+	// TempDir is where the jails' private /tmp directories are made.
+	// Default: os.TempDir().
+	TempDir string
+}
+
+// Executor runs every command in a jail of its session; see the package
+// doc. It is a bash.Executor: a local executor (cgroups, output, spill
+// files, adoption, kill escalation, limits: all as package local does them)
+// whose shells start inside the jails. Make one with New; Close it when
+// done.
+type Executor struct {
+	*local.Executor
+	jails *jails
+}
+
+var _ bash.Executor = (*Executor)(nil)
+
+// New makes a sandbox executor. It fails with an error matching
+// ErrUnavailable when the sandbox cannot work here: see Check.
+func New(ctx context.Context, opts *Options) (*Executor, error) {
+	o := Options{}
+	if opts != nil {
+		o = *opts
+	}
+	lo := local.Options{}
+	if o.Local != nil {
+		lo = *o.Local
+	}
+	if lo.Spawn != nil {
+		return nil, errors.New("sandbox: Options.Local.Spawn must be nil")
+	}
+	if o.Bwrap == "" {
+		o.Bwrap = "bwrap"
+	}
+	e := &Executor{}
+	lo.Spawn = func(ctx context.Context, req *local.SpawnRequest) (local.Process, error) {
+		return e.jails.spawn(ctx, req)
+	}
+	le, err := local.New(&lo)
+	if err != nil {
+		return nil, err
+	}
+	e.Executor = le
+	if e.jails, err = newJails(&o, le.HoldSpillDir); err != nil {
+		le.Close()
+		return nil, err
+	}
+	if err := e.check(ctx); err != nil {
+		e.Close()
+		return nil, err
+	}
+	return e, nil
+}
+
+// check runs one command in a throwaway jail, so that a host where jails
+// cannot work fails at New, not at the model's first command.
+func (e *Executor) check(ctx context.Context) error {
+	const owner = "dsh-sandbox-check"
+	spec, err := e.Resolve(ctx, bash.ExecRequest{Command: "exit 0", Owner: owner})
+	if err == nil {
+		var res bash.RunResult
+		res, err = e.Run(ctx, spec)
+		if err == nil && res.ExitCode != 0 {
+			err = fmt.Errorf("a test command exited %d", res.ExitCode)
+		}
+	}
+	if cerr := e.EndOwner(ctx, owner); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	return nil
+}
+
+// EndOwner ends every jail of the owner's session: the processes left in
+// it are killed and its private /tmp is removed. The tool layer calls it
+// when a session ends, after killing the session's tasks.
+func (e *Executor) EndOwner(_ context.Context, owner string) error {
+	return e.jails.endOwner(owner)
+}
+
+// Close stops every command as the local executor does, then ends every
+// jail.
+func (e *Executor) Close() error {
+	return errors.Join(e.Executor.Close(), e.jails.close())
+}

@@ -1,0 +1,171 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"sync"
+
+	"github.com/dshgo/dsh/bash/local"
+)
+
+// jails keeps one jail per session (owner token and workspace).
+type jails struct {
+	policy Policy
+	bwrap  string
+	agent  string
+	filter []byte
+	root   string // holds the jails' private /tmp directories
+	hold   func(owner string) (string, func(), error)
+
+	mu     sync.Mutex
+	byKey  map[string]*jail
+	closed bool
+}
+
+func newJails(o *Options, hold func(string) (string, func(), error)) (*jails, error) {
+	bw, err := exec.LookPath(o.Bwrap)
+	if err != nil {
+		return nil, fmt.Errorf("%w: bwrap (Debian and Ubuntu: apt install bubblewrap): %w", ErrUnavailable, err)
+	}
+	agent := o.Agent
+	if agent == "" {
+		if agent, err = os.Executable(); err != nil {
+			return nil, fmt.Errorf("find the agent binary: %w", err)
+		}
+	}
+	filter, err := filterBytes()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	root, err := os.MkdirTemp(o.TempDir, "dsh-jails-")
+	if err != nil {
+		return nil, fmt.Errorf("make the jails' directory: %w", err)
+	}
+	return &jails{policy: o.Policy, bwrap: bw, agent: agent, filter: filter, root: root,
+		hold: hold, byKey: map[string]*jail{}}, nil
+}
+
+func jailKey(owner, workspace string) string { return owner + "\x00" + workspace }
+
+// spawn is the local executor's SpawnFunc: it starts the shell in the
+// session's jail, starting the jail first if needed, or again if it died.
+func (js *jails) spawn(ctx context.Context, req *local.SpawnRequest) (local.Process, error) {
+	for try := 0; ; try++ {
+		j, err := js.get(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		p, err := j.spawn(req)
+		if errors.Is(err, errJailGone) && try == 0 {
+			js.drop(j)
+			continue
+		}
+		return p, err
+	}
+}
+
+// get returns the session's jail, starting it if there is none. Concurrent
+// callers of one session wait for the same start.
+func (js *jails) get(ctx context.Context, req *local.SpawnRequest) (*jail, error) {
+	key := jailKey(req.Owner, req.Workspace)
+	js.mu.Lock()
+	if js.closed {
+		js.mu.Unlock()
+		return nil, errJailGone
+	}
+	j := js.byKey[key]
+	if j == nil {
+		j = newJail(key, req.Owner)
+		js.byKey[key] = j
+		js.mu.Unlock()
+		err := js.startJail(ctx, j, req)
+		j.startFinished(err)
+		if err != nil {
+			js.drop(j)
+			return nil, fmt.Errorf("start the session's sandbox: %w", err)
+		}
+		return j, nil
+	}
+	js.mu.Unlock()
+	select {
+	case <-j.startDone:
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
+	if j.startErr != nil {
+		return nil, fmt.Errorf("start the session's sandbox: %w", j.startErr)
+	}
+	return j, nil
+}
+
+func newJail(key, owner string) *jail {
+	return &jail{key: key, owner: owner, ready: make(chan struct{}), gone: make(chan struct{}),
+		exited: make(chan struct{}), startDone: make(chan struct{}), waiters: map[uint64]*waiter{}}
+}
+
+// started records the end of the jail's start.
+func (j *jail) startFinished(err error) {
+	j.startErr = err
+	if err != nil {
+		j.fail(err)
+	}
+	close(j.startDone)
+}
+
+// drop forgets a jail and closes it.
+func (js *jails) drop(j *jail) {
+	js.mu.Lock()
+	if js.byKey[j.key] == j {
+		delete(js.byKey, j.key)
+	}
+	js.mu.Unlock()
+	_ = j.close()
+}
+
+// endOwner closes every jail of owner.
+func (js *jails) endOwner(owner string) error {
+	js.mu.Lock()
+	var end []*jail
+	for _, j := range js.byKey {
+		if j.owner == owner {
+			end = append(end, j)
+		}
+	}
+	js.mu.Unlock()
+	var errs []error
+	for _, j := range end {
+		<-j.startDone
+		js.mu.Lock()
+		delete(js.byKey, j.key)
+		js.mu.Unlock()
+		errs = append(errs, j.close())
+	}
+	return errors.Join(errs...)
+}
+
+// close closes every jail and removes the jails' directory.
+func (js *jails) close() error {
+	js.mu.Lock()
+	js.closed = true
+	all := js.byKey
+	js.byKey = map[string]*jail{}
+	js.mu.Unlock()
+	var wg sync.WaitGroup
+	errs := make([]error, 0, len(all)+1)
+	var emu sync.Mutex
+	for _, j := range all {
+		wg.Go(func() {
+			<-j.startDone
+			err := j.close()
+			emu.Lock()
+			errs = append(errs, err)
+			emu.Unlock()
+		})
+	}
+	wg.Wait()
+	return errors.Join(append(errs, removeTree(js.root))...)
+}
+

@@ -1,0 +1,125 @@
+package sandbox
+
+import (
+	"encoding/binary"
+	"fmt"
+	"runtime"
+
+	"golang.org/x/net/bpf"
+	"golang.org/x/sys/unix"
+)
+
+// The seccomp filter every process of a jail runs under. It refuses (EPERM)
+// the system calls a shell command has no business making and that widen
+// the kernel's attack surface or reach outside the jail: tracing and
+// reading other processes' memory, io_uring (which bypasses seccomp for the
+// operations it queues), BPF, perf events, userfaultfd, the kernel keyring,
+// every way to mount or to make or enter a namespace, kernel modules,
+// kexec, reboot, swap, and typing into a terminal (TIOCSTI, TIOCLINUX). A
+// system call of any other architecture (or the x32 ABI) kills the process:
+// the numbers below mean nothing there.
+//
+// clone3 stays allowed: its flags are behind a pointer no filter can read,
+// and the agent needs it to start each shell in its command's cgroup. What
+// it could do beyond clone is still refused: the jail holds no capability,
+// and user namespaces are disabled inside it (bwrap --disable-userns).
+
+// deniedSyscalls are refused outright.
+var deniedSyscalls = []uintptr{
+	unix.SYS_PTRACE, unix.SYS_PROCESS_VM_READV, unix.SYS_PROCESS_VM_WRITEV,
+	unix.SYS_IO_URING_SETUP, unix.SYS_IO_URING_ENTER, unix.SYS_IO_URING_REGISTER,
+	unix.SYS_BPF, unix.SYS_PERF_EVENT_OPEN, unix.SYS_USERFAULTFD,
+	unix.SYS_KEYCTL, unix.SYS_ADD_KEY, unix.SYS_REQUEST_KEY,
+	unix.SYS_MOUNT, unix.SYS_UMOUNT2, unix.SYS_PIVOT_ROOT, unix.SYS_MOVE_MOUNT,
+	unix.SYS_OPEN_TREE, unix.SYS_FSOPEN, unix.SYS_FSCONFIG, unix.SYS_FSMOUNT,
+	unix.SYS_FSPICK, unix.SYS_MOUNT_SETATTR, unix.SYS_UNSHARE, unix.SYS_SETNS,
+	unix.SYS_INIT_MODULE, unix.SYS_FINIT_MODULE, unix.SYS_DELETE_MODULE,
+	unix.SYS_KEXEC_LOAD, unix.SYS_KEXEC_FILE_LOAD, unix.SYS_REBOOT,
+	unix.SYS_SWAPON, unix.SYS_SWAPOFF, unix.SYS_ACCT,
+	unix.SYS_OPEN_BY_HANDLE_AT, unix.SYS_PIDFD_GETFD,
+}
+
+// namespaceFlags are the clone flags that make a namespace.
+const namespaceFlags = unix.CLONE_NEWNS | unix.CLONE_NEWCGROUP | unix.CLONE_NEWUTS |
+	unix.CLONE_NEWIPC | unix.CLONE_NEWUSER | unix.CLONE_NEWPID | unix.CLONE_NEWNET |
+	unix.CLONE_NEWTIME
+
+// Offsets in struct seccomp_data.
+const (
+	offNr   = 0
+	offArch = 4
+	offArg0 = 16
+	offArg1 = 24
+)
+
+const (
+	retAllow = unix.SECCOMP_RET_ALLOW
+	retEPERM = unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)
+	retKill  = unix.SECCOMP_RET_KILL_PROCESS
+)
+
+// auditArch is this architecture's AUDIT_ARCH value.
+func auditArch() (uint32, error) {
+	switch runtime.GOARCH {
+	case "amd64":
+		return unix.AUDIT_ARCH_X86_64, nil
+	case "arm64":
+		return unix.AUDIT_ARCH_AARCH64, nil
+	}
+	return 0, fmt.Errorf("no seccomp filter for %s", runtime.GOARCH)
+}
+
+// filterProgram assembles the filter.
+func filterProgram() ([]bpf.RawInstruction, error) {
+	arch, err := auditArch()
+	if err != nil {
+		return nil, err
+	}
+	p := []bpf.Instruction{
+		bpf.LoadAbsolute{Off: offArch, Size: 4},
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: arch, SkipTrue: 1},
+		bpf.RetConstant{Val: retKill},
+		bpf.LoadAbsolute{Off: offNr, Size: 4},
+	}
+	if runtime.GOARCH == "amd64" { // the x32 ABI: the same arch, nr | 1<<30
+		p = append(p, bpf.JumpIf{Cond: bpf.JumpLessThan, Val: 0x40000000, SkipTrue: 1},
+			bpf.RetConstant{Val: retKill})
+	}
+	for _, nr := range deniedSyscalls {
+		p = append(p, bpf.JumpIf{Cond: bpf.JumpEqual, Val: uint32(nr), SkipFalse: 1},
+			bpf.RetConstant{Val: retEPERM})
+	}
+	p = append(p, argCheck(unix.SYS_CLONE, offArg0, bpf.JumpBitsSet, namespaceFlags)...)
+	p = append(p, argCheck(unix.SYS_IOCTL, offArg1, bpf.JumpEqual, unix.TIOCSTI)...)
+	p = append(p, argCheck(unix.SYS_IOCTL, offArg1, bpf.JumpEqual, unix.TIOCLINUX)...)
+	p = append(p, bpf.RetConstant{Val: retAllow})
+	return bpf.Assemble(p)
+}
+
+// argCheck refuses syscall nr when the low 32 bits of an argument match val
+// under cond; it leaves the syscall number loaded for the next check.
+func argCheck(nr uintptr, off uint32, cond bpf.JumpTest, val uint32) []bpf.Instruction {
+	return []bpf.Instruction{
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: uint32(nr), SkipFalse: 4},
+		bpf.LoadAbsolute{Off: off, Size: 4}, // little endian: the low half
+		bpf.JumpIf{Cond: cond, Val: val, SkipFalse: 1},
+		bpf.RetConstant{Val: retEPERM},
+		bpf.LoadAbsolute{Off: offNr, Size: 4},
+	}
+}
+
+// filterBytes is the filter as bwrap --seccomp reads it: struct
+// sock_filter entries in native byte order.
+func filterBytes() ([]byte, error) {
+	prog, err := filterProgram()
+	if err != nil {
+		return nil, err
+	}
+	b := make([]byte, 0, 8*len(prog))
+	for _, in := range prog {
+		b = binary.NativeEndian.AppendUint16(b, in.Op)
+		b = append(b, in.Jt, in.Jf)
+		b = binary.NativeEndian.AppendUint32(b, in.K)
+	}
+	return b, nil
+}

@@ -1,0 +1,138 @@
+package sandbox
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// The agent and the host talk over a SOCK_SEQPACKET socket pair: one JSON
+// message per packet, with descriptors passed alongside (SCM_RIGHTS).
+
+// spawnMsg asks the agent to start one shell. Its descriptors, in order:
+// stdout, stderr, NExtra extra files (fd 3, 4, …), then the cgroup
+// directory when Cgroup is set.
+type spawnMsg struct {
+	ID     uint64   `json:"id"`
+	Path   string   `json:"path"`
+	Args   []string `json:"args"`
+	Dir    string   `json:"dir"`
+	Env    []string `json:"env"`
+	NExtra int      `json:"nextra"`
+	Cgroup bool     `json:"cgroup"`
+	Setsid bool     `json:"setsid"`
+}
+
+// agentMsg is the agent's answer: first whether the shell started (with its
+// pidfd), later how it ended (Exited).
+type agentMsg struct {
+	ID      uint64 `json:"id"`
+	Err     string `json:"err,omitempty"`
+	Errno   int    `json:"errno,omitempty"`
+	Exited  bool   `json:"exited,omitempty"`
+	Code    int    `json:"code"`
+	Signal  int    `json:"signal,omitempty"`
+	Started bool   `json:"started,omitempty"`
+}
+
+// maxPacket bounds one packet. A spawn message longer than this is refused
+// with E2BIG, which the local executor answers by passing the command in a
+// file instead of argv.
+const maxPacket = 192 << 10
+
+// errTooBig: the message does not fit a packet.
+var errTooBig = fmt.Errorf("sandbox message: %w", unix.E2BIG)
+
+func sendMsg(fd int, v any, fds []int) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	if len(b) > maxPacket {
+		return errTooBig
+	}
+	var oob []byte
+	if len(fds) > 0 {
+		oob = unix.UnixRights(fds...)
+	}
+	for {
+		err = unix.Sendmsg(fd, b, oob, nil, 0)
+		if !errors.Is(err, unix.EINTR) {
+			return err
+		}
+	}
+}
+
+// recvMsg reads one packet into v and returns the descriptors that came
+// with it (close-on-exec). io.EOF: the other side is gone.
+func recvMsg(fd int, buf []byte, v any) ([]int, error) {
+	oob := make([]byte, unix.CmsgSpace(16*4))
+	for {
+		n, oobn, flags, _, err := unix.Recvmsg(fd, buf, oob, unix.MSG_CMSG_CLOEXEC)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		fds, ferr := parseRights(oob[:oobn])
+		switch {
+		case n == 0 && oobn == 0:
+			return nil, errEOF
+		case flags&(unix.MSG_TRUNC|unix.MSG_CTRUNC) != 0:
+			closeFDs(fds)
+			return nil, errors.New("sandbox message: truncated")
+		case ferr != nil:
+			closeFDs(fds)
+			return nil, ferr
+		}
+		if err := json.Unmarshal(buf[:n], v); err != nil {
+			closeFDs(fds)
+			return nil, fmt.Errorf("sandbox message: %w", err)
+		}
+		return fds, nil
+	}
+}
+
+var errEOF = errors.New("sandbox agent connection closed")
+
+func parseRights(oob []byte) ([]int, error) {
+	if len(oob) == 0 {
+		return nil, nil
+	}
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return nil, err
+	}
+	var fds []int
+	for _, m := range msgs {
+		r, err := unix.ParseUnixRights(&m)
+		if err != nil {
+			closeFDs(fds)
+			return nil, err
+		}
+		fds = append(fds, r...)
+	}
+	return fds, nil
+}
+
+func closeFDs(fds []int) {
+	for _, fd := range fds {
+		unix.Close(fd)
+	}
+}
+
+// socketPair makes the host's and the agent's ends.
+func socketPair() (host *os.File, agent *os.File, err error) {
+	p, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("make the sandbox socket: %w", err)
+	}
+	for _, fd := range p {
+		_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF, 1<<20)
+	}
+	return os.NewFile(uintptr(p[0]), "sandbox-host"), os.NewFile(uintptr(p[1]), "sandbox-agent"), nil
+}
