@@ -1,0 +1,26 @@
+//go:build !linux
+
+package sandbox
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/dshgo/dsh/bash/local"
+)
+
+// Main returns at once: there is no agent outside Linux.
+func Main() {}
+
+type jails struct{}
+
+func newJails(*Options, func(string) (string, func(), error)) (*jails, error) {
+	return nil, fmt.Errorf("%w: it needs Linux (bubblewrap, namespaces, seccomp)", ErrUnavailable)
+}
+
+func (*jails) spawn(context.Context, *local.SpawnRequest) (local.Process, error) {
+	return nil, ErrUnavailable
+}
+
+func (*jails) endOwner(string) error { return nil }
+func (*jails) close() error          { return nil }
