@@ -128,7 +128,7 @@ func (a *agent) spawn(m *spawnMsg, fds []int) {
 	defer a.mu.Unlock()
 	pid, pidfd, err := a.fork(m, fds)
 	if err != nil {
-		reply := agentMsg{ID: m.ID, Err: err.Error()}
+		reply := agentMsg{ID: m.ID, Err: err.Error(), Workdir: errors.Is(err, errWorkdir)}
 		var errno syscall.Errno
 		if errors.As(err, &errno) {
 			reply.Errno = int(errno)
@@ -149,6 +149,9 @@ func (a *agent) fork(m *spawnMsg, fds []int) (pid, pidfd int, err error) {
 	if len(fds) != want {
 		return 0, 0, fmt.Errorf("got %d descriptors, want %d", len(fds), want)
 	}
+	if err := checkDir(m.Dir); err != nil {
+		return 0, 0, err
+	}
 	files := []uintptr{uintptr(a.devNull)}
 	for _, fd := range fds[:2+m.NExtra] {
 		files = append(files, uintptr(fd))
@@ -160,6 +163,21 @@ func (a *agent) fork(m *spawnMsg, fds []int) (pid, pidfd int, err error) {
 	}
 	pid, err = syscall.ForkExec(m.Path, m.Args, &syscall.ProcAttr{Dir: m.Dir, Env: m.Env, Files: files, Sys: sys})
 	return pid, pidfd, err
+}
+
+// errWorkdir marks a working directory that does not exist in the jail
+// (it may on the host: /tmp is the jail's own) or is no directory.
+var errWorkdir = errors.New("unusable working directory")
+
+func checkDir(dir string) error {
+	var st unix.Stat_t
+	if err := unix.Stat(dir, &st); err != nil {
+		return fmt.Errorf("%w: %w", errWorkdir, err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return fmt.Errorf("%w: %w", errWorkdir, unix.ENOTDIR)
+	}
+	return nil
 }
 
 // reapOn reaps every child that ends (the shells, and every orphan of the

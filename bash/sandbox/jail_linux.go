@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/dshgo/dsh/bash"
 	"github.com/dshgo/dsh/bash/local"
 	"golang.org/x/sys/unix"
 )
@@ -225,7 +226,7 @@ func (j *jail) spawn(req *local.SpawnRequest) (local.Process, error) {
 	}
 	select {
 	case m := <-w.started:
-		return j.started(m, w)
+		return j.started(m, w, req)
 	case <-j.gone:
 		return nil, j.goneErr()
 	}
@@ -256,9 +257,12 @@ func (j *jail) forget(id uint64) {
 }
 
 // started turns the agent's answer into a Process.
-func (j *jail) started(m agentMsg, w *waiter) (local.Process, error) {
+func (j *jail) started(m agentMsg, w *waiter, req *local.SpawnRequest) (local.Process, error) {
 	if m.Err != "" {
 		j.forget(m.ID)
+		if m.Workdir {
+			return nil, workdirError(req.Dir, syscall.Errno(m.Errno))
+		}
 		if m.Errno != 0 {
 			return nil, fmt.Errorf("start bash in the sandbox: %w", syscall.Errno(m.Errno))
 		}
@@ -270,6 +274,15 @@ func (j *jail) started(m agentMsg, w *waiter) (local.Process, error) {
 		return nil, err
 	}
 	return &jailProc{pid: pid, w: w, j: j}, nil
+}
+
+// workdirError is the typed error for a working directory the jail lacks.
+func workdirError(dir string, errno syscall.Errno) error {
+	var err error = errno
+	if errno == unix.ENOTDIR {
+		err = bash.ErrNotDirectory
+	}
+	return &bash.WorkdirError{Path: dir, Err: err}
 }
 
 // pidfdPid reads the pid a pidfd refers to, in our pid namespace.

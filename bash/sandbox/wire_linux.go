@@ -32,6 +32,7 @@ type agentMsg struct {
 	ID      uint64 `json:"id"`
 	Err     string `json:"err,omitempty"`
 	Errno   int    `json:"errno,omitempty"`
+	Workdir bool   `json:"workdir,omitempty"` // the error is the working directory's
 	Exited  bool   `json:"exited,omitempty"`
 	Code    int    `json:"code"`
 	Signal  int    `json:"signal,omitempty"`

@@ -1,0 +1,103 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"context"
+	"os/exec"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/dshgo/dsh/bash"
+	"github.com/dshgo/dsh/bash/local"
+)
+
+// BenchmarkCallTrue measures one foreground call of `true`, in one loop
+// that alternates raw exec.Command("bash", "-c", "true"), the local
+// executor and the sandbox (in a jail already up), so that machine noise
+// hits all three alike. It reports each one's median and the sandbox's
+// median overhead over the local executor, per call.
+func BenchmarkCallTrue(b *testing.B) {
+	ctx := context.Background()
+	le, err := local.New(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer le.Close()
+	se := newBenchSandbox(b)
+	run := func(e bash.Executor) func() {
+		spec, _ := e.Resolve(ctx, bash.ExecRequest{Command: "true", Owner: "bench"})
+		return func() {
+			if _, err := e.Run(ctx, spec); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	raw := func() {
+		if err := exec.Command("bash", "-c", "true").Run(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	loc, sb := run(le), run(se)
+	sb() // the jail's start is measured by BenchmarkSessionStart
+	var tRaw, tLoc, tSb, diff []time.Duration
+	for b.Loop() {
+		tRaw = append(tRaw, timed(raw))
+		l, s := timed(loc), timed(sb)
+		tLoc, tSb, diff = append(tLoc, l), append(tSb, s), append(diff, s-l)
+	}
+	b.ReportMetric(median(tRaw), "raw-median-ms")
+	b.ReportMetric(median(tLoc), "local-median-ms")
+	b.ReportMetric(median(tSb), "sandbox-median-ms")
+	b.ReportMetric(median(diff), "sandbox-over-local-median-ms")
+}
+
+// BenchmarkSessionStart measures a new session's first call: the jail's
+// start (bwrap, the agent, its Landlock rules) and one `true` in it, then
+// the session's end.
+func BenchmarkSessionStart(b *testing.B) {
+	ctx := context.Background()
+	se := newBenchSandbox(b)
+	var ts []time.Duration
+	i := 0
+	for b.Loop() {
+		i++
+		owner := "session-" + strconv.Itoa(i)
+		spec, _ := se.Resolve(ctx, bash.ExecRequest{Command: "true", Owner: owner})
+		ts = append(ts, timed(func() {
+			if _, err := se.Run(ctx, spec); err != nil {
+				b.Fatal(err)
+			}
+		}))
+		if err := se.EndOwner(ctx, owner); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(median(ts), "first-call-median-ms")
+}
+
+func newBenchSandbox(b *testing.B) *Executor {
+	se, err := New(context.Background(), &Options{Local: &local.Options{Cwd: b.TempDir()}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { se.Close() })
+	return se
+}
+
+func timed(f func()) time.Duration {
+	t := time.Now()
+	f()
+	return time.Since(t)
+}
+
+func median(d []time.Duration) float64 {
+	if len(d) == 0 {
+		return 0
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return float64(s[len(s)/2]) / float64(time.Millisecond)
+}
