@@ -55,6 +55,9 @@ type Options struct {
 	// SupportedProtocolVersions narrows the MCP protocol versions served
 	// (see mcp.ServerOptions). Empty: all the SDK supports.
 	SupportedProtocolVersions []string
+	// Instructions are sent to clients at initialization (the MCP
+	// server instructions), for example that commands are not sandboxed.
+	Instructions string
 }
 
 // Server is an MCP server for the shell tools over one executor. Make it with
@@ -113,6 +116,7 @@ func New(exec bash.Executor, opts *Options) (*Server, error) {
 		Logger:                    s.logger,
 		RootsListChangedHandler:   s.rootsChanged,
 		SupportedProtocolVersions: opts.SupportedProtocolVersions,
+		Instructions:              opts.Instructions,
 	})
 	s.mcp.AddReceivingMiddleware(s.trackSessions)
 	for _, t := range s.reg.Tools() {

@@ -63,10 +63,7 @@ func (js *jails) startJail(ctx context.Context, j *jail, req *local.SpawnRequest
 		return fmt.Errorf("keep the session's spill directory: %w", err)
 	}
 	j.unpin = unpin
-	if j.tmp, err = os.MkdirTemp(js.root, "tmp-"); err != nil {
-		return fmt.Errorf("make the session's /tmp: %w", err)
-	}
-	if err := os.Chmod(j.tmp, 0o1777); err != nil {
+	if j.tmp, err = js.tmpDir(); err != nil {
 		return err
 	}
 	files, err := js.jailFiles()

@@ -17,7 +17,11 @@ type jails struct {
 	bwrap  string
 	agent  string
 	filter []byte
-	root   string // holds the jails' private /tmp directories
+	tempDir string
+
+	rootOnce sync.Once
+	root     string // holds the jails' private /tmp directories, made on first use
+	rootErr  error
 	hold   func(owner string) (string, func(), error)
 
 	mu     sync.Mutex
@@ -40,12 +44,23 @@ func newJails(o *Options, hold func(string) (string, func(), error)) (*jails, er
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
-	root, err := os.MkdirTemp(o.TempDir, "dsh-jails-")
-	if err != nil {
-		return nil, fmt.Errorf("make the jails' directory: %w", err)
-	}
-	return &jails{policy: o.Policy, bwrap: bw, agent: agent, filter: filter, root: root,
+	return &jails{policy: o.Policy, bwrap: bw, agent: agent, filter: filter, tempDir: o.TempDir,
 		hold: hold, byKey: map[string]*jail{}}, nil
+}
+
+// tmpDir makes a jail's private /tmp in the jails' directory.
+func (js *jails) tmpDir() (string, error) {
+	js.rootOnce.Do(func() {
+		js.root, js.rootErr = os.MkdirTemp(js.tempDir, "dsh-jails-")
+	})
+	if js.rootErr != nil {
+		return "", fmt.Errorf("make the jails' directory: %w", js.rootErr)
+	}
+	dir, err := os.MkdirTemp(js.root, "tmp-")
+	if err != nil {
+		return "", fmt.Errorf("make the session's /tmp: %w", err)
+	}
+	return dir, os.Chmod(dir, 0o1777)
 }
 
 func jailKey(owner, workspace string) string { return owner + "\x00" + workspace }
@@ -166,6 +181,9 @@ func (js *jails) close() error {
 		})
 	}
 	wg.Wait()
-	return errors.Join(append(errs, removeTree(js.root))...)
+	if js.root != "" {
+		errs = append(errs, removeTree(js.root))
+	}
+	return errors.Join(errs...)
 }
 

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/dshgo/dsh/bash"
 	"github.com/dshgo/dsh/bash/local"
 )
 
@@ -16,6 +17,7 @@ import (
 type execFlags struct {
 	defaultTimeoutMs, maxTimeoutMs, maxOutputBytes int
 	maxResultChars                                 int
+	sandbox                                        sandboxFlags
 }
 
 func (f *execFlags) register(fs *flag.FlagSet) {
@@ -23,6 +25,7 @@ func (f *execFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.maxTimeoutMs, "max-timeout-ms", 0, "cap on any call's timeout (default 600000)")
 	fs.IntVar(&f.maxOutputBytes, "max-output-bytes", 0, "bytes of each stream kept in memory (default 64000)")
 	fs.IntVar(&f.maxResultChars, "max-result-chars", 0, "characters of one tool result's text, both streams and markers (default 30000)")
+	f.sandbox.register(fs)
 }
 
 // staleTimeout bounds the start-up clean-up of what a killed dsh-bash left.
@@ -31,13 +34,13 @@ const staleTimeout = 10 * time.Second
 // executor cleans up after dsh-bash processes that died without cleaning up
 // (SIGKILL), then makes the executor. Errors are reported on stderr, with the
 // subcommand's name.
-func (f *execFlags) executor(ctx context.Context, name string, opts *local.Options, stderr io.Writer) (*local.Executor, bool) {
+func (f *execFlags) executor(ctx context.Context, name string, opts *local.Options, stderr io.Writer) (bash.Executor, bool) {
 	if f.maxResultChars < 0 {
 		fmt.Fprintf(stderr, "dsh-bash %s: --max-result-chars must not be negative (got %d)\n", name, f.maxResultChars)
 		return nil, false
 	}
-	ctx, cancel := context.WithTimeout(ctx, staleTimeout)
-	removed, err := local.CleanStale(ctx, opts.SpillDir)
+	cleanCtx, cancel := context.WithTimeout(ctx, staleTimeout)
+	removed, err := local.CleanStale(cleanCtx, opts.SpillDir)
 	cancel()
 	for _, dir := range removed {
 		fmt.Fprintf(stderr, "dsh-bash %s: removed %s, left behind by a dsh-bash that was killed\n", name, dir)
@@ -45,7 +48,7 @@ func (f *execFlags) executor(ctx context.Context, name string, opts *local.Optio
 	if err != nil {
 		fmt.Fprintf(stderr, "dsh-bash %s: cleaning up after killed dsh-bash processes: %v\n", name, err)
 	}
-	exec, err := local.New(opts)
+	exec, err := f.sandbox.executor(ctx, name, opts, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "dsh-bash %s: %v\n", name, err)
 		return nil, false
@@ -91,7 +94,7 @@ func warnLogger(stderr io.Writer) *slog.Logger {
 // closeExecutor closes the executor, saying on stderr what it could not
 // clean up (a spill directory a command replaced, a cgroup still holding
 // processes).
-func closeExecutor(name string, exec *local.Executor, stderr io.Writer) {
+func closeExecutor(name string, exec bash.Executor, stderr io.Writer) {
 	if err := exec.Close(); err != nil {
 		fmt.Fprintf(stderr, "dsh-bash %s: %v\n", name, err)
 	}

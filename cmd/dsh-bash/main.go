@@ -29,9 +29,12 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/dshgo/dsh/bash/sandbox"
 )
 
 func main() {
+	sandbox.Main() // a jail's agent is this binary, started again
 	if err := harden(); err != nil {
 		fmt.Fprintf(os.Stderr, "dsh-bash: cannot make the process non-dumpable: %v\n", err)
 		os.Exit(1)

@@ -208,7 +208,7 @@ func TestSecretsOutOfReach(t *testing.T) {
 	if b, err := os.ReadFile(binary); err != nil || os.WriteFile(bin, b, 0o755) != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "run", "--", `tr '\0' '\n' < /proc/$PPID/environ | grep DSH_TEST_SECRET_TOKEN || echo unreadable`)
+	cmd := exec.Command(bin, "run", "--sandbox=off", "--", `tr '\0' '\n' < /proc/$PPID/environ | grep DSH_TEST_SECRET_TOKEN || echo unreadable`)
 	cmd.Dir = dir
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "TMPDIR=" + dir, "DSH_TEST_SECRET_TOKEN=hunter2"}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
