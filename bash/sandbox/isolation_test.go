@@ -1,0 +1,233 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dshgo/dsh/bash"
+	"github.com/dshgo/dsh/bash/local"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	Main()
+	if len(os.Args) > 1 && os.Args[1] == probeArg {
+		os.Exit(probeSyscalls(os.Stdout))
+	}
+	code := m.Run()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goroutines left behind:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// rig is two sessions of one executor, each with its own workspace, and a
+// fake home directory holding a key.
+type rig struct {
+	e          bash.Executor
+	wsA, wsB   string
+	home       string
+	outside    string // a directory outside every workspace and /tmp
+	sandboxed  bool
+	vid        bash.TaskID // the victim task of the current attack
+	serverPid  string
+	spillMatch string
+}
+
+func newRig(t *testing.T, sandboxed bool) *rig {
+	t.Helper()
+	r := &rig{wsA: t.TempDir(), wsB: t.TempDir(), home: t.TempDir(), sandboxed: sandboxed,
+		serverPid: strconv.Itoa(os.Getpid())}
+	outside, err := os.MkdirTemp("/var/tmp", "dsh-outside-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(outside) })
+	r.outside = outside
+	os.MkdirAll(filepath.Join(r.home, ".ssh"), 0o700)
+	os.WriteFile(filepath.Join(r.home, ".ssh", "id_ed25519"), []byte("PRIVATE-KEY-MATERIAL\n"), 0o600)
+	os.MkdirAll(filepath.Join(r.wsB, ".git", "hooks"), 0o755)
+	os.WriteFile(filepath.Join(r.wsB, ".git", "config"), []byte("[core]\n"), 0o644)
+	lo := &local.Options{Cwd: r.wsA, MaxOutputBytes: 1000, Grace: 200 * time.Millisecond,
+		Env: []string{"HOME=" + r.home}}
+	if sandboxed {
+		r.e, err = New(context.Background(), &Options{Local: lo, Policy: Policy{Home: r.home}})
+	} else {
+		r.e, err = local.New(lo)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.e.Close() })
+	return r
+}
+
+// probe is the command that runs the system call probe: a copy of the test
+// binary in session B's workspace (the jail does not see the build's /tmp).
+func (r *rig) probe() string {
+	exe, _ := os.Executable()
+	b, _ := os.ReadFile(exe)
+	bin := filepath.Join(r.wsB, "probe")
+	os.WriteFile(bin, b, 0o755)
+	return bin + " " + probeArg
+}
+
+// victimEnds reports whether the victim task ends within a few seconds (a
+// killed task is noticed as soon as its processes are gone).
+func (r *rig) victimEnds() bool {
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		if tk, _ := r.e.Get(context.Background(), r.vid); tk.Done() {
+			return true
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return false
+}
+
+func (r *rig) run(t *testing.T, owner, ws, cmd string) bash.RunResult {
+	t.Helper()
+	ctx := context.Background()
+	spec, err := r.e.Resolve(ctx, bash.ExecRequest{Command: cmd, Owner: owner, Workspace: ws, Workdir: ws, Timeout: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.e.Run(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// victim starts session A's long task, which prints a secret to a spill
+// file first, and returns its id.
+func (r *rig) victim(t *testing.T) bash.TaskID {
+	t.Helper()
+	ctx := context.Background()
+	spec, _ := r.e.Resolve(ctx, bash.ExecRequest{Owner: "alice", Workspace: r.wsA, Workdir: r.wsA,
+		Command: "for i in $(seq 300); do echo victim-secret-output; done; echo $$ > started; sleep 300; : dsh-victim-marker"})
+	tk, err := r.e.Start(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b, err := os.ReadFile(filepath.Join(r.wsA, "started"))
+		if err == nil && len(b) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the victim did not start")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return tk.ID
+}
+
+// findVictim is shell that sets $v to the pid of the victim's shell, found
+// by its command line in /proc, as an attacker would.
+const findVictim = `v=; for p in /proc/[0-9]*; do if grep -qa dsh-victim-[m]arker $p/cmdline 2>/dev/null; then v=${p#/proc/}; fi; done; `
+
+// attack is one attempt by session B (bob) to reach beyond its session;
+// succeeded reports, from its output and the host's state, whether it got
+// there.
+type attack struct {
+	name      string
+	cmd       func(r *rig) string
+	succeeded func(t *testing.T, r *rig, out string) bool
+}
+
+var attacks = []attack{
+	{"read the server's environment",
+		func(r *rig) string { return "cat /proc/" + r.serverPid + "/environ | head -c 100 | wc -c" },
+		func(t *testing.T, r *rig, out string) bool { return strings.TrimSpace(out) != "0" }},
+	{"read the server's memory map",
+		func(r *rig) string { return "head -1 /proc/" + r.serverPid + "/maps" },
+		func(t *testing.T, r *rig, out string) bool { return strings.TrimSpace(out) != "" }},
+	{"signal the server",
+		func(r *rig) string { return "kill -0 " + r.serverPid + " && echo reachable" },
+		func(t *testing.T, r *rig, out string) bool { return strings.Contains(out, "reachable") }},
+	{"read another session's output",
+		func(r *rig) string { return findVictim + `test -n "$v" && head -c 0 /proc/$v/fd/1 && echo opened` },
+		func(t *testing.T, r *rig, out string) bool { return strings.Contains(out, "opened") }},
+	{"inject into another session's output",
+		func(r *rig) string { return findVictim + `test -n "$v" && echo injected-by-bob > /proc/$v/fd/1` },
+		func(t *testing.T, r *rig, out string) bool {
+			rd, _ := r.e.ReadOutput(context.Background(), r.vid)
+			return strings.Contains(rd.Stdout.Text, "injected-by-bob")
+		}},
+	{"kill another session's process",
+		func(r *rig) string { return findVictim + `test -n "$v" && kill -9 -- -$v` },
+		func(t *testing.T, r *rig, out string) bool { return r.victimEnds() }},
+	{"read another session's spill file",
+		func(r *rig) string {
+			return `grep -rhs victim-secret-output /tmp /var/tmp 2>/dev/null | head -1`
+		},
+		func(t *testing.T, r *rig, out string) bool { return strings.Contains(out, "victim-secret-output") }},
+	{"reach the cgroup file system",
+		func(r *rig) string { return "find /sys/fs/cgroup -maxdepth 2 -name cgroup.procs | head -1" },
+		func(t *testing.T, r *rig, out string) bool { return strings.TrimSpace(out) != "" }},
+	{"read an ssh key",
+		func(r *rig) string { return "cat " + filepath.Join(r.home, ".ssh", "id_ed25519") },
+		func(t *testing.T, r *rig, out string) bool { return strings.Contains(out, "PRIVATE-KEY") }},
+	{"write outside the workspace",
+		func(r *rig) string { return "echo x > " + filepath.Join(r.outside, "planted") },
+		func(t *testing.T, r *rig, out string) bool {
+			_, err := os.Stat(filepath.Join(r.outside, "planted"))
+			return err == nil
+		}},
+	{"plant a git hook path",
+		func(r *rig) string { return "printf '\\thooksPath = /x\\n' >> .git/config; echo x > .git/hooks/pre-commit" },
+		func(t *testing.T, r *rig, out string) bool {
+			b, _ := os.ReadFile(filepath.Join(r.wsB, ".git", "config"))
+			_, err := os.Stat(filepath.Join(r.wsB, ".git", "hooks", "pre-commit"))
+			return strings.Contains(string(b), "hooksPath") || err == nil
+		}},
+	{"make forbidden system calls",
+		func(r *rig) string { return r.probe() },
+		func(t *testing.T, r *rig, out string) bool {
+			for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+				if !strings.HasSuffix(line, ": operation not permitted") {
+					return true // one got past the filter
+				}
+			}
+			return false
+		}},
+	{"make a user namespace",
+		func(r *rig) string { return "unshare -U true && echo made" },
+		func(t *testing.T, r *rig, out string) bool { return strings.Contains(out, "made") }},
+}
+
+// TestIsolation runs every attack from session B while session A works. Under
+// the sandbox each one must fail; against the local executor each one must
+// succeed, which shows that the test can see it happen.
+func TestIsolation(t *testing.T) {
+	for _, sandboxed := range []bool{true, false} {
+		t.Run(map[bool]string{true: "sandbox", false: "local"}[sandboxed], func(t *testing.T) {
+			r := newRig(t, sandboxed)
+			for _, a := range attacks {
+				t.Run(a.name, func(t *testing.T) {
+					r.vid = r.victim(t)
+					defer r.e.Kill(context.Background(), r.vid)
+					res := r.run(t, "bob", r.wsB, a.cmd(r))
+					got := a.succeeded(t, r, res.Stdout.Text)
+					if got == sandboxed {
+						t.Errorf("succeeded=%v (sandboxed=%v)\nstdout: %s\nstderr: %s", got, sandboxed, res.Stdout.Text, res.Stderr.Text)
+					}
+				})
+			}
+		})
+	}
+}
+

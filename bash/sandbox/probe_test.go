@@ -1,0 +1,60 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"fmt"
+	"io"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// probeArg makes the test binary the system call probe.
+const probeArg = "dsh-sandbox-probe"
+
+// probeSyscalls makes each system call the jail's filter refuses, in a form
+// that would otherwise succeed or fail differently, and prints one line per
+// call with its error.
+func probeSyscalls(w io.Writer) int {
+	var params [120]byte // struct io_uring_params, zeroed
+	var perfAttr [128]byte
+	perfAttr[0] = 1 // PERF_TYPE_SOFTWARE, config 0: cpu clock
+	calls := []struct {
+		name string
+		nr   uintptr
+		args [3]uintptr
+	}{
+		{"ptrace", unix.SYS_PTRACE, [3]uintptr{unix.PTRACE_TRACEME}},
+		{"process_vm_readv", unix.SYS_PROCESS_VM_READV, [3]uintptr{uintptr(unix.Getpid())}},
+		{"io_uring_setup", unix.SYS_IO_URING_SETUP, [3]uintptr{4, uintptr(unsafe.Pointer(&params))}},
+		{"bpf", unix.SYS_BPF, [3]uintptr{0xffff}},
+		{"perf_event_open", unix.SYS_PERF_EVENT_OPEN, [3]uintptr{uintptr(unsafe.Pointer(&perfAttr)), 0, ^uintptr(0)}},
+		{"userfaultfd", unix.SYS_USERFAULTFD, [3]uintptr{0}},
+		{"keyctl", unix.SYS_KEYCTL, [3]uintptr{0, 0}},
+		{"add_key", unix.SYS_ADD_KEY, [3]uintptr{}},
+		{"request_key", unix.SYS_REQUEST_KEY, [3]uintptr{}},
+		{"mount", unix.SYS_MOUNT, [3]uintptr{}},
+		{"unshare", unix.SYS_UNSHARE, [3]uintptr{unix.CLONE_NEWNS}},
+		{"setns", unix.SYS_SETNS, [3]uintptr{0, 0}},
+		{"clone(CLONE_NEWUSER)", unix.SYS_CLONE, [3]uintptr{unix.CLONE_NEWUSER | uintptr(syscall.SIGCHLD)}},
+	}
+	for _, c := range calls {
+		_, _, errno := unix.RawSyscall(c.nr, c.args[0], c.args[1], c.args[2])
+		if c.nr == unix.SYS_CLONE && errno == 0 {
+			// In the child (or the parent) of a clone that worked.
+			fmt.Fprintf(w, "%s: succeeded\n", c.name)
+			continue
+		}
+		fmt.Fprintf(w, "%s: %v\n", c.name, errorText(errno))
+	}
+	return 0
+}
+
+func errorText(errno syscall.Errno) string {
+	if errno == 0 {
+		return "succeeded"
+	}
+	return errno.Error()
+}
