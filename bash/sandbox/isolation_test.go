@@ -188,7 +188,9 @@ var attacks = []attack{
 			return err == nil
 		}},
 	{"plant a git hook path",
-		func(r *rig) string { return "printf '\\thooksPath = /x\\n' >> .git/config; echo x > .git/hooks/pre-commit" },
+		func(r *rig) string {
+			return "printf '\\thooksPath = /x\\n' >> .git/config; echo x > .git/hooks/pre-commit"
+		},
 		func(t *testing.T, r *rig, out string) bool {
 			b, _ := os.ReadFile(filepath.Join(r.wsB, ".git", "config"))
 			_, err := os.Stat(filepath.Join(r.wsB, ".git", "hooks", "pre-commit"))
@@ -230,4 +232,3 @@ func TestIsolation(t *testing.T) {
 		})
 	}
 }
-

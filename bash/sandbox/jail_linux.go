@@ -41,8 +41,8 @@ type jail struct {
 	startDone chan struct{} // closed once the start is over; then startErr is set
 	startErr  error
 	ready     chan struct{} // closed once the agent said it is ready
-	gone   chan struct{} // closed once the connection to the agent is over
-	exited chan struct{} // closed once bwrap has been waited for
+	gone      chan struct{} // closed once the connection to the agent is over
+	exited    chan struct{} // closed once bwrap has been waited for
 
 	mu      sync.Mutex
 	err     error // why it is gone

@@ -13,16 +13,16 @@ import (
 
 // jails keeps one jail per session (owner token and workspace).
 type jails struct {
-	policy Policy
-	bwrap  string
-	agent  string
-	filter []byte
+	policy  Policy
+	bwrap   string
+	agent   string
+	filter  []byte
 	tempDir string
 
 	rootOnce sync.Once
 	root     string // holds the jails' private /tmp directories, made on first use
 	rootErr  error
-	hold   func(owner string) (string, func(), error)
+	hold     func(owner string) (string, func(), error)
 
 	mu     sync.Mutex
 	byKey  map[string]*jail
@@ -186,4 +186,3 @@ func (js *jails) close() error {
 	}
 	return errors.Join(errs...)
 }
-
