@@ -79,7 +79,7 @@ func BenchmarkSessionStart(b *testing.B) {
 }
 
 func newBenchSandbox(b *testing.B) *Executor {
-	se, err := New(context.Background(), &Options{Local: &local.Options{Cwd: b.TempDir()}})
+	se, err := newSandbox(b, &Options{Local: &local.Options{Cwd: b.TempDir()}})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -52,6 +52,11 @@ func (p *Policy) bwrapArgs(jp jailPaths) []string {
 func (p *Policy) writable(workspace string) []string {
 	w := []string{workspace}
 	if !p.LockCaches {
+		// Made when missing: what pip install --user and XDG tools write
+		// to, which a read-only home would refuse to have created.
+		for _, dir := range inHome(p.home(), []string{".cache", ".local"}) {
+			_ = os.MkdirAll(dir, 0o755)
+		}
 		w = append(w, inHome(p.home(), CachePaths)...)
 	}
 	return append(w, p.Writable...)

@@ -49,7 +49,8 @@ var HiddenHomePaths = []string{
 var HiddenSystemPaths = []string{"/run", "/var/run", "/sys/fs/cgroup"}
 
 // CachePaths are the tool caches in the home directory that stay writable
-// unless LockCaches: relative to Home.
+// unless LockCaches: relative to Home. ~/.cache and ~/.local are made when
+// missing (pip install --user writes to ~/.local).
 var CachePaths = []string{
 	".cache", "go", ".npm", ".cargo", ".rustup", ".local", ".m2", ".gradle",
 	".yarn", ".pnpm-store", ".bun", ".deno", ".nuget", ".config/go",
