@@ -43,3 +43,13 @@ func TestConformance(t *testing.T) {
 		})
 	}
 }
+
+// TestTranscript checks the model-facing texts of the bash tools over the
+// local executor against the golden file every executor shares.
+func TestTranscript(t *testing.T) {
+	for name, mode := range modes(t) {
+		t.Run(name, func(t *testing.T) {
+			bashtest.Transcript(t, conformant(mode), "../bashtest/testdata/transcript.txtar", *updateTranscript)
+		})
+	}
+}
