@@ -28,8 +28,8 @@
 //     in Config.Env (and by tags it puts in some commands' environment) to
 //     check that a kill, a timeout or Close leaves none alive. It never uses
 //     pids the commands print, which a PID namespace would change.
-//   - bash, env, seq, sha256sum, setsid, sleep and touch are installed where
-//     the commands run.
+//   - bash, env, head, seq, setsid, sha256sum, sleep, tail, touch and wc
+//     are installed where the commands run.
 //   - The suite's tests do not run in parallel with other tests of the
 //     process: each executor is checked, after Close, to leave no goroutine
 //     behind (go.uber.org/goleak).

@@ -16,6 +16,7 @@ func (s *suite) killTests(t *testing.T) {
 	t.Run("whole tree, waited for", s.killTree)
 	t.Run("grandchild that called setsid", s.killSetsid)
 	t.Run("TERM ignored: SIGKILL after the grace", s.killIgnored)
+	t.Run("stopped processes", s.killStopped)
 	t.Run("done context: the task is still stopped", s.killCtxDone)
 }
 
@@ -102,6 +103,22 @@ func (s *suite) killIgnored(t *testing.T) {
 	h.assertGone("after Kill returned", h.tag("sleep"))
 	if got := h.get(task.ID); got.Status != bash.StatusKilled || got.Signal != "SIGKILL" {
 		t.Errorf("after Kill: %+v; want killed by SIGKILL", got)
+	}
+}
+
+// killStopped: a tree whose processes are stopped (SIGSTOP), the shell
+// included, is killed all the same.
+func (s *suite) killStopped(t *testing.T) {
+	h := s.harness(t, nil)
+	child, gate := h.tag("child"), h.fifo("gate")
+	task := h.start("env "+child+" sleep 30 & read < "+quote(gate)+"; kill -STOP $! $$", "")
+	h.waitLive(child)
+	h.release(gate)
+	h.waitStopped(child)
+	h.kill(task.ID)
+	h.assertGone("after Kill returned", child)
+	if got := h.get(task.ID); got.Status != bash.StatusKilled || got.Signal == "" {
+		t.Errorf("after Kill: %+v; want killed by a signal", got)
 	}
 }
 

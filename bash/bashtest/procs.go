@@ -70,6 +70,39 @@ func (h *harness) waitLive(tags ...string) {
 	}
 }
 
+// waitGone waits until no tagged process is alive.
+func (h *harness) waitGone(tag string) {
+	h.t.Helper()
+	deadline := time.Now().Add(waitLimit)
+	for len(livePids(tag)) > 0 {
+		if time.Now().After(deadline) {
+			h.t.Fatalf("the process with %s never ended", tag)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// waitStopped waits until the tagged processes are stopped (state T).
+func (h *harness) waitStopped(tag string) {
+	h.t.Helper()
+	deadline := time.Now().Add(waitLimit)
+	for {
+		stopped := true
+		for _, pid := range livePids(tag) {
+			b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+			i := bytes.LastIndexByte(b, ')')
+			stopped = stopped && i >= 0 && i+2 < len(b) && b[i+2] == 'T'
+		}
+		if stopped {
+			return
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("the process with %s never stopped", tag)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // assertGone checks, at once, that no tagged process is alive.
 func (h *harness) assertGone(what string, tags ...string) {
 	h.t.Helper()

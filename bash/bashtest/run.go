@@ -235,19 +235,22 @@ func (s *suite) adopted(t *testing.T) {
 	}
 }
 
+// adoptedKill: leftovers are adopted whether or not they hold the output
+// pipes, and Kill stops them.
 func (s *suite) adoptedKill(t *testing.T) {
-	h := s.harness(t, nil)
-	res := h.run(bash.ExecRequest{Command: "env " + h.tag("left") + " sleep 30 & echo x", Owner: "bob"})
-	if res.Adopted == "" {
-		t.Fatalf("result %+v; want an adopted task", res)
-	}
-	h.waitLive(h.tag("left"))
-	if killed, err := h.e.Kill(bg, res.Adopted); !killed || err != nil {
-		t.Errorf("Kill(%s) = %v, %v; want true", res.Adopted, killed, err)
-	}
-	h.assertGone("after Kill of the adopted task", h.tag("left"))
-	if task := h.get(res.Adopted); task.Status != bash.StatusKilled || task.Owner != "bob" {
-		t.Errorf("after Kill: %+v; want a killed task of bob", task)
+	for _, redirect := range []string{"", " > /dev/null 2>&1"} {
+		h := s.harness(t, nil)
+		cmd := "env " + h.tag("left") + " sleep 30" + redirect + " & echo x"
+		res := h.run(bash.ExecRequest{Command: cmd, Owner: "bob"})
+		if res.Adopted == "" {
+			t.Fatalf("%q: result %+v; want an adopted task", cmd, res)
+		}
+		h.waitLive(h.tag("left"))
+		h.kill(res.Adopted)
+		h.assertGone("after Kill of the adopted task", h.tag("left"))
+		if task := h.get(res.Adopted); task.Status != bash.StatusKilled || task.Owner != "bob" {
+			t.Errorf("%q: after Kill: %+v; want a killed task of bob", cmd, task)
+		}
 	}
 }
 

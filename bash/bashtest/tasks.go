@@ -20,6 +20,7 @@ func (s *suite) taskTests(t *testing.T) {
 	t.Run("owner is stored and never changes", s.ownerStored)
 	t.Run("List is oldest first", s.listOrder)
 	t.Run("ReadOutput is incremental, the final read holds the rest", s.incrementalReads)
+	t.Run("a task ends with its last process, not its shell", s.endsWithTree)
 	t.Run("unknown task id is an UnknownTaskError", s.unknownTask)
 	t.Run("failed Start is a StartError and a failed task", s.failedStart)
 }
@@ -131,6 +132,27 @@ func (s *suite) incrementalReads(t *testing.T) {
 	}
 	if again := h.read(task.ID); again.Stdout.Text != "" || again.Stderr.Text != "" || again.Task != r.Task {
 		t.Errorf("read after the final read: %+v; want nothing new, the same task", again)
+	}
+}
+
+func (s *suite) endsWithTree(t *testing.T) {
+	h := s.harness(t, nil)
+	l := h.listen()
+	gate, shell := h.fifo("gate"), h.tag("shell")
+	inner := "env -u " + tagName + " bash -c 'read < " + gate + "; echo late' & echo early; exit 2"
+	task := h.start("exec env "+shell+" bash -c "+quote(inner), "")
+	out, _ := h.readUntil(task.ID, func(out, _ string) bool { return out != "" }) // the shell ran
+	h.waitGone(shell)
+	if got := h.get(task.ID); got.Status != bash.StatusRunning {
+		t.Errorf("after its shell exited: %+v; want running: the shell left a process", got)
+	}
+	h.release(gate)
+	end := h.wait(l, task.ID)
+	if end.Status != bash.StatusCompleted || end.ExitCode != 2 {
+		t.Errorf("task ended %+v; want completed with the shell's exit code 2", end)
+	}
+	if out += h.read(task.ID).Stdout.Text; out != "early\nlate\n" {
+		t.Errorf("reads: %q; want %q", out, "early\nlate\n")
 	}
 }
 
