@@ -5,9 +5,11 @@ package bashtest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,6 +19,7 @@ import (
 func (s *suite) runTests(t *testing.T) {
 	t.Run("exit code is a result", s.exitCodes)
 	t.Run("stdout and stderr apart", s.streamsApart)
+	t.Run("a long command runs whole", s.longCommand)
 	t.Run("death by signal is a result", s.signalDeaths)
 	t.Run("timeout is a result, SIGTERM", s.timeout)
 	t.Run("timeout with TERM trapped and exit 0 is still TimedOut", s.timeoutTrapped)
@@ -67,6 +70,19 @@ func (s *suite) streamsApart(t *testing.T) {
 		if res.Stdout != want.Stdout || res.Stderr != want.Stderr {
 			t.Errorf("%q: stdout %+v, stderr %+v; want %+v, %+v", tc.cmd, res.Stdout, res.Stderr, want.Stdout, want.Stderr)
 		}
+	}
+}
+
+// longCommand: a command longer than one argv string may be (Linux refuses
+// 128 KiB) runs whole, as `bash -c` would run it.
+func (s *suite) longCommand(t *testing.T) {
+	h := s.harness(t, nil)
+	long := strings.Repeat("é", 150<<10)
+	cmd := "x='" + long + "'\necho ${#x}; exit 4\n"
+	res := h.runCmd(cmd)
+	checkResult(t, "a 300 KB command", res, 4, "", false)
+	if want := fmt.Sprintln(len(long)); res.Stdout.Text != want && res.Stdout.Text != fmt.Sprintln(150<<10) {
+		t.Errorf("stdout %q, stderr %q; want the length of x", res.Stdout.Text, res.Stderr.Text)
 	}
 }
 
