@@ -55,12 +55,13 @@ type options struct {
 // process, and says so.
 func SetsidEscapes() Option { return func(o *options) { o.setsidEscapes = true } }
 
-// How long the suite waits for something that must happen, and the bound
-// on what the contract says happens at once. Neither is a measurement:
-// they only end a test that would otherwise hang.
+// How long the suite waits for something that must happen (only to end a
+// test that would otherwise hang), and the generous bound on what the
+// contract says happens at once (a Start, a Run that leaves processes
+// behind): the suite measures no other time.
 const (
-	waitLimit = 20 * time.Second
-	atOnce    = 5 * time.Second
+	waitLimit   = 20 * time.Second
+	atOnceBound = 5 * time.Second
 )
 
 // markerName names the environment variable that marks every command of

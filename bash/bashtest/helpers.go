@@ -195,10 +195,11 @@ func lines(from, to int) string {
 	return b.String()
 }
 
-// elapsed fails the test when d passed the bound on what happens at once.
+// atOnce fails the test when more than the bound on "at once" has passed
+// since start.
 func (h *harness) atOnce(what string, start time.Time) {
 	h.t.Helper()
-	if d := time.Since(start); d > atOnce {
+	if d := time.Since(start); d > atOnceBound {
 		h.t.Errorf("%s took %v; it must return at once", what, d.Round(time.Millisecond))
 	}
 }
