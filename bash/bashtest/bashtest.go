@@ -1,0 +1,139 @@
+//go:build linux
+
+package bashtest
+
+import (
+	"fmt"
+	"os"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/dshgo/dsh/bash"
+	"go.uber.org/goleak"
+)
+
+// Config holds the knobs the suite needs; a NewFunc maps them onto its
+// executor's own options. Every field is set (Cwd may be empty: then the
+// executor has no configured default and uses its process's cwd).
+type Config struct {
+	// Cwd is the default working directory: a fresh t.TempDir.
+	Cwd string
+	// Timeout is the default foreground timeout, MaxTimeout its cap.
+	Timeout, MaxTimeout time.Duration
+	// Grace is how long SIGTERM is given before SIGKILL.
+	Grace time.Duration
+	// DrainDelay is how long a foreground run waits, after its shell
+	// exited, before it adopts the processes left behind.
+	DrainDelay time.Duration
+	// MaxOutputBytes is how much of each stream the executor keeps in
+	// memory; a longer stream is cut (its head) and spilled to a file.
+	MaxOutputBytes int
+	// MaxTasksPerOwner and MaxTasks limit running background tasks, per
+	// owner token and in all.
+	MaxTasksPerOwner, MaxTasks int
+	// Env holds extra NAME=value entries for every command's environment;
+	// the suite puts a marker there that finds the commands' processes.
+	Env []string
+}
+
+// NewFunc makes the executor under test. It fails the test (t.Fatal) when
+// it cannot. The suite closes the executor and checks Close.
+type NewFunc func(t *testing.T, c Config) bash.Executor
+
+// An Option tells the suite of a limit the executor documents.
+type Option func(*options)
+
+type options struct {
+	setsidEscapes bool
+}
+
+// SetsidEscapes says that a process which leaves the command's session with
+// setsid is beyond the executor's reach (it contains commands in process
+// groups): the suite skips the checks that Kill and Close stop such a
+// process, and says so.
+func SetsidEscapes() Option { return func(o *options) { o.setsidEscapes = true } }
+
+// How long the suite waits for something that must happen (only to end a
+// test that would otherwise hang), and the generous bound on what the
+// contract says happens at once (a Start, a Run that leaves processes
+// behind): the suite measures no other time.
+const (
+	waitLimit   = 20 * time.Second
+	atOnceBound = 5 * time.Second
+)
+
+// markerName names the environment variable that marks every command of
+// an executor under test; tagName, the one that marks chosen processes.
+const (
+	markerName = "DSH_BASHTEST_MARK"
+	tagName    = "DSH_BASHTEST_TAG"
+)
+
+// harnessSeq numbers executors, so that each has its own marker.
+var harnessSeq atomic.Int64
+
+// harness is one executor under test, for one (leaf) test.
+type harness struct {
+	t    *testing.T
+	e    bash.Executor
+	cfg  Config
+	id   string // unique: the marker's value, and the prefix of tags
+	opts options
+}
+
+// newHarness makes an executor with the suite's default Config, edited by
+// edit, and registers its checked Close.
+func newHarness(t *testing.T, newExec NewFunc, opts options, edit func(*Config)) *harness {
+	t.Helper()
+	leaks := goleak.IgnoreCurrent()
+	id := fmt.Sprintf("%d.%d", os.Getpid(), harnessSeq.Add(1))
+	c := Config{
+		Cwd:     t.TempDir(),
+		Timeout: 20 * time.Second, MaxTimeout: 60 * time.Second,
+		Grace: 200 * time.Millisecond, DrainDelay: 100 * time.Millisecond,
+		MaxOutputBytes:   4096,
+		MaxTasksPerOwner: 8, MaxTasks: 16,
+		Env: []string{markerName + "=" + id},
+	}
+	if edit != nil {
+		edit(&c)
+	}
+	e := newExec(t, c)
+	if e == nil {
+		t.Fatal("the NewFunc returned no executor")
+	}
+	h := &harness{t: t, e: e, cfg: c, id: id, opts: opts}
+	t.Cleanup(func() { h.finish(leaks) })
+	return h
+}
+
+// finish closes the executor (a second time if the test did) and checks
+// that nothing of it is left: no process, no goroutine.
+func (h *harness) finish(leaks goleak.Option) {
+	t := h.t
+	if err := h.e.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	if err := h.e.Close(); err != nil {
+		t.Errorf("Close again (it must be idempotent): %v", err)
+	}
+	if pids := livePids(markerName + "=" + h.id); len(pids) > 0 {
+		t.Errorf("processes of the executor's commands outlived Close: %s", describePids(pids))
+		for _, pid := range pids {
+			_ = syscall.Kill(pid, syscall.SIGKILL) // ours (marked): keep the next tests clean
+		}
+	}
+	if err := goleak.Find(leaks); err != nil {
+		t.Errorf("goroutines left behind after Close: %v", err)
+	}
+}
+
+// close closes the executor now, checking the error.
+func (h *harness) close() {
+	h.t.Helper()
+	if err := h.e.Close(); err != nil {
+		h.t.Errorf("Close: %v", err)
+	}
+}

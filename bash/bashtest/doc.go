@@ -1,0 +1,43 @@
+// Package bashtest is the conformance suite of package bash: every
+// bash.Executor (local, sandboxed, remote) must pass it.
+//
+// Run checks each rule of the bash package doc against a fresh executor per
+// subtest, with real processes; Transcript drives the model-facing tools of
+// package toolbash through a fixed scenario and compares every text the
+// model reads with one golden file, testdata/transcript.txtar, shared by all
+// executors. Both take a NewFunc, which maps the suite's Config onto the
+// executor's own options:
+//
+//	func TestConformance(t *testing.T) {
+//		bashtest.Run(t, func(t *testing.T, c bashtest.Config) bash.Executor {
+//			e, err := myexec.New(myexec.Options{Cwd: c.Cwd, Grace: c.Grace, ...})
+//			if err != nil {
+//				t.Fatal(err)
+//			}
+//			return e
+//		})
+//	}
+//
+// What the suite needs of the executor and the machine:
+//
+//   - The executor's commands see Config.Cwd (a fresh t.TempDir) at the same
+//     path, writable, FIFOs included: the suite syncs with commands through
+//     FIFOs there.
+//   - Their processes are visible in this machine's /proc (a sandbox in its
+//     own PID namespace is fine): the suite finds them by the marker it puts
+//     in Config.Env (and by tags it puts in some commands' environment) to
+//     check that a kill, a timeout or Close leaves none alive. It never uses
+//     pids the commands print, which a PID namespace would change.
+//   - bash, env, head, seq, setsid, sha256sum, sleep, tail, touch and wc
+//     are installed where the commands run.
+//   - The suite's tests do not run in parallel with other tests of the
+//     process: each executor is checked, after Close, to leave no goroutine
+//     behind (go.uber.org/goleak).
+//
+// The suite closes every executor it makes and checks that Close succeeds,
+// twice. An executor that documents a limit the bash rules do not allow for
+// (a process group cannot hold a process that calls setsid) says so with an
+// Option; the suite then skips the checks that limit breaks, by name.
+//
+// The suite is for Linux; elsewhere this package is empty.
+package bashtest

@@ -1,0 +1,188 @@
+//go:build linux
+
+package bashtest
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/dshgo/dsh/internal/proctest"
+)
+
+// livePids lists the live processes (zombies do not count) whose
+// environment holds the entry kv.
+func livePids(kv string) []int {
+	want := []byte(kv)
+	var pids []int
+	names, _ := filepath.Glob("/proc/[0-9]*/environ")
+	for _, name := range names {
+		b, err := os.ReadFile(name)
+		if err != nil || !bytes.Contains(b, want) {
+			continue
+		}
+		found := false
+		for _, entry := range bytes.Split(b, []byte{0}) {
+			found = found || bytes.Equal(entry, want)
+		}
+		pid, _ := strconv.Atoi(strings.Split(name, "/")[2])
+		if found && proctest.Alive(pid) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// describePids names processes with their command lines, for a message.
+func describePids(pids []int) string {
+	var parts []string
+	for _, pid := range pids {
+		cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		parts = append(parts, fmt.Sprintf("%d (%s)", pid, strings.TrimSpace(string(bytes.ReplaceAll(cmd, []byte{0}, []byte{' '})))))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// tag is the environment entry that marks a chosen process of a command:
+// `env TAG sleep 30` runs a sleep the suite can find in /proc.
+func (h *harness) tag(name string) string {
+	return tagName + "=" + h.id + "." + name
+}
+
+// waitLive waits until every tagged process is alive: polling a real
+// condition, with a deadline.
+func (h *harness) waitLive(tags ...string) {
+	h.t.Helper()
+	deadline := time.Now().Add(waitLimit)
+	for _, tag := range tags {
+		for len(livePids(tag)) == 0 {
+			if time.Now().After(deadline) {
+				h.t.Fatalf("no process with %s ever ran", tag)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+}
+
+// waitGone waits until no tagged process is alive.
+func (h *harness) waitGone(tag string) {
+	h.t.Helper()
+	deadline := time.Now().Add(waitLimit)
+	for len(livePids(tag)) > 0 {
+		if time.Now().After(deadline) {
+			h.t.Fatalf("the process with %s never ended", tag)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// waitStopped waits until the tagged processes are stopped (state T).
+func (h *harness) waitStopped(tag string) {
+	h.t.Helper()
+	deadline := time.Now().Add(waitLimit)
+	for {
+		stopped := true
+		for _, pid := range livePids(tag) {
+			b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+			i := bytes.LastIndexByte(b, ')')
+			stopped = stopped && i >= 0 && i+2 < len(b) && b[i+2] == 'T'
+		}
+		if stopped {
+			return
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("the process with %s never stopped", tag)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// assertGone checks, at once, that no tagged process is alive.
+func (h *harness) assertGone(what string, tags ...string) {
+	h.t.Helper()
+	for _, tag := range tags {
+		if pids := livePids(tag); len(pids) > 0 {
+			h.t.Errorf("%s: the process with %s is still alive: %s", what, tag, describePids(pids))
+		}
+	}
+}
+
+// fifo makes a FIFO in the executor's default working directory, where
+// its commands see it.
+func (h *harness) fifo(name string) string {
+	h.t.Helper()
+	p := filepath.Join(h.cfg.Cwd, name)
+	if err := syscall.Mkfifo(p, 0o600); err != nil {
+		h.t.Fatal(err)
+	}
+	return p
+}
+
+// reached waits until a command has written a line to the FIFO (`echo >
+// FIFO`): the command got that far.
+func (h *harness) reached(fifo string) {
+	h.t.Helper()
+	done := make(chan error, 1)
+	go func() {
+		f, err := os.Open(fifo) // blocks until the command opens it to write
+		if err == nil {
+			_, err = bufio.NewReader(f).ReadString('\n')
+			f.Close()
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			h.t.Fatalf("sync point %s: %v", fifo, err)
+		}
+	case <-time.After(waitLimit):
+		unblock(fifo, os.O_WRONLY) // lets the open return, so nothing leaks
+		<-done
+		h.t.Fatalf("the command never reached its sync point %s", fifo)
+	}
+}
+
+// release writes a line to the FIFO, which a command waits for with
+// `read < FIFO`.
+func (h *harness) release(fifo string) {
+	h.t.Helper()
+	done := make(chan error, 1)
+	go func() {
+		f, err := os.OpenFile(fifo, os.O_WRONLY, 0) // blocks until the command opens it to read
+		if err == nil {
+			_, err = f.WriteString("\n")
+			f.Close()
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			h.t.Fatalf("release %s: %v", fifo, err)
+		}
+	case <-time.After(waitLimit):
+		unblock(fifo, os.O_RDONLY)
+		<-done
+		h.t.Fatalf("no command ever waited on %s", fifo)
+	}
+}
+
+// unblock opens the other end of a FIFO without blocking, so that an open
+// blocked on it returns.
+func unblock(fifo string, flag int) {
+	if f, err := os.OpenFile(fifo, flag|syscall.O_NONBLOCK, 0); err == nil {
+		f.Close()
+	}
+}
+
+// quote quotes s for bash.
+func quote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

@@ -1,0 +1,35 @@
+//go:build linux
+
+package bashtest
+
+import "testing"
+
+// suite is the conformance suite for one executor constructor.
+type suite struct {
+	newExec NewFunc
+	opts    options
+}
+
+// Run runs the whole contract of package bash against executors made by
+// newExec, one per subtest, each named after the rule it checks.
+func Run(t *testing.T, newExec NewFunc, opts ...Option) {
+	s := &suite{newExec: newExec}
+	for _, o := range opts {
+		o(&s.opts)
+	}
+	t.Run("Resolve", s.resolveTests)
+	t.Run("Run", s.runTests)
+	t.Run("Output", s.outputTests)
+	t.Run("Tasks", s.taskTests)
+	t.Run("Kill", s.killTests)
+	t.Run("TaskLimits", s.limitTests)
+	t.Run("OnTaskDone", s.listenerTests)
+	t.Run("Close", s.closeTests)
+}
+
+// harness makes an executor for one test, with the suite's default Config
+// edited by edit (which may be nil).
+func (s *suite) harness(t *testing.T, edit func(*Config)) *harness {
+	t.Helper()
+	return newHarness(t, s.newExec, s.opts, edit)
+}
