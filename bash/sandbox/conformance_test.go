@@ -1,0 +1,40 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"flag"
+	"testing"
+
+	"github.com/dshgo/dsh/bash"
+	"github.com/dshgo/dsh/bash/bashtest"
+	"github.com/dshgo/dsh/bash/local"
+)
+
+var updateTranscript = flag.Bool("update", false, "rewrite bash/bashtest/testdata/transcript.txtar")
+
+// conformant makes sandbox executors for the conformance suite: the spill
+// files and the jails' /tmp directories in the test's own directory, the
+// workspace the suite's directory.
+func conformant(t *testing.T, c bashtest.Config) bash.Executor {
+	e, err := newSandbox(t, &Options{Local: &local.Options{
+		Cwd: c.Cwd, Timeout: c.Timeout, MaxTimeout: c.MaxTimeout,
+		Grace: c.Grace, DrainDelay: c.DrainDelay, MaxOutputBytes: c.MaxOutputBytes,
+		MaxTasksPerOwner: c.MaxTasksPerOwner, MaxTasks: c.MaxTasks,
+		Env: c.Env, SpillDir: t.TempDir(),
+	}, TempDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// TestConformance runs the executor contract of package bash against the
+// sandbox.
+func TestConformance(t *testing.T) { bashtest.Run(t, conformant) }
+
+// TestTranscript checks that the model reads the same bytes through the
+// sandbox as through the local executor.
+func TestTranscript(t *testing.T) {
+	bashtest.Transcript(t, conformant, "../bashtest/testdata/transcript.txtar", *updateTranscript)
+}
