@@ -28,10 +28,10 @@ type rawMCP struct {
 	tmp  string // its TMPDIR, where its spill directory goes
 }
 
-func startRawMCP(t *testing.T) *rawMCP {
+func startRawMCP(t *testing.T, flags ...string) *rawMCP {
 	t.Helper()
 	tmp := t.TempDir()
-	cmd := execCommand("mcp", "--cwd", t.TempDir())
+	cmd := execCommand(append([]string{"mcp", "--cwd", t.TempDir()}, flags...)...)
 	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
 	in, err := cmd.StdinPipe()
 	if err != nil {
