@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/dshgo/dsh/bash"
 )
@@ -93,16 +92,14 @@ func (s *suite) closeSpills(t *testing.T) {
 func (h *harness) spillOfRunning(cmd string) string {
 	h.t.Helper()
 	task := h.start(cmd, "")
-	deadline := time.Now().Add(waitLimit)
-	for {
-		if p := h.read(task.ID).Stdout.SpillPath; p != "" {
-			return p
-		}
-		if time.Now().After(deadline) {
-			h.t.Fatalf("no read of %q ever named a spill file", cmd)
-		}
-		time.Sleep(5 * time.Millisecond)
+	var path string
+	if !h.eventually(func() bool {
+		path = h.read(task.ID).Stdout.SpillPath
+		return path != ""
+	}) {
+		h.t.Fatalf("no read of %q ever named a spill file", cmd)
 	}
+	return path
 }
 
 // concurrent: the executor is used from many goroutines at once (for the

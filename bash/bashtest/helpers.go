@@ -84,19 +84,30 @@ func (h *harness) read(id bash.TaskID) bash.TaskRead {
 // satisfies ok, and returns that.
 func (h *harness) readUntil(id bash.TaskID, ok func(stdout, stderr string) bool) (stdout, stderr string) {
 	h.t.Helper()
-	deadline := time.Now().Add(waitLimit)
-	for {
+	done := h.eventually(func() bool {
 		r := h.read(id)
 		stdout += r.Stdout.Text
 		stderr += r.Stderr.Text
-		if ok(stdout, stderr) {
-			return stdout, stderr
-		}
+		return ok(stdout, stderr)
+	})
+	if !done {
+		h.t.Fatalf("task %s: reads never got there; got stdout %q, stderr %q", id, stdout, stderr)
+	}
+	return stdout, stderr
+}
+
+// eventually polls cond until it holds or waitLimit passes, and reports
+// whether it held. It is for conditions no event announces: new output of a
+// task (the seam pushes none), a process appearing or stopping in /proc.
+func (h *harness) eventually(cond func() bool) bool {
+	deadline := time.Now().Add(waitLimit)
+	for !cond() {
 		if time.Now().After(deadline) {
-			h.t.Fatalf("task %s: reads never got there; got stdout %q, stderr %q", id, stdout, stderr)
+			return false
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+	return true
 }
 
 // spillSum is the SHA-256 of a spill file, read by the executor's own bash

@@ -59,13 +59,9 @@ func (h *harness) tag(name string) string {
 // condition, with a deadline.
 func (h *harness) waitLive(tags ...string) {
 	h.t.Helper()
-	deadline := time.Now().Add(waitLimit)
 	for _, tag := range tags {
-		for len(livePids(tag)) == 0 {
-			if time.Now().After(deadline) {
-				h.t.Fatalf("no process with %s ever ran", tag)
-			}
-			time.Sleep(5 * time.Millisecond)
+		if !h.eventually(func() bool { return len(livePids(tag)) > 0 }) {
+			h.t.Fatalf("no process with %s ever ran", tag)
 		}
 	}
 }
@@ -73,33 +69,25 @@ func (h *harness) waitLive(tags ...string) {
 // waitGone waits until no tagged process is alive.
 func (h *harness) waitGone(tag string) {
 	h.t.Helper()
-	deadline := time.Now().Add(waitLimit)
-	for len(livePids(tag)) > 0 {
-		if time.Now().After(deadline) {
-			h.t.Fatalf("the process with %s never ended", tag)
-		}
-		time.Sleep(5 * time.Millisecond)
+	if !h.eventually(func() bool { return len(livePids(tag)) == 0 }) {
+		h.t.Fatalf("the process with %s never ended", tag)
 	}
 }
 
 // waitStopped waits until the tagged processes are stopped (state T).
 func (h *harness) waitStopped(tag string) {
 	h.t.Helper()
-	deadline := time.Now().Add(waitLimit)
-	for {
-		stopped := true
+	allStopped := func() bool {
 		for _, pid := range livePids(tag) {
 			b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-			i := bytes.LastIndexByte(b, ')')
-			stopped = stopped && i >= 0 && i+2 < len(b) && b[i+2] == 'T'
+			if i := bytes.LastIndexByte(b, ')'); i < 0 || i+2 >= len(b) || b[i+2] != 'T' {
+				return false
+			}
 		}
-		if stopped {
-			return
-		}
-		if time.Now().After(deadline) {
-			h.t.Fatalf("the process with %s never stopped", tag)
-		}
-		time.Sleep(5 * time.Millisecond)
+		return true
+	}
+	if !h.eventually(allStopped) {
+		h.t.Fatalf("the process with %s never stopped", tag)
 	}
 }
 

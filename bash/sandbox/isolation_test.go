@@ -15,7 +15,9 @@ import (
 
 	"github.com/dshgo/dsh/bash"
 	"github.com/dshgo/dsh/bash/local"
+	"github.com/dshgo/dsh/internal/proctest"
 	"go.uber.org/goleak"
+	"golang.org/x/sys/unix"
 )
 
 func TestMain(m *testing.M) {
@@ -54,6 +56,7 @@ type rig struct {
 	outside    string // a directory outside every workspace and /tmp
 	sandboxed  bool
 	vid        bash.TaskID // the victim task of the current attack
+	victims    int         // victims started so far
 	serverPid  string
 	spillMatch string
 }
@@ -99,14 +102,22 @@ func (r *rig) probe() string {
 // victimEnds reports whether the victim task ends within a few seconds (a
 // killed task is noticed as soon as its processes are gone).
 func (r *rig) victimEnds() bool {
-	deadline := time.Now().Add(3 * time.Second)
-	for time.Now().Before(deadline) {
-		if tk, _ := r.e.Get(context.Background(), r.vid); tk.Done() {
-			return true
+	ended := make(chan struct{}, 1)
+	unsubscribe := r.e.OnTaskDone(func(tk bash.Task) {
+		if tk.ID == r.vid {
+			ended <- struct{}{}
 		}
-		time.Sleep(20 * time.Millisecond)
+	})
+	defer unsubscribe()
+	if tk, _ := r.e.Get(context.Background(), r.vid); tk.Done() {
+		return true // it ended before the listener was there
 	}
-	return false
+	select {
+	case <-ended:
+		return true
+	case <-time.After(3 * time.Second):
+		return false
+	}
 }
 
 func (r *rig) run(t *testing.T, owner, ws, cmd string) bash.RunResult {
@@ -128,23 +139,19 @@ func (r *rig) run(t *testing.T, owner, ws, cmd string) bash.RunResult {
 func (r *rig) victim(t *testing.T) bash.TaskID {
 	t.Helper()
 	ctx := context.Background()
+	// The FIFO is in the victim's workspace: the jail sees it there.
+	r.victims++
+	fifo := filepath.Join(r.wsA, "started-"+strconv.Itoa(r.victims))
+	if err := unix.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	spec, _ := r.e.Resolve(ctx, bash.ExecRequest{Owner: "alice", Workspace: r.wsA, Workdir: r.wsA,
-		Command: "for i in $(seq 300); do echo victim-secret-output; done; echo $$ > started; sleep 300; : dsh-victim-marker"})
+		Command: "for i in $(seq 300); do echo victim-secret-output; done; echo $$ > " + fifo + "; sleep 300; : dsh-victim-marker"})
 	tk, err := r.e.Start(ctx, spec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		b, err := os.ReadFile(filepath.Join(r.wsA, "started"))
-		if err == nil && len(b) > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the victim did not start")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	proctest.PidFromFIFO(t, fifo) // it has printed its secret and is sleeping
 	return tk.ID
 }
 

@@ -75,7 +75,7 @@ func (js *jails) spawn(ctx context.Context, req *local.SpawnRequest) (local.Proc
 		}
 		p, err := j.spawn(req)
 		if errors.Is(err, errJailGone) && try == 0 {
-			js.drop(j)
+			_ = js.drop(j) // it is gone already; a new one is started
 			continue
 		}
 		return p, err
@@ -99,7 +99,7 @@ func (js *jails) get(ctx context.Context, req *local.SpawnRequest) (*jail, error
 		err := js.startJail(ctx, j, req)
 		j.startFinished(err)
 		if err != nil {
-			js.drop(j)
+			_ = js.drop(j) // the start's error says more
 			return nil, fmt.Errorf("start the session's sandbox: %w", err)
 		}
 		return j, nil
@@ -131,13 +131,13 @@ func (j *jail) startFinished(err error) {
 }
 
 // drop forgets a jail and closes it.
-func (js *jails) drop(j *jail) {
+func (js *jails) drop(j *jail) error {
 	js.mu.Lock()
 	if js.byKey[j.key] == j {
 		delete(js.byKey, j.key)
 	}
 	js.mu.Unlock()
-	_ = j.close()
+	return j.close()
 }
 
 // endOwner closes every jail of owner.
@@ -153,10 +153,7 @@ func (js *jails) endOwner(owner string) error {
 	var errs []error
 	for _, j := range end {
 		<-j.startDone
-		js.mu.Lock()
-		delete(js.byKey, j.key)
-		js.mu.Unlock()
-		errs = append(errs, j.close())
+		errs = append(errs, js.drop(j))
 	}
 	return errors.Join(errs...)
 }
@@ -169,15 +166,14 @@ func (js *jails) close() error {
 	js.byKey = map[string]*jail{}
 	js.mu.Unlock()
 	var wg sync.WaitGroup
-	errs := make([]error, 0, len(all)+1)
-	var emu sync.Mutex
+	errs := make([]error, len(all), len(all)+1) // one slot per jail, written by its closer
+	i := 0
 	for _, j := range all {
+		slot := i
+		i++
 		wg.Go(func() {
 			<-j.startDone
-			err := j.close()
-			emu.Lock()
-			errs = append(errs, err)
-			emu.Unlock()
+			errs[slot] = j.close()
 		})
 	}
 	wg.Wait()
