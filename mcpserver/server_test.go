@@ -122,7 +122,7 @@ func TestListTools(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := (&toolbash.Tools{}).Tools()
+	want := (&toolbash.Tools{}).List()
 	if len(res.Tools) != len(want) {
 		t.Fatalf("%d tools", len(res.Tools))
 	}

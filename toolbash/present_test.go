@@ -89,7 +89,7 @@ func TestPresentBashCallAgreesWithTheTool(t *testing.T) {
 }
 
 func TestPresentTaskCalls(t *testing.T) {
-	tb := (&Tools{}).Tools()
+	tb := (&Tools{}).List()
 	tests := []struct {
 		tool *tools.Tool
 		args string

@@ -122,8 +122,8 @@ func (t *Tools) Close() {
 	}
 }
 
-// Tools returns the three tool definitions: bash, bash_output, bash_kill.
-func (t *Tools) Tools() []*tools.Tool {
+// List returns the three tool definitions: bash, bash_output, bash_kill.
+func (t *Tools) List() []*tools.Tool {
 	yes, no := true, false
 	return []*tools.Tool{
 		{
@@ -177,7 +177,7 @@ func (t *Tools) EndSession(ctx context.Context, sessionID string) {
 }
 
 // Register adds the three tools to r.
-func (t *Tools) Register(r *tools.Registry) error { return r.Register(t.Tools()...) }
+func (t *Tools) Register(r *tools.Registry) error { return r.Register(t.List()...) }
 
 func bashSchema() *jsonschema.Schema {
 	zero := 0.0

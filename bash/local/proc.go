@@ -262,65 +262,6 @@ func (p *proc) stop() { p.stopOnce.Do(func() { close(p.stopReq) }) }
 // stopping reports whether stop was called.
 func (p *proc) stopping() bool { return isClosed(p.stopReq) }
 
-// settle runs the escalation when asked and closes done once the shell has
-// been reaped, both pipes are at EOF and no process of the command is left.
-func (p *proc) settle(e *Executor) {
-	defer e.wg.Done()
-	var (
-		stopReq                 = p.stopReq
-		shellDone               = p.shellDone
-		pipesDone               = p.pipesDone
-		empty                   <-chan struct{}
-		graceT, reapT, lingerT  *time.Timer
-		graceC, reapC, lingerC  <-chan time.Time
-		shell, pipes, gr, asked bool
-	)
-	defer func() {
-		for _, t := range []*time.Timer{graceT, reapT, lingerT} {
-			if t != nil {
-				t.Stop()
-			}
-		}
-	}()
-	for !(shell && pipes && gr) {
-		if shell && pipes && !asked {
-			// Only now: a process group can only be polled for emptiness.
-			empty, asked = p.grp.empty(), true
-		}
-		select {
-		case <-stopReq:
-			stopReq, lingerC = nil, nil
-			p.grp.signal(syscall.SIGTERM)
-			graceT = time.NewTimer(e.grace)
-			graceC = graceT.C
-		case <-graceC:
-			graceC = nil
-			p.grp.signal(syscall.SIGKILL)
-			reapT = time.NewTimer(e.reapBound)
-			reapC = reapT.C
-		case <-reapC:
-			reapC = nil
-			closeAll(p.pipes[:]...)
-			gr = true // give up on what we cannot see die
-		case <-shellDone:
-			shellDone, shell = nil, true
-			if p.linger > 0 && stopReq != nil {
-				lingerT = time.NewTimer(p.linger)
-				lingerC = lingerT.C
-			}
-		case <-lingerC:
-			lingerC = nil
-			close(p.lingering)
-		case <-pipesDone:
-			pipesDone, pipes = nil, true
-		case <-empty:
-			empty, gr = nil, true
-		}
-	}
-	p.grp.release()
-	close(p.done)
-}
-
 func isClosed(c <-chan struct{}) bool {
 	select {
 	case <-c:

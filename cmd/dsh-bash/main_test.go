@@ -132,7 +132,7 @@ func TestSchema(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &defs); err != nil {
 		t.Fatal(err)
 	}
-	tb := (&toolbash.Tools{}).Tools()
+	tb := (&toolbash.Tools{}).List()
 	if len(defs) != 3 {
 		t.Fatalf("%d definitions", len(defs))
 	}

@@ -24,7 +24,7 @@ func schemaCmd(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	var defs []definition
-	for _, t := range (&toolbash.Tools{}).Tools() { // the zero Tools only describes
+	for _, t := range (&toolbash.Tools{}).List() { // the zero Tools only describes
 		defs = append(defs, definition{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema, Annotations: t.Annotations})
 	}
 	enc := json.NewEncoder(stdout)
