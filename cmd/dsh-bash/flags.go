@@ -1,11 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"time"
 
 	"github.com/dshgo/dsh/bash"
@@ -18,6 +20,7 @@ type execFlags struct {
 	defaultTimeoutMs, maxTimeoutMs, maxOutputBytes int
 	maxResultChars                                 int
 	sandbox                                        sandboxFlags
+	config                                         string
 }
 
 func (f *execFlags) register(fs *flag.FlagSet) {
@@ -25,7 +28,24 @@ func (f *execFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.maxTimeoutMs, "max-timeout-ms", 0, "cap on any call's timeout (default 600000)")
 	fs.IntVar(&f.maxOutputBytes, "max-output-bytes", 0, "bytes of each stream kept in memory (default 64000)")
 	fs.IntVar(&f.maxResultChars, "max-result-chars", 0, "characters of one tool result's text, both streams and markers (default 30000)")
+	fs.StringVar(&f.config, "config", "", "configuration file (JSON; default $DSH_BASH_CONFIG, else "+cmp.Or(defaultConfigPath(), "none")+" when it exists)")
 	f.sandbox.register(fs)
+}
+
+// loadConfig reads the configuration file and completes the flags with it.
+func (f *execFlags) loadConfig() error {
+	path, explicit := f.config, true
+	if path == "" {
+		path = os.Getenv("DSH_BASH_CONFIG")
+	}
+	if path == "" {
+		path, explicit = defaultConfigPath(), false
+	}
+	c, err := loadConfig(path, explicit)
+	if err != nil {
+		return err
+	}
+	return f.sandbox.merge(&c.Sandbox)
 }
 
 // staleTimeout bounds the start-up clean-up of what a killed dsh-bash left.
@@ -37,6 +57,10 @@ const staleTimeout = 10 * time.Second
 func (f *execFlags) executor(ctx context.Context, name string, opts *local.Options, stderr io.Writer) (bash.Executor, bool) {
 	if f.maxResultChars < 0 {
 		fmt.Fprintf(stderr, "dsh-bash %s: --max-result-chars must not be negative (got %d)\n", name, f.maxResultChars)
+		return nil, false
+	}
+	if err := f.loadConfig(); err != nil {
+		fmt.Fprintf(stderr, "dsh-bash %s: %v\n", name, err)
 		return nil, false
 	}
 	cleanCtx, cancel := context.WithTimeout(ctx, staleTimeout)

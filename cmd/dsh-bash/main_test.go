@@ -37,6 +37,9 @@ func TestMain(m *testing.M) {
 	// files and FIFOs in their own temporary directories, which a jail's
 	// private /tmp hides; the sandbox's own tests ask for it by flag.
 	os.Setenv("DSH_BASH_SANDBOX", "off")
+	// A configuration file of the machine's user must not change the tests.
+	os.Setenv("XDG_CONFIG_HOME", dir)
+	os.Unsetenv("DSH_BASH_CONFIG")
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/dshgo/dsh/bash"
@@ -23,19 +26,64 @@ type sandboxFlags struct {
 	readOnly   listFlag
 	hidden     listFlag
 	active     bool // set once the executor is made: commands run jailed
+	fs         *flag.FlagSet
 }
 
 func (f *sandboxFlags) register(fs *flag.FlagSet) {
-	def := os.Getenv("DSH_BASH_SANDBOX")
-	if def == "" {
-		def = "auto"
-	}
-	fs.StringVar(&f.mode, "sandbox", def, "run each session's commands in a jail: auto (where it works, else warn), on (refuse to start without it), off; default $DSH_BASH_SANDBOX, else auto")
+	f.fs = fs
+	fs.StringVar(&f.mode, "sandbox", "", "run each session's commands in a jail: auto (where it works, else warn), on (refuse to start without it), off; default $DSH_BASH_SANDBOX, else the config file's sandbox.mode, else auto")
 	fs.StringVar(&f.network, "sandbox-network", "on", "network inside the jails: on, or off (loopback only)")
 	fs.BoolVar(&f.lockCaches, "sandbox-lock-caches", false, "make the tool caches in the home directory (~/.cache, ~/go, ~/.npm, …) read-only too")
 	fs.Var(&f.writable, "sandbox-writable", "another path commands may change (repeatable)")
 	fs.Var(&f.readOnly, "sandbox-read-only", "a path that stays read-only even inside a writable one (repeatable)")
 	fs.Var(&f.hidden, "sandbox-hide", "a path commands cannot see (repeatable)")
+}
+
+// merge completes the parsed flags with the environment and the
+// configuration file: a flag given wins, then $DSH_BASH_SANDBOX (for the
+// mode), then the file; the file's path lists come before the flags'.
+func (f *sandboxFlags) merge(c *sandboxConfig) error {
+	given := map[string]bool{}
+	f.fs.Visit(func(fl *flag.Flag) { given[fl.Name] = true })
+	if !given["sandbox"] {
+		f.mode = cmp.Or(os.Getenv("DSH_BASH_SANDBOX"), c.Mode, "auto")
+	}
+	if !given["sandbox-network"] && c.Network != "" {
+		f.network = c.Network
+	}
+	f.lockCaches = f.lockCaches || c.LockCaches
+	for _, l := range []struct {
+		flag *listFlag
+		file []string
+	}{{&f.writable, c.Writable}, {&f.readOnly, c.ReadOnly}, {&f.hidden, c.Hidden}} {
+		given, err := absPaths(*l.flag)
+		if err != nil {
+			return err
+		}
+		*l.flag = append(slices.Clip(l.file), given...)
+	}
+	return nil
+}
+
+// absPaths expands ~ in the paths given by flag and makes relative ones
+// absolute (relative to the working directory).
+func absPaths(paths []string) ([]string, error) {
+	out := make([]string, len(paths))
+	for i, p := range paths {
+		if !strings.HasPrefix(p, "~") {
+			abs, err := filepath.Abs(p)
+			if err != nil {
+				return nil, err
+			}
+			p = abs
+		}
+		abs, err := expandPath(p)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = abs
+	}
+	return out, nil
 }
 
 // unsandboxedWarning is said on stderr, and in the MCP server's

@@ -21,9 +21,7 @@ import (
 // (until the next dsh-bash's start-up clean-up), which shows the test can
 // tell.
 func TestSandboxDiesWithServer(t *testing.T) {
-	if _, err := exec.LookPath("bwrap"); err != nil && os.Getenv("CI") != "true" {
-		t.Skip("bwrap is not installed")
-	}
+	requireBwrap(t)
 	for _, mode := range []string{"on", "off"} {
 		t.Run(mode, func(t *testing.T) {
 			m := startRawMCP(t, "--sandbox="+mode)
@@ -44,6 +42,15 @@ func TestSandboxDiesWithServer(t *testing.T) {
 				t.Errorf("the jailed leftover outlived dsh-bash: %v", err)
 			}
 		})
+	}
+}
+
+// requireBwrap skips a test without bubblewrap, except under CI, which
+// installs it.
+func requireBwrap(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("bwrap"); err != nil && os.Getenv("CI") != "true" {
+		t.Skip("bwrap is not installed")
 	}
 }
 

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// config is dsh-bash's configuration file: JSON, by default
+// $XDG_CONFIG_HOME/dsh/config.json (~/.config/dsh/config.json). Flags
+// override it; list flags add to its lists.
+type config struct {
+	Sandbox sandboxConfig `json:"sandbox"`
+}
+
+// sandboxConfig is the file's "sandbox" object; a missing field keeps the
+// default.
+type sandboxConfig struct {
+	Mode       string   `json:"mode"`    // auto, on, off
+	Network    string   `json:"network"` // on, off
+	LockCaches bool     `json:"lockCaches"`
+	Writable   []string `json:"writable"`
+	ReadOnly   []string `json:"readOnly"`
+	Hidden     []string `json:"hidden"`
+}
+
+// configPath is the file read when neither --config nor $DSH_BASH_CONFIG
+// names one ("" when the system has no configuration directory).
+func defaultConfigPath() string {
+	dir, err := os.UserConfigDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(dir, "dsh", "config.json")
+}
+
+// loadConfig reads the configuration file at path. A missing file is an
+// error only when it was named (explicit); otherwise it is the empty
+// configuration.
+func loadConfig(path string, explicit bool) (*config, error) {
+	c := &config{}
+	if path == "" {
+		return c, nil
+	}
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) && !explicit {
+		return c, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	if err := decodeConfig(b, c); err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	if err := c.Sandbox.expand(); err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	return c, nil
+}
+
+// decodeConfig decodes one JSON object strictly: an unknown field (a typo)
+// or trailing data is an error, not silently ignored.
+func decodeConfig(b []byte, c *config) error {
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.DisallowUnknownFields()
+	if err := d.Decode(c); err != nil {
+		return lineOf(b, d, err)
+	}
+	if _, err := d.Token(); !errors.Is(err, io.EOF) {
+		return errors.New("data after the configuration object")
+	}
+	return nil
+}
+
+// lineOf adds the line of a syntax or type error to it.
+func lineOf(b []byte, d *json.Decoder, err error) error {
+	off := d.InputOffset()
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		off = se.Offset
+	case errors.As(err, &te):
+		off = te.Offset
+	}
+	line := 1 + bytes.Count(b[:min(int(off), len(b))], []byte("\n"))
+	return fmt.Errorf("line %d: %w", line, err)
+}
+
+// expand makes every path of the sandbox's lists absolute: ~ and ~/… are the
+// home directory; a relative path is an error (relative to what?).
+func (s *sandboxConfig) expand() error {
+	for _, list := range []*[]string{&s.Writable, &s.ReadOnly, &s.Hidden} {
+		for i, p := range *list {
+			abs, err := expandPath(p)
+			if err != nil {
+				return err
+			}
+			(*list)[i] = abs
+		}
+	}
+	return nil
+}
+
+// expandPath expands a leading ~ and requires an absolute path.
+func expandPath(p string) (string, error) {
+	if p == "~" || strings.HasPrefix(p, "~/") {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("path %q: %w", p, err)
+		}
+		p = filepath.Join(home, p[1:])
+	}
+	if !filepath.IsAbs(p) {
+		return "", fmt.Errorf("path %q is not absolute (start it with / or ~/)", p)
+	}
+	return filepath.Clean(p), nil
+}
