@@ -7,15 +7,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
-	"strconv"
-	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/dshgo/dsh/internal/stamp"
 )
 
 // The names of the directories an executor makes, stamped with the pid and
@@ -54,31 +53,8 @@ func CleanStale(ctx context.Context, spillParent string) (removed []string, err 
 	return append(removed, spills...), errors.Join(err, serr)
 }
 
-// ownerDead reports whether the process named by a stamp is gone: no
-// process has the pid, or the one that has it started at another time, or
-// it is a zombie. A /proc it cannot read counts as alive.
-func ownerDead(pid, start string) bool {
-	b, err := os.ReadFile("/proc/" + pid + "/stat")
-	if err != nil {
-		return errors.Is(err, fs.ErrNotExist)
-	}
-	st, err := parseStartTime(b)
-	if err != nil {
-		return false
-	}
-	if strconv.FormatUint(st, 10) != start {
-		return true
-	}
-	i := bytes.LastIndexByte(b, ')')
-	state := strings.Fields(string(b[i+1:]))[0]
-	return state == "Z" || state == "X"
-}
-
 // staleMatch reports whether name matches re and names a dead process.
-func staleMatch(re *regexp.Regexp, name string) bool {
-	m := re.FindStringSubmatch(name)
-	return m != nil && ownerDead(m[1], m[2])
-}
+func staleMatch(re *regexp.Regexp, name string) bool { return stamp.Stale(re, name) }
 
 // cleanStaleCgroups kills and removes the stale executor cgroups in parent.
 func cleanStaleCgroups(ctx context.Context, parent string) ([]string, error) {

@@ -51,7 +51,7 @@ func newJails(o *Options, hold func(string) (string, func(), error)) (*jails, er
 // tmpDir makes a jail's private /tmp in the jails' directory.
 func (js *jails) tmpDir() (string, error) {
 	js.rootOnce.Do(func() {
-		js.root, js.rootErr = os.MkdirTemp(js.tempDir, "dsh-jails-")
+		js.root, js.rootErr = os.MkdirTemp(js.tempDir, jailsPrefix())
 	})
 	if js.rootErr != nil {
 		return "", fmt.Errorf("make the jails' directory: %w", js.rootErr)

@@ -24,3 +24,8 @@ func (*jails) spawn(context.Context, *local.SpawnRequest) (local.Process, error)
 
 func (*jails) endOwner(string) error { return nil }
 func (*jails) close() error          { return nil }
+
+// CleanStale removes nothing: there are no jails outside Linux.
+func CleanStale(ctx context.Context, tempDir string) (removed []string, err error) {
+	return nil, nil
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/dshgo/dsh/bash"
 	"github.com/dshgo/dsh/bash/local"
+	"github.com/dshgo/dsh/bash/sandbox"
 )
 
 // execFlags are the executor (and result) flags every command that runs
@@ -65,7 +67,9 @@ func (f *execFlags) executor(ctx context.Context, name string, opts *local.Optio
 	}
 	cleanCtx, cancel := context.WithTimeout(ctx, staleTimeout)
 	removed, err := local.CleanStale(cleanCtx, opts.SpillDir)
+	jails, jerr := sandbox.CleanStale(cleanCtx, "")
 	cancel()
+	removed, err = append(removed, jails...), errors.Join(err, jerr)
 	for _, dir := range removed {
 		fmt.Fprintf(stderr, "dsh-bash %s: removed %s, left behind by a dsh-bash that was killed\n", name, dir)
 	}

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -40,6 +41,16 @@ func TestSandboxDiesWithServer(t *testing.T) {
 			}
 			if err := proctest.WaitExit(pid, 10*time.Second); err != nil {
 				t.Errorf("the jailed leftover outlived dsh-bash: %v", err)
+			}
+			// What the jail leaves on disk, its session's /tmp, goes at the
+			// next start.
+			left, _ := filepath.Glob(filepath.Join(m.tmp, "dsh-jails-*"))
+			if len(left) != 1 {
+				t.Fatalf("the killed server's jails' directory: %q, want one", left)
+			}
+			_, errOut, _ := dshBashEnv(t, t.TempDir(), []string{"TMPDIR=" + m.tmp}, "run", "--", "true")
+			if _, err := os.Stat(left[0]); err == nil || !strings.Contains(errOut, "removed "+left[0]) {
+				t.Errorf("the next dsh-bash left %s (stderr %q)", left[0], errOut)
 			}
 		})
 	}

@@ -1,0 +1,74 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"syscall"
+
+	"github.com/dshgo/dsh/internal/stamp"
+)
+
+// staleJailsName is the name of a jails' directory (see jails.tmpDir):
+// dsh-jails-PID-START-RANDOM, stamped with its maker.
+var staleJailsName = regexp.MustCompile(`^dsh-jails-([0-9]+)-([0-9]+)-[0-9]+$`)
+
+// jailsPrefix is the name pattern of this process's jails' directory.
+func jailsPrefix() string {
+	if s := stamp.Self(); s != "" {
+		return "dsh-jails-" + s + "-"
+	}
+	return "dsh-jails-" // unstamped: never taken for stale
+}
+
+// CleanStale removes the jails' directories (the sessions' private /tmp)
+// that sandbox executors left in tempDir ("" means os.TempDir(), the default
+// of Options.TempDir) when their process died without Close: those stamped
+// with a process that is gone (see package local's CleanStale, which
+// cleans up the rest). A jail itself does not outlive its executor's
+// process (bwrap --die-with-parent). Only directories of this user are
+// touched; it returns the ones it removed. Call it, with local.CleanStale,
+// when a program that embeds a sandbox executor starts.
+func CleanStale(ctx context.Context, tempDir string) (removed []string, err error) {
+	if tempDir == "" {
+		tempDir = os.TempDir()
+	}
+	entries, err := os.ReadDir(tempDir)
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", tempDir, err)
+	}
+	var errs []error
+	for _, ent := range entries {
+		if ctx.Err() != nil {
+			return removed, errors.Join(append(errs, ctx.Err())...)
+		}
+		if !ent.IsDir() || !stamp.Stale(staleJailsName, ent.Name()) {
+			continue
+		}
+		dir := filepath.Join(tempDir, ent.Name())
+		if !ownDir(dir) {
+			continue
+		}
+		if err := removeTree(dir); err != nil {
+			errs = append(errs, fmt.Errorf("remove the stale %s: %w", dir, err))
+			continue
+		}
+		removed = append(removed, dir)
+	}
+	return removed, errors.Join(errs...)
+}
+
+// ownDir reports whether path is a directory (not a symlink) of this user.
+func ownDir(path string) bool {
+	fi, err := os.Lstat(path)
+	if err != nil || !fi.IsDir() {
+		return false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && int(st.Uid) == os.Getuid()
+}

@@ -1,0 +1,71 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/dshgo/dsh/internal/stamp"
+)
+
+// TestCleanStale: only the jails' directories of processes that are gone
+// are removed, with what their commands left in them (a directory without
+// permissions, a symlink out, which is not followed).
+func TestCleanStale(t *testing.T) {
+	parent, outside := t.TempDir(), t.TempDir()
+	start, err := stamp.StartTime(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Our pid with another start time: a dead process whose pid we reuse.
+	stale := filepath.Join(parent, fmt.Sprintf("dsh-jails-%d-%d-42", os.Getpid(), start+1))
+	live := filepath.Join(parent, "dsh-jails-"+stamp.Self()+"-43")
+	unstamped := filepath.Join(parent, "dsh-jails-44")
+	for _, d := range []string{stale + "/tmp-1/locked/deep", live + "/tmp-2", unstamped} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	keep := filepath.Join(outside, "keep")
+	os.WriteFile(keep, []byte("x"), 0o600)
+	os.Symlink(outside, stale+"/tmp-1/out")
+	os.Chmod(stale+"/tmp-1/locked", 0)
+	// A symlink with a stale name is not a directory of ours.
+	os.Symlink(outside, filepath.Join(parent, fmt.Sprintf("dsh-jails-%d-%d-45", os.Getpid(), start+1)))
+
+	removed, err := CleanStale(context.Background(), parent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(removed, []string{stale}) {
+		t.Errorf("removed %q, want only %s", removed, stale)
+	}
+	for _, p := range []string{live, unstamped, keep} {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("%s: %v", p, err)
+		}
+	}
+	if _, err := os.Lstat(stale); err == nil {
+		t.Errorf("%s is still there", stale)
+	}
+}
+
+// TestJailsDirStamped: the jails' directory carries this process's stamp,
+// so that CleanStale can find it once the process is gone.
+func TestJailsDirStamped(t *testing.T) {
+	if stamp.Self() == "" {
+		t.Skip("no stamp: /proc cannot tell")
+	}
+	js := &jails{tempDir: t.TempDir()}
+	if _, err := js.tmpDir(); err != nil {
+		t.Fatal(err)
+	}
+	if !staleJailsName.MatchString(filepath.Base(js.root)) {
+		t.Errorf("the jails' directory %s does not match %v", js.root, staleJailsName)
+	}
+}
