@@ -129,3 +129,32 @@ func (e *UnknownTaskError) Error() string { return fmt.Sprintf("unknown bash tas
 
 // Is makes errors.Is(err, ErrUnknownTask) true.
 func (e *UnknownTaskError) Is(target error) bool { return target == ErrUnknownTask }
+
+// LinkError says that the link to the machine that runs the commands (a
+// remote executor's connection) failed: the call could not be made, or its
+// answer never came, so its outcome is unknown. Task, when set, names a
+// task whose state is unknown since the link was lost.
+type LinkError struct {
+	// Host names the machine.
+	Host string
+	// Task is the task asked about, if any.
+	Task TaskID
+	// InFlight is set when the call had been sent: what it did there (a
+	// command it ran) is unknown.
+	InFlight bool
+	// Err is why: ErrLinkLost, or the error of the failed connection.
+	Err error
+}
+
+// ErrLinkLost: the connection to a remote executor ended.
+var ErrLinkLost = errors.New("the connection was lost")
+
+func (e *LinkError) Error() string {
+	if e.Task != "" {
+		return fmt.Sprintf("%s: task %s: %v", e.Host, e.Task, e.Err)
+	}
+	return fmt.Sprintf("%s: %v", e.Host, e.Err)
+}
+
+// Unwrap returns Err.
+func (e *LinkError) Unwrap() error { return e.Err }

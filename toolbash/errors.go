@@ -24,6 +24,7 @@ func ErrorText(err error) string {
 		le *bash.TaskLimitError
 		se *bash.StartError
 		ue *bash.UnknownTaskError
+		ke *bash.LinkError
 	)
 	switch {
 	case errors.As(err, &se):
@@ -38,6 +39,8 @@ func ErrorText(err error) string {
 		return taskLimitText(le)
 	case errors.As(err, &ue):
 		return fmt.Sprintf("unknown bash task %q", string(ue.ID))
+	case errors.As(err, &ke):
+		return linkText(ke)
 	case errors.Is(err, bash.ErrClosed):
 		return "the shell executor is closed: it is shutting down"
 	}
@@ -71,4 +74,18 @@ func taskLimitText(le *bash.TaskLimitError) string {
 		return fmt.Sprintf("too many background tasks are running: this session already runs %d background tasks, the most it may; stop one with bash_kill first", le.Limit)
 	}
 	return fmt.Sprintf("too many background tasks are running: %d background tasks are running, the most this executor allows; stop one with bash_kill first", le.Limit)
+}
+
+func linkText(ke *bash.LinkError) string {
+	why := ke.Err.Error()
+	if errors.Is(ke.Err, bash.ErrLinkLost) {
+		why = "the connection was lost"
+	}
+	if ke.Task != "" {
+		return fmt.Sprintf("the shell executor on %s cannot be reached (%s): the state of task %s is unknown; it may have been stopped there", ke.Host, why, ke.Task)
+	}
+	if ke.InFlight {
+		return fmt.Sprintf("the shell executor on %s cannot be reached (%s) while the call ran: its outcome is unknown", ke.Host, why)
+	}
+	return fmt.Sprintf("the shell executor on %s cannot be reached (%s)", ke.Host, why)
 }

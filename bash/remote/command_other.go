@@ -1,0 +1,7 @@
+//go:build !linux
+
+package remote
+
+import "syscall"
+
+func dieWithParent() *syscall.SysProcAttr { return nil }

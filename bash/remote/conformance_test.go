@@ -1,0 +1,165 @@
+//go:build linux
+
+package remote
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"testing"
+
+	"github.com/dshgo/dsh/bash"
+	"github.com/dshgo/dsh/bash/bashtest"
+	"github.com/dshgo/dsh/bash/local"
+)
+
+var updateTranscript = flag.Bool("update", false, "rewrite bash/bashtest/testdata/transcript.txtar")
+
+// serveEnv, set, makes the test binary a server: it serves a local
+// executor with the options it holds (JSON) on its stdin and stdout.
+const serveEnv = "DSH_REMOTE_TEST_SERVE"
+
+func TestMain(m *testing.M) {
+	if cfg := os.Getenv(serveEnv); cfg != "" {
+		os.Exit(serveForTest(cfg))
+	}
+	os.Exit(m.Run())
+}
+
+func serveForTest(cfg string) int {
+	var c serverConfig
+	if err := json.Unmarshal([]byte(cfg), &c); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	e, err := local.New(c.options())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	if err := Serve(context.Background(), stdio{}, e, &ServeOptions{Containment: e.Containment().String()}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+// stdio is this process's stdin and stdout as one stream.
+type stdio struct{}
+
+func (stdio) Read(p []byte) (int, error)  { return os.Stdin.Read(p) }
+func (stdio) Write(p []byte) (int, error) { return os.Stdout.Write(p) }
+func (stdio) Close() error                { return os.Stdin.Close() }
+
+// serverConfig is the suite's Config for a server process, with the spill
+// directory.
+type serverConfig struct {
+	bashtest.Config
+	SpillDir string
+}
+
+func (c serverConfig) options() *local.Options {
+	return &local.Options{
+		Cwd: c.Cwd, Timeout: c.Timeout, MaxTimeout: c.MaxTimeout,
+		Grace: c.Grace, DrainDelay: c.DrainDelay, MaxOutputBytes: c.MaxOutputBytes,
+		MaxTasksPerOwner: c.MaxTasksPerOwner, MaxTasks: c.MaxTasks,
+		Env: c.Env, SpillDir: c.SpillDir,
+	}
+}
+
+// localOptions maps the suite's knobs onto the far side's executor.
+func localOptions(t *testing.T, c bashtest.Config) *local.Options {
+	return serverConfig{c, t.TempDir()}.options()
+}
+
+// pipePair is two pipes: the client's end and the server's end of one
+// stream.
+func pipePair(t *testing.T) (client, server io.ReadWriteCloser) {
+	cr, sw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sr, cw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &pipeEnd{cr, cw}, &pipeEnd{sr, sw}
+}
+
+type pipeEnd struct{ r, w *os.File }
+
+func (p *pipeEnd) Read(b []byte) (int, error)  { return p.r.Read(b) }
+func (p *pipeEnd) Write(b []byte) (int, error) { return p.w.Write(b) }
+func (p *pipeEnd) Close() error {
+	p.w.Close()
+	return p.r.Close()
+}
+
+// served is a client whose server runs in this process: its Close also
+// waits for Serve to return.
+type served struct {
+	*Executor
+	done chan error
+}
+
+func (s *served) Close() error {
+	err := s.Executor.Close()
+	if serr := <-s.done; serr != nil && err == nil {
+		err = serr
+	}
+	s.done <- nil // a second Close finds it again
+	return err
+}
+
+// overPipe serves a local executor in this process over a pair of pipes.
+func overPipe(t *testing.T, c bashtest.Config) bash.Executor {
+	le, err := local.New(localOptions(t, c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli, srv := pipePair(t)
+	done := make(chan error, 1)
+	go func() { done <- Serve(context.Background(), srv, le, nil) }()
+	e, err := New(context.Background(), cli, &Options{Host: "pipe"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &served{e, done}
+}
+
+// overProcess serves a local executor from a subprocess (this test binary
+// again), dialled as `--executor-cmd` would.
+func overProcess(t *testing.T, c bashtest.Config) bash.Executor {
+	cfg, err := json.Marshal(serverConfig{c, t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := &Command{Argv: []string{os.Args[0]}, Env: append(os.Environ(), serveEnv+"="+string(cfg)), Stderr: os.Stderr}
+	e, err := Dial(context.Background(), cmd.Dial, &Options{Host: "subprocess"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// TestConformance runs the executor contract of package bash against the
+// remote executor, over pipes to a server in this process and over the
+// stdio of a server process.
+func TestConformance(t *testing.T) {
+	t.Run("pipe", func(t *testing.T) { bashtest.Run(t, overPipe) })
+	t.Run("process", func(t *testing.T) { bashtest.Run(t, overProcess) })
+}
+
+// TestTranscript checks that the model reads the same bytes through the
+// remote executor as through the local one.
+func TestTranscript(t *testing.T) {
+	t.Run("pipe", func(t *testing.T) {
+		bashtest.Transcript(t, overPipe, "../bashtest/testdata/transcript.txtar", *updateTranscript)
+	})
+	t.Run("process", func(t *testing.T) {
+		bashtest.Transcript(t, overProcess, "../bashtest/testdata/transcript.txtar", false)
+	})
+}

@@ -1,0 +1,149 @@
+package remote
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log"
+	"sync"
+	"sync/atomic"
+
+	"github.com/sourcegraph/jsonrpc2"
+
+	"github.com/dshgo/dsh/bash"
+)
+
+// link is one connection to a server: one generation of the executor's
+// task ids.
+type link struct {
+	gen   int
+	host  string
+	conn  *jsonrpc2.Conn
+	hello Hello
+	seq   atomic.Uint64 // request ids; 0 is never used
+	done  func(gen int, t wireTask)
+
+	mu   sync.Mutex
+	runs map[uint64]*liveRun // foreground runs that stream, by request id
+}
+
+// liveRun routes a run's output notifications to its observer until the
+// run returns.
+type liveRun struct {
+	mu sync.Mutex
+	fn func(bash.Stream, []byte) // nil once Run has returned
+}
+
+// dialLink starts a link over rwc and makes the handshake.
+func dialLink(ctx context.Context, rwc io.ReadWriteCloser, gen int, o *Options, done func(int, wireTask)) (*link, error) {
+	l := &link{gen: gen, host: o.host(), done: done, runs: map[uint64]*liveRun{}}
+	logf := o.Logf
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	l.conn = jsonrpc2.NewConn(context.Background(), newLineStream(rwc, o.MaxMessage), l,
+		jsonrpc2.SetLogger(log.New(logWriter(logf), "", 0)))
+	var r reply
+	if err := l.call(ctx, methodHello, helloParams{Version: Version, Client: "dsh-bash"}, &r); err != nil {
+		l.conn.Close()
+		return nil, err
+	}
+	if r.Hello == nil {
+		l.conn.Close()
+		return nil, &bash.LinkError{Host: l.host, Err: errors.New("the far side's handshake said nothing")}
+	}
+	l.hello = *r.Hello
+	return l, nil
+}
+
+// Handle receives the server's notifications, in order, in the link's
+// reading goroutine. It never blocks for long: observers must not block,
+// and ended tasks are queued.
+func (l *link) Handle(_ context.Context, _ *jsonrpc2.Conn, req *jsonrpc2.Request) {
+	switch req.Method {
+	case methodOutput:
+		var n outputNote
+		if unmarshal(req, &n) != nil {
+			return
+		}
+		l.mu.Lock()
+		r := l.runs[n.Call]
+		l.mu.Unlock()
+		if r != nil {
+			r.deliver(n.Stream, n.Text)
+		}
+	case methodTaskDone:
+		var t wireTask
+		if unmarshal(req, &t) == nil {
+			l.done(l.gen, t)
+		}
+	}
+}
+
+func (r *liveRun) deliver(stream bash.Stream, text string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.fn != nil && text != "" {
+		r.fn(stream, []byte(text))
+	}
+}
+
+// stop ends the observer's calls; once it returns there are no more.
+func (r *liveRun) stop() {
+	r.mu.Lock()
+	r.fn = nil
+	r.mu.Unlock()
+}
+
+// lost reports whether the connection has ended.
+func (l *link) lost() bool {
+	select {
+	case <-l.conn.DisconnectNotify():
+		return true
+	default:
+		return false
+	}
+}
+
+// call makes one call and decodes its reply. A lost link is a
+// *bash.LinkError; a ctx done first sends the server a cancellation (the
+// server stops what it does for the call) and returns ctx's error.
+func (l *link) call(ctx context.Context, method string, params any, r *reply) error {
+	return l.callID(ctx, l.seq.Add(1), method, params, r)
+}
+
+func (l *link) callID(ctx context.Context, id uint64, method string, params any, r *reply) error {
+	w, err := l.conn.DispatchCall(ctx, method, params, jsonrpc2.PickID(jsonrpc2.ID{Num: id}))
+	if err != nil {
+		return l.linkErr(err, false)
+	}
+	err = w.Wait(ctx, r)
+	if ctx.Err() != nil && err == ctx.Err() {
+		_ = l.conn.Notify(context.Background(), methodCancel, cancelParams{ID: id})
+		return err
+	}
+	if err != nil {
+		return l.linkErr(err, true)
+	}
+	return nil
+}
+
+// linkErr turns a failed call into the executor's error: a lost
+// connection, or a protocol error of the far side.
+func (l *link) linkErr(err error, inFlight bool) error {
+	var je *jsonrpc2.Error
+	if errors.As(err, &je) {
+		return &bash.LinkError{Host: l.host, Err: errors.New(je.Message)}
+	}
+	if errors.Is(err, jsonrpc2.ErrClosed) || l.lost() {
+		err = bash.ErrLinkLost
+	}
+	return &bash.LinkError{Host: l.host, Err: err, InFlight: inFlight}
+}
+
+func (l *link) close() { l.conn.Close() }
+
+// cancel asks the server to stop call id.
+func (l *link) cancel(id uint64) {
+	_ = l.conn.Notify(context.Background(), methodCancel, cancelParams{ID: id})
+}
