@@ -13,6 +13,7 @@ import (
 
 	"github.com/dshgo/dsh/bash"
 	"github.com/dshgo/dsh/bash/local"
+	"github.com/dshgo/dsh/bash/remote"
 	"github.com/dshgo/dsh/bash/sandbox"
 )
 
@@ -21,7 +22,11 @@ import (
 type execFlags struct {
 	defaultTimeoutMs, maxTimeoutMs, maxOutputBytes int
 	maxResultChars                                 int
+	graceMs, drainDelayMs                          int
+	maxTasks, maxTasksPerOwner                     int
+	env                                            listFlag
 	sandbox                                        sandboxFlags
+	remote                                         remoteFlags
 	config                                         string
 }
 
@@ -30,8 +35,14 @@ func (f *execFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.maxTimeoutMs, "max-timeout-ms", 0, "cap on any call's timeout (default 600000)")
 	fs.IntVar(&f.maxOutputBytes, "max-output-bytes", 0, "bytes of each stream kept in memory (default 64000)")
 	fs.IntVar(&f.maxResultChars, "max-result-chars", 0, "characters of one tool result's text, both streams and markers (default 30000)")
+	fs.IntVar(&f.graceMs, "grace-ms", 0, "how long a stopped command gets after SIGTERM before SIGKILL (default 3000)")
+	fs.IntVar(&f.drainDelayMs, "drain-delay-ms", 0, "how long a call waits, after its shell exited, before adopting what it left running (default 250)")
+	fs.IntVar(&f.maxTasks, "max-tasks", 0, "running background tasks allowed in all (default 64)")
+	fs.IntVar(&f.maxTasksPerOwner, "max-tasks-per-session", 0, "running background tasks allowed per session (default 16)")
+	fs.Var(&f.env, "env", "NAME=VALUE added to every command's environment (repeatable)")
 	fs.StringVar(&f.config, "config", "", "configuration file (JSON; default $DSH_BASH_CONFIG, else "+cmp.Or(defaultConfigPath(), "none")+" when it exists)")
 	f.sandbox.register(fs)
+	f.remote.register(fs)
 }
 
 // loadConfig reads the configuration file and completes the flags with it.
@@ -76,7 +87,7 @@ func (f *execFlags) executor(ctx context.Context, name string, opts *local.Optio
 	if err != nil {
 		fmt.Fprintf(stderr, "dsh-bash %s: cleaning up after killed dsh-bash processes: %v\n", name, err)
 	}
-	exec, err := f.sandbox.executor(ctx, name, opts, stderr)
+	exec, err := f.makeExecutor(ctx, name, opts, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "dsh-bash %s: %v\n", name, err)
 		return nil, false
@@ -90,6 +101,10 @@ func (f *execFlags) options() *local.Options {
 		Timeout:        time.Duration(f.defaultTimeoutMs) * time.Millisecond,
 		MaxTimeout:     time.Duration(f.maxTimeoutMs) * time.Millisecond,
 		MaxOutputBytes: f.maxOutputBytes,
+		Grace:          time.Duration(f.graceMs) * time.Millisecond,
+		DrainDelay:     time.Duration(f.drainDelayMs) * time.Millisecond,
+		MaxTasks:       f.maxTasks, MaxTasksPerOwner: f.maxTasksPerOwner,
+		Env: f.env,
 	}
 }
 
@@ -126,4 +141,31 @@ func closeExecutor(name string, exec bash.Executor, stderr io.Writer) {
 	if err := exec.Close(); err != nil {
 		fmt.Fprintf(stderr, "dsh-bash %s: %v\n", name, err)
 	}
+}
+
+// makeExecutor makes the remote executor, the sandbox or the local one, as
+// the flags say. The sandbox flags apply where commands run: with a remote
+// executor, they belong on the far side's dsh-bash executor.
+func (f *execFlags) makeExecutor(ctx context.Context, name string, opts *local.Options, stderr io.Writer) (bash.Executor, error) {
+	if !f.remote.active() {
+		return f.sandbox.executor(ctx, name, opts, stderr)
+	}
+	if f.sandbox.given() {
+		return nil, errors.New("the --sandbox flags apply where commands run: with --executor-cmd, give them to the far side's dsh-bash executor")
+	}
+	return f.remote.executor(ctx, stderr)
+}
+
+// instructions are the MCP server's instructions: where commands run, and a
+// warning when they are not sandboxed.
+func (f *execFlags) instructions(exec bash.Executor) string {
+	if re, ok := exec.(*remote.Executor); ok {
+		h := re.Hello()
+		msg := fmt.Sprintf("Commands run on %s (%s), not on the client's machine: paths are that machine's.", h.Host, h.Containment)
+		if h.Containment != "sandbox" {
+			msg += " Warning: they are NOT sandboxed there."
+		}
+		return msg
+	}
+	return f.sandbox.instructions()
 }

@@ -54,6 +54,7 @@ const usage = `usage:
   dsh-bash mcp [--cwd DIR] [--http ADDR [HTTP flags]] [executor flags]
   dsh-bash acp --model MODEL [--base-url URL] [--api-key-file PATH] [--yolo] [executor flags]
   dsh-bash run [--workdir DIR] [--timeout-ms N] [executor flags] -- COMMAND
+  dsh-bash executor [executor flags]
   dsh-bash schema
 
 HTTP flags (ADDR is HOST:PORT, loopback unless a token guards it, or unix:PATH):
@@ -71,6 +72,11 @@ executor flags:
   --max-output-bytes N     bytes of each stream kept in memory (default 64000)
   --max-result-chars N     characters of one result's text, both streams and
                            markers (default 30000)
+  --sandbox auto|on|off    a jail per session (see README); --sandbox-* flags
+  --config PATH            configuration file (default ~/.config/dsh/config.json)
+  --executor-cmd CMD       run commands on the far side of CMD's stdio, where
+                           dsh-bash executor serves: 'ssh box dsh-bash executor'
+  --remote-workspace DIR   the sessions' directory on the far side
 `
 
 // cli runs one dsh-bash invocation and returns its exit code.
@@ -88,6 +94,8 @@ func cli(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runCmd(ctx, args[1:], stdout, stderr)
 	case "schema":
 		return schemaCmd(args[1:], stdout, stderr)
+	case "executor":
+		return executorCmd(ctx, args[1:], stdin, stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0

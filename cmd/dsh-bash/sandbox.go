@@ -86,6 +86,13 @@ func absPaths(paths []string) ([]string, error) {
 	return out, nil
 }
 
+// given reports whether a sandbox flag was given on the command line.
+func (f *sandboxFlags) given() bool {
+	any := false
+	f.fs.Visit(func(fl *flag.Flag) { any = any || strings.HasPrefix(fl.Name, "sandbox") })
+	return any
+}
+
 // unsandboxedWarning is said on stderr, and in the MCP server's
 // instructions, when commands run without a sandbox under --sandbox=auto.
 const unsandboxedWarning = "commands are NOT sandboxed: they run with this process's full authority"

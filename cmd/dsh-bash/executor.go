@@ -1,0 +1,67 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/dshgo/dsh/bash"
+	"github.com/dshgo/dsh/bash/local"
+	"github.com/dshgo/dsh/bash/remote"
+	"github.com/dshgo/dsh/bash/sandbox"
+)
+
+// executorCmd serves the executor (local, or sandboxed with --sandbox) on
+// stdin and stdout for a remote client (package bash/remote): `ssh box
+// dsh-bash executor`. When stdin ends, every task is killed.
+func executorCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs, ef := newFlags("executor", stderr)
+	cwd := fs.String("cwd", "", "working directory of a command that names none (default: the current directory)")
+	if !parseNoArgs(fs, args, stderr) {
+		return 2
+	}
+	opts := ef.options()
+	opts.Cwd = *cwd
+	exec, ok := ef.executor(ctx, "executor", opts, stderr)
+	if !ok {
+		return 2
+	}
+	err := remote.Serve(ctx, &stdioStream{stdin, stdout}, exec, &remote.ServeOptions{
+		Containment: containmentOf(exec),
+		Logf:        func(format string, a ...any) { fmt.Fprintf(stderr, "dsh-bash executor: "+format, a...) },
+	})
+	if err != nil {
+		fmt.Fprintf(stderr, "dsh-bash executor: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// containmentOf names how exec holds commands, for the handshake.
+func containmentOf(exec bash.Executor) string {
+	switch e := exec.(type) {
+	case *sandbox.Executor:
+		return "sandbox"
+	case *local.Executor:
+		return e.Containment().String()
+	case *remote.Executor:
+		return "remote: " + e.Hello().Containment
+	}
+	return "unknown"
+}
+
+// stdioStream is stdin and stdout as one stream; Close closes stdin.
+type stdioStream struct {
+	in  io.Reader
+	out io.Writer
+}
+
+func (s *stdioStream) Read(p []byte) (int, error)  { return s.in.Read(p) }
+func (s *stdioStream) Write(p []byte) (int, error) { return s.out.Write(p) }
+
+func (s *stdioStream) Close() error {
+	if c, ok := s.in.(io.Closer); ok {
+		return c.Close()
+	}
+	return nil
+}

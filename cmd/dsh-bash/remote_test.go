@@ -1,0 +1,79 @@
+//go:build linux
+
+package main
+
+import (
+	"context"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dshgo/dsh/bash"
+	"github.com/dshgo/dsh/bash/bashtest"
+	"github.com/dshgo/dsh/bash/remote"
+)
+
+// overExecutor makes remote executors over `dsh-bash executor` processes
+// started with the suite's knobs as flags, and extra flags.
+func overExecutor(extra ...string) bashtest.NewFunc {
+	return func(t *testing.T, c bashtest.Config) bash.Executor {
+		ms := func(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
+		argv := append([]string{binary, "executor", "--cwd", c.Cwd,
+			"--default-timeout-ms", ms(c.Timeout), "--max-timeout-ms", ms(c.MaxTimeout),
+			"--grace-ms", ms(c.Grace), "--drain-delay-ms", ms(c.DrainDelay),
+			"--max-output-bytes", strconv.Itoa(c.MaxOutputBytes),
+			"--max-tasks", strconv.Itoa(c.MaxTasks), "--max-tasks-per-session", strconv.Itoa(c.MaxTasksPerOwner),
+		}, extra...)
+		for _, e := range c.Env {
+			argv = append(argv, "--env", e)
+		}
+		cmd := &remote.Command{Argv: argv, Env: append(os.Environ(), "TMPDIR="+t.TempDir()), Stderr: os.Stderr}
+		e, err := remote.Dial(context.Background(), cmd.Dial, &remote.Options{Host: "dsh-bash executor"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+}
+
+// TestExecutorConformance runs the executor contract through `dsh-bash
+// executor` as a subprocess, and the shared transcript through it, also
+// with the sandbox on the far side.
+func TestExecutorConformance(t *testing.T) {
+	bashtest.Run(t, overExecutor("--sandbox=off"))
+}
+
+func TestExecutorTranscript(t *testing.T) {
+	const golden = "../../bash/bashtest/testdata/transcript.txtar"
+	t.Run("local", func(t *testing.T) { bashtest.Transcript(t, overExecutor("--sandbox=off"), golden, false) })
+	t.Run("sandbox", func(t *testing.T) {
+		requireBwrap(t)
+		bashtest.Transcript(t, overExecutor("--sandbox=on"), golden, false)
+	})
+}
+
+// TestExecutorCmd: mcp and run with --executor-cmd run their commands
+// through dsh-bash executor, and say where in the MCP instructions.
+func TestExecutorCmd(t *testing.T) {
+	dir := t.TempDir()
+	far := binary + " executor --sandbox=off --cwd " + dir
+	out, errOut, code := dshBash(t, t.TempDir(), "run", "--executor-cmd", far, "--remote-workspace", dir, "--", "pwd; echo $((6*7))")
+	if code != 0 || out != dir+"\n42\n" {
+		t.Errorf("run in the remote workspace: %q (stderr %q, exit %d)", out, errOut, code)
+	}
+	here := t.TempDir()
+	out, errOut, code = dshBash(t, here, "run", "--executor-cmd", far, "--", "pwd")
+	if code != 0 || out != here+"\n" {
+		t.Errorf("run without a remote workspace, in the caller's directory: %q (stderr %q, exit %d)", out, errOut, code)
+	}
+	_, errOut, code = dshBash(t, dir, "run", "--executor-cmd", far, "--sandbox=on", "--", "true")
+	if code != 2 || !strings.Contains(errOut, "give them to the far side") {
+		t.Errorf("sandbox flags with --executor-cmd: exit %d, stderr %q", code, errOut)
+	}
+	_, errOut, code = dshBash(t, dir, "run", "--executor-cmd", "/nonexistent/dsh-bash executor", "--", "true")
+	if code != 2 || !strings.Contains(errOut, "/nonexistent/dsh-bash") {
+		t.Errorf("a far side that cannot start: exit %d, stderr %q", code, errOut)
+	}
+}
