@@ -8,16 +8,30 @@ import (
 	"github.com/dshgo/dsh/bash"
 )
 
+// do makes a call on the current link. A call that could not be sent on a
+// link that just ended (nothing was done) is made once more on a new one.
+func (e *Executor) do(ctx context.Context, method string, params any, r *reply) (*link, error) {
+	for try := 0; ; try++ {
+		l, err := e.current(ctx)
+		if err != nil {
+			return nil, err
+		}
+		err = l.call(ctx, method, params, r)
+		var le *bash.LinkError
+		if try == 0 && e.dial != nil && errors.As(err, &le) && !le.InFlight && l.lost() {
+			continue
+		}
+		return l, err
+	}
+}
+
 // Resolve asks the far side to fill the request's defaults (its default
 // directory, its timeouts), after moving its directories to
 // Options.Workspace.
 func (e *Executor) Resolve(ctx context.Context, req bash.ExecRequest) (bash.ExecSpec, error) {
-	l, err := e.current(ctx)
-	if err != nil {
-		return bash.ExecSpec{}, err
-	}
 	var r reply
-	if err := l.call(ctx, methodResolve, e.mapWorkspace(req), &r); err != nil {
+	l, err := e.do(ctx, methodResolve, e.mapWorkspace(req), &r)
+	if err != nil {
 		return bash.ExecSpec{}, err
 	}
 	if r.Err != nil || r.Spec == nil {
@@ -101,12 +115,9 @@ func (e *Executor) runCall(ctx context.Context, l *link, id uint64, spec wireSpe
 
 // Start starts a background task on the far side.
 func (e *Executor) Start(ctx context.Context, spec bash.ExecSpec) (bash.Task, error) {
-	l, err := e.current(ctx)
-	if err != nil {
-		return bash.Task{}, err
-	}
 	var r reply
-	if err := l.call(ctx, methodStart, toWireSpec(spec), &r); err != nil {
+	l, err := e.do(ctx, methodStart, toWireSpec(spec), &r)
+	if err != nil {
 		return bash.Task{}, err
 	}
 	if r.Task == nil {
@@ -217,12 +228,9 @@ func (e *Executor) Kill(ctx context.Context, id bash.TaskID) (bool, error) {
 // List returns the tasks the far side remembers, under the executor's ids.
 // Tasks lost with an earlier connection are not listed.
 func (e *Executor) List(ctx context.Context) ([]bash.Task, error) {
-	l, err := e.current(ctx)
-	if err != nil {
-		return nil, err
-	}
 	var r reply
-	if err := l.call(ctx, methodList, nil, &r); err != nil {
+	l, err := e.do(ctx, methodList, nil, &r)
+	if err != nil {
 		return nil, err
 	}
 	if r.Err != nil {
@@ -238,12 +246,9 @@ func (e *Executor) List(ctx context.Context) ([]bash.Task, error) {
 // EndOwner tells the far side that the owner's session is over (a sandbox
 // there drops its jail).
 func (e *Executor) EndOwner(ctx context.Context, owner string) error {
-	l, err := e.current(ctx)
-	if err != nil {
-		return err
-	}
 	var r reply
-	if err := l.call(ctx, methodEndOwner, ownerParams{Owner: owner}, &r); err != nil {
+	l, err := e.do(ctx, methodEndOwner, ownerParams{Owner: owner}, &r)
+	if err != nil {
 		return err
 	}
 	return r.Err.err(l.host)

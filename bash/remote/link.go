@@ -3,6 +3,7 @@ package remote
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log"
 	"sync"
@@ -37,12 +38,7 @@ type liveRun struct {
 // dialLink starts a link over rwc and makes the handshake.
 func dialLink(ctx context.Context, rwc io.ReadWriteCloser, gen int, o *Options, done func(int, wireTask)) (*link, error) {
 	l := &link{gen: gen, host: o.host(), done: done, runs: map[uint64]*liveRun{}}
-	logf := o.Logf
-	if logf == nil {
-		logf = func(string, ...any) {}
-	}
-	l.conn = jsonrpc2.NewConn(context.Background(), newLineStream(rwc, o.MaxMessage), l,
-		jsonrpc2.SetLogger(log.New(logWriter(logf), "", 0)))
+	l.conn = newClientConn(rwc, l, o)
 	var r reply
 	if err := l.call(ctx, methodHello, helloParams{Version: Version, Client: "dsh-bash"}, &r); err != nil {
 		l.conn.Close()
@@ -54,6 +50,16 @@ func dialLink(ctx context.Context, rwc io.ReadWriteCloser, gen int, o *Options, 
 	}
 	l.hello = *r.Hello
 	return l, nil
+}
+
+// newClientConn starts the JSON-RPC connection of link l over rwc.
+func newClientConn(rwc io.ReadWriteCloser, l *link, o *Options) *jsonrpc2.Conn {
+	logf := o.Logf
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	return jsonrpc2.NewConn(context.Background(), newLineStream(rwc, o.MaxMessage), l,
+		jsonrpc2.SetLogger(log.New(logWriter(logf), "", 0)))
 }
 
 // Handle receives the server's notifications, in order, in the link's
@@ -135,7 +141,11 @@ func (l *link) linkErr(err error, inFlight bool) error {
 	if errors.As(err, &je) {
 		return &bash.LinkError{Host: l.host, Err: errors.New(je.Message)}
 	}
-	if errors.Is(err, jsonrpc2.ErrClosed) || l.lost() {
+	// The stream failed: the link is over, whatever the other side thinks.
+	l.conn.Close()
+	if !errors.Is(err, jsonrpc2.ErrClosed) {
+		err = fmt.Errorf("%w (%v)", bash.ErrLinkLost, err)
+	} else {
 		err = bash.ErrLinkLost
 	}
 	return &bash.LinkError{Host: l.host, Err: err, InFlight: inFlight}

@@ -1,0 +1,240 @@
+//go:build linux
+
+package remote
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/dshgo/dsh/bash"
+	"github.com/dshgo/dsh/bash/local"
+	"github.com/dshgo/dsh/internal/proctest"
+)
+
+// farSides dials servers in this process, one per stream, and can cut the
+// stream of the latest as a dropped connection would: both ends see it end.
+type farSides struct {
+	t    *testing.T
+	mu   sync.Mutex
+	cuts []func()
+	done []chan struct{} // closed when a server's Serve has returned
+	fail error           // when set, dialling fails with it
+}
+
+func (f *farSides) dial(ctx context.Context) (io.ReadWriteCloser, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.fail != nil {
+		return nil, f.fail
+	}
+	le, err := local.New(&local.Options{SpillDir: f.t.TempDir(), Grace: 100 * time.Millisecond})
+	if err != nil {
+		return nil, err
+	}
+	cli, srv := pipePair(f.t)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = Serve(context.Background(), srv, le, nil)
+	}()
+	f.cuts = append(f.cuts, func() { srv.Close() })
+	f.done = append(f.done, done)
+	return cli, nil
+}
+
+// cut drops the latest stream and waits until its server has closed its
+// executor (every task killed).
+func (f *farSides) cut() {
+	f.mu.Lock()
+	cut, done := f.cuts[len(f.cuts)-1], f.done[len(f.done)-1]
+	f.mu.Unlock()
+	cut()
+	<-done
+}
+
+func (f *farSides) wait() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, c := range f.cuts {
+		c()
+	}
+	for _, d := range f.done {
+		<-d
+	}
+}
+
+func newFarSides(t *testing.T) (*farSides, *Executor) {
+	t.Helper()
+	leaks := goleak.IgnoreCurrent()
+	f := &farSides{t: t}
+	e, err := Dial(context.Background(), f.dial, &Options{Host: "box-7", Backoff: time.Millisecond, MaxBackoff: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		e.Close()
+		f.wait()
+		if err := goleak.Find(leaks); err != nil {
+			t.Errorf("goroutines left: %v", err)
+		}
+	})
+	return f, e
+}
+
+func resolve(t *testing.T, e *Executor, cmd, owner string) bash.ExecSpec {
+	t.Helper()
+	spec, err := e.Resolve(context.Background(), bash.ExecRequest{Command: cmd, Owner: owner})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return spec
+}
+
+// TestLinkLostMidRun: a foreground run whose link drops returns a
+// *bash.LinkError naming the host, at once; the background tasks of the
+// lost link read as lost, never with a made-up status; the next call
+// reconnects, and ids go on from where they were.
+func TestLinkLostMidRun(t *testing.T) {
+	f, e := newFarSides(t)
+	ctx := context.Background()
+	bg, err := e.Start(ctx, resolve(t, e, "sleep 300", "s1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pidFile := t.TempDir() + "/pid"
+	started := make(chan struct{})
+	var once sync.Once
+	spec := resolve(t, e, "echo $$ > "+pidFile+"; echo up; exec sleep 300", "s1")
+	spec.OnOutput = func(bash.Stream, []byte) { once.Do(func() { close(started) }) }
+	errc := make(chan error, 1)
+	go func() {
+		_, err := e.Run(ctx, spec)
+		errc <- err
+	}()
+	<-started
+	pid := proctest.PidFromFile(t, pidFile)
+	f.cut()
+	err = <-errc
+	var le *bash.LinkError
+	if !errors.As(err, &le) || le.Host != "box-7" || !le.InFlight {
+		t.Fatalf("Run over a dropped link: %v, want a *bash.LinkError naming box-7, in flight", err)
+	}
+	if err := proctest.WaitExit(pid, 10*time.Second); err != nil {
+		t.Errorf("the far side did not kill the run's command when the stream ended: %v", err)
+	}
+	for name, call := range map[string]func() error{
+		"Get":        func() error { _, err := e.Get(ctx, bg.ID); return err },
+		"ReadOutput": func() error { _, err := e.ReadOutput(ctx, bg.ID); return err },
+		"Kill":       func() error { _, err := e.Kill(ctx, bg.ID); return err },
+		"OwnerOf":    func() error { _, err := e.OwnerOf(ctx, bg.ID); return err },
+	} {
+		err := call()
+		if !errors.As(err, &le) || le.Task != bg.ID || le.Host != "box-7" {
+			t.Errorf("%s of a task lost with its link: %v, want a *bash.LinkError naming %s on box-7", name, err, bg.ID)
+		}
+	}
+	next, err := e.Start(ctx, resolve(t, e, "true", "s1"))
+	if err != nil {
+		t.Fatalf("no reconnection: %v", err)
+	}
+	if next.ID == bg.ID || next.ID != "bash-2" {
+		t.Errorf("the first task after reconnecting is %s; want bash-2 (bash-1 was lost)", next.ID)
+	}
+}
+
+// TestDialFailure: while the far side cannot be reached, calls fail with a
+// *bash.LinkError naming the host and the reason, and retries back off;
+// once it answers, calls work again.
+func TestDialFailure(t *testing.T) {
+	f, e := newFarSides(t)
+	f.cut()
+	f.mu.Lock()
+	f.fail = errors.New("connection refused")
+	f.mu.Unlock()
+	_, err := e.Resolve(context.Background(), bash.ExecRequest{Command: "true"})
+	var le *bash.LinkError
+	if !errors.As(err, &le) || le.Host != "box-7" || !strings.Contains(err.Error(), "connection refused") {
+		t.Fatalf("Resolve while the far side is down: %v", err)
+	}
+	f.mu.Lock()
+	f.fail = nil
+	f.mu.Unlock()
+	ok := false
+	for deadline := time.Now().Add(10 * time.Second); !ok && time.Now().Before(deadline); {
+		_, err = e.Resolve(context.Background(), bash.ExecRequest{Command: "true"})
+		ok = err == nil
+	}
+	if !ok {
+		t.Fatalf("no reconnection once the far side is back: %v", err)
+	}
+}
+
+// TestHungFarSide: a far side that never answers cannot hang a call
+// beyond its context, not even the handshake.
+func TestHungFarSide(t *testing.T) {
+	silent := &Command{Argv: []string{"sleep", "300"}, WaitDelay: time.Second}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	_, err := Dial(ctx, silent.Dial, &Options{Host: "silent"})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("handshake with a silent far side: %v, want the context's deadline", err)
+	}
+}
+
+// TestVersionMismatch: a server refuses a client of another protocol
+// version, saying which it speaks.
+func TestVersionMismatch(t *testing.T) {
+	le, err := local.New(&local.Options{SpillDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli, srv := pipePair(t)
+	done := make(chan error, 1)
+	go func() { done <- Serve(context.Background(), srv, le, nil) }()
+	l := &link{host: "old", runs: map[uint64]*liveRun{}, done: func(int, wireTask) {}}
+	l.conn = newClientConn(cli, l, &Options{})
+	var r reply
+	err = l.call(context.Background(), methodHello, helloParams{Version: Version + 1}, &r)
+	if err == nil || !strings.Contains(err.Error(), "protocol version 2 is not served here (this dsh-bash speaks version 1)") {
+		t.Errorf("hello of another version: %v", err)
+	}
+	err = l.call(context.Background(), methodList, nil, &r)
+	if err == nil || !strings.Contains(err.Error(), "the handshake (hello) must come first") {
+		t.Errorf("a call before the handshake: %v", err)
+	}
+	l.close()
+	<-done
+}
+
+// TestKillTellsListenersFirst: when Kill returns, the listeners have heard
+// of the task's end, even slow ones.
+func TestKillTellsListenersFirst(t *testing.T) {
+	_, e := newFarSides(t)
+	var mu sync.Mutex
+	var heard []bash.TaskID
+	e.OnTaskDone(func(task bash.Task) {
+		time.Sleep(50 * time.Millisecond) // a slow listener
+		mu.Lock()
+		heard = append(heard, task.ID)
+		mu.Unlock()
+	})
+	task, err := e.Start(context.Background(), resolve(t, e, "sleep 300", "s"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Kill(context.Background(), task.ID); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(heard) != 1 || heard[0] != task.ID {
+		t.Errorf("when Kill returned the listeners had heard of %v, want [%s]", heard, task.ID)
+	}
+}
