@@ -1,0 +1,119 @@
+//go:build linux
+
+package remote
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"golang.org/x/crypto/ssh"
+	"mvdan.cc/sh/v3/syntax"
+
+	"github.com/dshgo/dsh/bash"
+	"github.com/dshgo/dsh/bash/bashtest"
+)
+
+// serveCommand is the shell command that runs this test binary as a
+// server with the suite's knobs.
+func serveCommand(t *testing.T, c bashtest.Config) string {
+	cfg, err := json.Marshal(serverConfig{c, t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := func(s string) string {
+		out, err := syntax.Quote(s, syntax.LangBash)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	return fmt.Sprintf("exec env %s=%s %s", serveEnv, q(string(cfg)), q(os.Args[0]))
+}
+
+// overSSH serves from this test binary on the far side of a real sshd.
+func overSSH(s *sshd) bashtest.NewFunc {
+	return func(t *testing.T, c bashtest.Config) bash.Executor {
+		d := s.dialer(serveCommand(t, c))
+		e, err := Dial(context.Background(), d.Dial, &Options{Host: d.Name()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+}
+
+// TestSSHConformance runs the executor contract over SSH to a real
+// OpenSSH server on loopback, and the shared transcript through it.
+func TestSSHConformance(t *testing.T) {
+	s := startSSHD(t)
+	t.Run("suite", func(t *testing.T) { bashtest.Run(t, overSSH(s)) })
+	t.Run("transcript", func(t *testing.T) {
+		bashtest.Transcript(t, overSSH(s), "../bashtest/testdata/transcript.txtar", false)
+	})
+}
+
+// TestSSHHostKeys: an unknown host key and a changed one are refused with
+// an error that says which and what to do; so is a key the host does not
+// accept.
+func TestSSHHostKeys(t *testing.T) {
+	s := startSSHD(t)
+	ctx := context.Background()
+	empty := t.TempDir() + "/known_hosts"
+	os.WriteFile(empty, nil, 0o600)
+	other := t.TempDir() + "/known_hosts"
+	otherKey := writeKey(t, t.TempDir()+"/k")
+	os.WriteFile(other, []byte(fmt.Sprintf("[127.0.0.1]:%d %s", s.port, string(ssh.MarshalAuthorizedKey(otherKey.PublicKey())))), 0o600)
+	stranger := t.TempDir() + "/id"
+	writeKey(t, stranger)
+	tests := []struct {
+		name string
+		edit func(*SSH)
+		want string
+	}{
+		{"unknown host", func(d *SSH) { d.KnownHosts = []string{empty} }, "the host's key is not in known_hosts, so it is refused"},
+		{"changed key", func(d *SSH) { d.KnownHosts = []string{other} }, "the host's key has CHANGED since it was recorded"},
+		{"no known_hosts", func(d *SSH) { d.KnownHosts = []string{t.TempDir() + "/none"} }, "the host key cannot be checked: no known_hosts file"},
+		{"key not accepted", func(d *SSH) { d.IdentityFiles = []string{stranger} }, "no key was accepted"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := s.dialer("true")
+			tt.edit(d)
+			_, err := Dial(ctx, d.Dial, &Options{Host: d.Name()})
+			if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), d.Name()) {
+				t.Errorf("err = %v, want one naming %s and saying %q", err, d.Name(), tt.want)
+			}
+		})
+	}
+}
+
+func TestParseURL(t *testing.T) {
+	tests := []struct {
+		raw, user, host, ws, err string
+		port                     int
+	}{
+		{raw: "ssh://box", host: "box"},
+		{raw: "ssh://dev@box:2222/srv/work", user: "dev", host: "box", port: 2222, ws: "/srv/work"},
+		{raw: "ssh://[::1]:22/", host: "::1", port: 22},
+		{raw: "http://box", err: "want ssh://"},
+		{raw: "ssh://u:pw@box", err: "passwords are not taken"},
+		{raw: "ssh://box:0", err: "bad port"},
+		{raw: "ssh://box/w?x=1", err: "no query"},
+	}
+	for _, tt := range tests {
+		s, ws, err := ParseURL(tt.raw)
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("%s: err = %v, want %q", tt.raw, err, tt.err)
+			}
+			continue
+		}
+		if err != nil || s.User != tt.user || s.Host != tt.host || s.Port != tt.port || ws != tt.ws {
+			t.Errorf("%s: %+v %q %v", tt.raw, s, ws, err)
+		}
+	}
+}

@@ -1,0 +1,163 @@
+//go:build linux
+
+package remote
+
+import (
+	"bufio"
+	"crypto/ed25519"
+	"encoding/pem"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/knownhosts"
+)
+
+// sshd is an OpenSSH server the test started on a loopback port of its
+// own, with its own host key and authorized key; no system configuration
+// is read or changed.
+type sshd struct {
+	t          *testing.T
+	dir        string
+	port       int
+	hostKey    ssh.Signer
+	knownHosts string // a known_hosts file holding hostKey
+	identity   string // a private key file that may log in
+	cmd        *exec.Cmd
+}
+
+const sshdPath = "/usr/sbin/sshd"
+
+// requireSSHD skips a test without sshd, except under CI, which installs
+// it.
+func requireSSHD(t *testing.T) {
+	t.Helper()
+	if _, err := os.Stat(sshdPath); err != nil && os.Getenv("CI") != "true" {
+		t.Skip("sshd is not installed (apt install openssh-server)")
+	}
+}
+
+// startSSHD starts a server; it stops with the test.
+func startSSHD(t *testing.T) *sshd {
+	t.Helper()
+	requireSSHD(t)
+	s := &sshd{t: t, dir: t.TempDir()}
+	s.hostKey = writeKey(t, filepath.Join(s.dir, "host_ed25519"))
+	s.identity = filepath.Join(s.dir, "id_ed25519")
+	client := writeKey(t, s.identity)
+	os.WriteFile(filepath.Join(s.dir, "authorized_keys"), ssh.MarshalAuthorizedKey(client.PublicKey()), 0o600)
+	s.port = freePort(t)
+	s.knownHosts = filepath.Join(s.dir, "known_hosts")
+	line := knownhosts.Line([]string{fmt.Sprintf("[127.0.0.1]:%d", s.port)}, s.hostKey.PublicKey())
+	os.WriteFile(s.knownHosts, []byte(line+"\n"), 0o600)
+	s.start()
+	return s
+}
+
+// start runs sshd and waits until it listens (it says so on stderr).
+func (s *sshd) start() {
+	t := s.t
+	if os.Geteuid() == 0 {
+		// Privilege separation needs this directory, which the Debian
+		// package's service would make.
+		os.MkdirAll("/run/sshd", 0o755)
+	}
+	cfg := filepath.Join(s.dir, "sshd_config")
+	os.WriteFile(cfg, []byte(strings.Join([]string{
+		fmt.Sprintf("Port %d", s.port),
+		"ListenAddress 127.0.0.1",
+		"HostKey " + filepath.Join(s.dir, "host_ed25519"),
+		"AuthorizedKeysFile " + filepath.Join(s.dir, "authorized_keys"),
+		"PidFile " + filepath.Join(s.dir, "sshd.pid"),
+		"StrictModes no", "UsePAM no", "PasswordAuthentication no", "KbdInteractiveAuthentication no",
+		"PermitRootLogin prohibit-password", "AllowTcpForwarding no", "X11Forwarding no",
+		"PrintMotd no", "LogLevel INFO",
+	}, "\n")+"\n"), 0o600)
+	s.cmd = exec.Command(sshdPath, "-D", "-e", "-f", cfg)
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	stderr, err := s.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.stop)
+	r := bufio.NewReader(stderr)
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatalf("sshd ended before listening: %v", err)
+		}
+		if strings.Contains(line, "Server listening on") {
+			break
+		}
+	}
+	go func() { _, _ = r.WriteTo(discardWriter{}) }() // keep its stderr flowing
+}
+
+type discardWriter struct{}
+
+func (discardWriter) Write(p []byte) (int, error) { return len(p), nil }
+
+// stop kills the server (its connections' processes go with their
+// connections).
+func (s *sshd) stop() {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	_ = s.cmd.Wait()
+	s.cmd = nil
+}
+
+// dialer is an SSH dialer for this server that runs command there.
+func (s *sshd) dialer(command string) *SSH {
+	u, err := user.Current()
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return &SSH{User: u.Username, Host: "127.0.0.1", Port: s.port, KnownHosts: []string{s.knownHosts},
+		IdentityFiles: []string{s.identity}, NoAgent: true, Command: command, Stderr: os.Stderr,
+		WaitDelay: 5 * time.Second}
+}
+
+// writeKey makes an ed25519 key and writes its private half to path.
+func writeKey(t *testing.T, path string) ssh.Signer {
+	t.Helper()
+	_, priv, err := ed25519.GenerateKey(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, err := ssh.MarshalPrivateKey(priv, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, pem.EncodeToMemory(block), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	signer, err := ssh.NewSignerFromKey(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return signer
+}
+
+// freePort finds a loopback port nobody listens on.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
