@@ -256,3 +256,16 @@ func (e *Executor) Close() error {
 	}
 	return err
 }
+
+// up reports whether the executor has a live connection now.
+func (e *Executor) up() bool {
+	l, err := e.live()
+	return l != nil && err == nil
+}
+
+// generation numbers the current connection (0 before the first).
+func (e *Executor) generation() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.gen
+}

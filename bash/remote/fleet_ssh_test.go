@@ -1,0 +1,202 @@
+//go:build linux
+
+package remote
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/dshgo/dsh/bash"
+	"github.com/dshgo/dsh/bash/bashtest"
+	"github.com/dshgo/dsh/internal/proctest"
+)
+
+// TestFleetOverSSH: three sshd "hosts" on loopback. Sessions spread over
+// them; one host's sshd is killed while its session runs a task: that
+// session gets errors naming the host, the others keep working; the host
+// is restarted and used again, by its session and by a new one.
+func TestFleetOverSSH(t *testing.T) {
+	servers, f := sshFleet(t, 3)
+	ctx := context.Background()
+	tags := map[string]string{}
+	tasks := map[string]bash.TaskID{}
+	fifo := t.TempDir() + "/s2.pid"
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"s1", "s2", "s3"} {
+		cmd := "exec sleep 300"
+		if s == "s2" {
+			cmd = "echo $$ > " + fifo + "; " + cmd
+		}
+		task, err := f.Start(ctx, fleetSpec(t, f, s, cmd))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tasks[s] = task.ID
+		tags[s] = fleetRun(t, f, s, "echo $HOST_TAG")
+	}
+	if tags["s1"] == tags["s2"] || tags["s2"] == tags["s3"] || tags["s1"] == tags["s3"] {
+		t.Fatalf("three sessions did not spread over three hosts: %v", tags)
+	}
+	victim := servers[tagIndex(t, tags["s2"])]
+	victimTask := proctest.PidFromFIFO(t, fifo)
+	victim.kill()
+	if err := proctest.WaitExit(victimTask, 10*time.Second); err != nil {
+		t.Errorf("the dead host's task outlived its connection: %v", err)
+	}
+
+	_, err := f.Get(ctx, tasks["s2"])
+	var le *bash.LinkError
+	if !errors.As(err, &le) || le.Task != tasks["s2"] || le.Host != victim.name() {
+		t.Errorf("Get of a task on the dead host: %v, want a *bash.LinkError naming %s and %s", err, tasks["s2"], victim.name())
+	}
+	_, err = f.Resolve(ctx, bash.ExecRequest{Command: "true", Owner: "s2"})
+	if !errors.As(err, &le) || le.Host != victim.name() {
+		t.Errorf("a new call of the dead host's session: %v, want a *bash.LinkError naming %s", err, victim.name())
+	}
+	for _, s := range []string{"s1", "s3"} {
+		if got := fleetRun(t, f, s, "echo $HOST_TAG"); got != tags[s] {
+			t.Errorf("session %s on a healthy host: %q, want %q", s, got, tags[s])
+		}
+		if task, err := f.Get(ctx, tasks[s]); err != nil || task.Status != bash.StatusRunning {
+			t.Errorf("session %s's task: %+v, %v", s, task, err)
+		}
+	}
+	victim.start()
+	if got := eventuallyRun(t, f, "s2", "echo $HOST_TAG"); got != tags["s2"] {
+		t.Errorf("the restarted host's session ran on %q, want %q", got, tags["s2"])
+	}
+	if got := fleetRun(t, f, "s4", "echo $HOST_TAG"); got != tags["s2"] {
+		t.Errorf("a new session went to %q; want the restarted host %q, which runs no task", got, tags["s2"])
+	}
+}
+
+// fleetServer is one sshd host of a fleet test.
+type fleetServer struct {
+	*sshd
+	d *SSH
+}
+
+func (s *fleetServer) name() string { return s.d.Name() }
+
+// kill kills the host's sshd: the listener and every connection's
+// process, as a crash of the service would. The far side's executor, whose
+// stdin closes with them, stops its tasks.
+func (s *fleetServer) kill() {
+	pid := s.cmd.Process.Pid
+	for _, p := range append(descendants(pid), pid) {
+		if exe, _ := os.Readlink("/proc/" + strconv.Itoa(p) + "/exe"); exe == sshdPath {
+			_ = syscall.Kill(p, syscall.SIGKILL)
+		}
+	}
+	_ = s.cmd.Wait()
+	s.cmd = nil
+}
+
+// descendants lists the processes below pid.
+func descendants(pid int) []int {
+	children := map[int][]int{}
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		b, err := os.ReadFile(d + "/stat")
+		if err != nil {
+			continue
+		}
+		i := strings.LastIndexByte(string(b), ')')
+		f := strings.Fields(string(b[i+1:]))
+		ppid, _ := strconv.Atoi(f[1])
+		p, _ := strconv.Atoi(filepath.Base(d))
+		children[ppid] = append(children[ppid], p)
+	}
+	var out []int
+	for queue := children[pid]; len(queue) > 0; queue = queue[1:] {
+		out = append(out, queue[0])
+		queue = append(queue, children[queue[0]]...)
+	}
+	return out
+}
+
+// sshFleet starts n sshd hosts, each serving this test binary with
+// HOST_TAG=hN in its commands' environment, and a fleet over them.
+func sshFleet(t *testing.T, n int) ([]*fleetServer, *Fleet) {
+	t.Helper()
+	var servers []*fleetServer
+	var hosts []Host
+	for i := 0; i < n; i++ {
+		s := startSSHD(t)
+		c := bashtest.Config{Cwd: t.TempDir(), Timeout: 20 * time.Second, MaxTimeout: time.Minute,
+			Grace: 200 * time.Millisecond, DrainDelay: 100 * time.Millisecond, MaxOutputBytes: 4096,
+			MaxTasksPerOwner: 8, MaxTasks: 16, Env: []string{fmt.Sprintf("HOST_TAG=h%d", i)}}
+		fs := &fleetServer{sshd: s, d: s.dialer(serveCommand(t, c))}
+		fs.d.Stderr = nil
+		servers = append(servers, fs)
+		hosts = append(hosts, Host{Dial: fs.d.Dial, Options: Options{Host: fs.d.Name(), Backoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond}})
+	}
+	f, err := NewFleet(hosts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := f.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return servers, f
+}
+
+func tagIndex(t *testing.T, tag string) int {
+	i, err := strconv.Atoi(strings.TrimPrefix(tag, "h"))
+	if err != nil {
+		t.Fatalf("tag %q", tag)
+	}
+	return i
+}
+
+func fleetSpec(t *testing.T, f *Fleet, owner, cmd string) bash.ExecSpec {
+	t.Helper()
+	spec, err := f.Resolve(context.Background(), bash.ExecRequest{Command: cmd, Owner: owner})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return spec
+}
+
+// fleetRun runs cmd for owner and returns its stdout, trimmed.
+func fleetRun(t *testing.T, f *Fleet, owner, cmd string) string {
+	t.Helper()
+	res, err := f.Run(context.Background(), fleetSpec(t, f, owner, cmd))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(res.Stdout.Text)
+}
+
+// eventuallyRun runs cmd for owner once its host answers again (the fleet
+// backs off between attempts to reconnect).
+func eventuallyRun(t *testing.T, f *Fleet, owner, cmd string) string {
+	t.Helper()
+	var err error
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); {
+		var spec bash.ExecSpec
+		if spec, err = f.Resolve(context.Background(), bash.ExecRequest{Command: cmd, Owner: owner}); err != nil {
+			time.Sleep(5 * time.Millisecond) // nothing announces that a host is back
+			continue
+		}
+		res, err := f.Run(context.Background(), spec)
+		if err == nil {
+			return strings.TrimSpace(res.Stdout.Text)
+		}
+		time.Sleep(5 * time.Millisecond) // nothing announces that a host is back
+	}
+	t.Fatalf("the host never answered again: %v", err)
+	return ""
+}

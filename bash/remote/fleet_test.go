@@ -1,0 +1,81 @@
+//go:build linux
+
+package remote
+
+import (
+	"context"
+	"io"
+	"testing"
+
+	"github.com/dshgo/dsh/bash"
+	"github.com/dshgo/dsh/bash/bashtest"
+	"github.com/dshgo/dsh/bash/local"
+)
+
+// pipeHost is a fleet host whose servers run in this process: each dial
+// serves a new local executor with the suite's knobs over pipes.
+type pipeHost struct {
+	t    *testing.T
+	c    bashtest.Config
+	done []chan struct{}
+}
+
+func (p *pipeHost) dial(ctx context.Context) (io.ReadWriteCloser, error) {
+	le, err := local.New(localOptions(p.t, p.c))
+	if err != nil {
+		return nil, err
+	}
+	cli, srv := pipePair(p.t)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = Serve(context.Background(), srv, le, nil)
+	}()
+	p.done = append(p.done, done)
+	return cli, nil
+}
+
+// servedFleet is a fleet whose Close also waits for its servers.
+type servedFleet struct {
+	*Fleet
+	hosts []*pipeHost
+}
+
+func (s *servedFleet) Close() error {
+	err := s.Fleet.Close()
+	for _, h := range s.hosts {
+		for _, d := range h.done {
+			<-d
+		}
+	}
+	return err
+}
+
+// overFleet makes a fleet of n hosts over pipes. The task limits are
+// each host's; a fleet's limit per executor is the sum, so the suite's
+// per-executor limit applies to the fleet only with one host.
+func overFleet(n int) bashtest.NewFunc {
+	return func(t *testing.T, c bashtest.Config) bash.Executor {
+		sf := &servedFleet{}
+		var hosts []Host
+		for i := 0; i < n; i++ {
+			h := &pipeHost{t: t, c: c}
+			sf.hosts = append(sf.hosts, h)
+			hosts = append(hosts, Host{Dial: h.dial, Options: Options{Host: "pipe"}})
+		}
+		f, err := NewFleet(hosts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sf.Fleet = f
+		return sf
+	}
+}
+
+// TestFleetConformance runs the executor contract, and the shared
+// transcript, against a fleet of one host (with more, the limit on all
+// tasks is each host's, which the transcript's step at that limit shows).
+func TestFleetConformance(t *testing.T) {
+	bashtest.Run(t, overFleet(1))
+	bashtest.Transcript(t, overFleet(1), "../bashtest/testdata/transcript.txtar", false)
+}
