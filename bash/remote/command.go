@@ -54,22 +54,48 @@ func (c *Command) Dial(ctx context.Context) (io.ReadWriteCloser, error) {
 	if wait <= 0 {
 		wait = 5 * time.Second
 	}
-	return &cmdStream{cmd: cmd, in: in, out: out, wait: wait}, nil
+	return newCmdStream(cmd, in, out, wait), nil
 }
 
 // cmdStream is a running program's stdio.
 type cmdStream struct {
-	cmd  *exec.Cmd
-	in   io.WriteCloser
-	out  io.ReadCloser
-	wait time.Duration
+	cmd     *exec.Cmd
+	in      io.WriteCloser
+	out     io.ReadCloser
+	wait    time.Duration
+	exited  chan struct{} // closed when the program has exited
+	waitErr error         // how it exited
 
 	once sync.Once
-	err  error
+}
+
+func newCmdStream(cmd *exec.Cmd, in io.WriteCloser, out io.ReadCloser, wait time.Duration) *cmdStream {
+	s := &cmdStream{cmd: cmd, in: in, out: out, wait: wait, exited: make(chan struct{})}
+	go func() {
+		// Process.Wait, not Cmd.Wait, which would close stdout under a read.
+		st, err := cmd.Process.Wait()
+		if err == nil && !st.Success() {
+			err = &exec.ExitError{ProcessState: st}
+		}
+		s.waitErr = err
+		close(s.exited)
+	}()
+	return s
 }
 
 func (s *cmdStream) Read(p []byte) (int, error)  { return s.out.Read(p) }
 func (s *cmdStream) Write(p []byte) (int, error) { return s.in.Write(p) }
+
+// exitErr says how the program ended, if it did (within a moment: its
+// stream has just ended).
+func (s *cmdStream) exitErr() error {
+	select {
+	case <-s.exited:
+		return s.waitErr
+	case <-time.After(2 * time.Second):
+		return nil
+	}
+}
 
 // Close closes the program's stdin, waits for it to exit (killing it after
 // the wait delay) and closes its stdout.
@@ -77,13 +103,9 @@ func (s *cmdStream) Close() error {
 	s.once.Do(func() {
 		s.in.Close()
 		t := time.AfterFunc(s.wait, func() { _ = s.cmd.Process.Kill() })
-		s.out.Close()
-		err := s.cmd.Wait()
+		<-s.exited
 		t.Stop()
-		var ee *exec.ExitError
-		if err != nil && !errors.As(err, &ee) {
-			s.err = err
-		}
+		s.out.Close()
 	})
-	return s.err
+	return nil
 }

@@ -26,6 +26,10 @@ func TestMain(m *testing.M) {
 	if cfg := os.Getenv(serveEnv); cfg != "" {
 		os.Exit(serveForTest(cfg))
 	}
+	if len(os.Args) == 3 && os.Args[1] == "executor" {
+		// Run as "dsh-bash executor CONFIG", as an uploaded binary is.
+		os.Exit(serveForTest(os.Args[2]))
+	}
 	os.Exit(m.Run())
 }
 

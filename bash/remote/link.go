@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -42,7 +43,7 @@ func dialLink(ctx context.Context, rwc io.ReadWriteCloser, gen int, o *Options, 
 	var r reply
 	if err := l.call(ctx, methodHello, helloParams{Version: Version, Client: "dsh-bash"}, &r); err != nil {
 		l.conn.Close()
-		return nil, err
+		return nil, whyEnded(rwc, err)
 	}
 	if r.Hello == nil {
 		l.conn.Close()
@@ -156,4 +157,27 @@ func (l *link) close() { l.conn.Close() }
 // cancel asks the server to stop call id.
 func (l *link) cancel(id uint64) {
 	_ = l.conn.Notify(context.Background(), methodCancel, cancelParams{ID: id})
+}
+
+// exiter is a stream to a program that can say how the program ended.
+type exiter interface{ exitErr() error }
+
+// whyEnded adds to a failed handshake how the far side's program ended,
+// when it did: the usual cause is a missing dsh-bash (exit status 127).
+func whyEnded(rwc io.ReadWriteCloser, err error) error {
+	x, ok := rwc.(exiter)
+	var le *bash.LinkError
+	if !ok || !errors.As(err, &le) || !errors.Is(err, bash.ErrLinkLost) {
+		return err
+	}
+	exit := x.exitErr()
+	if exit == nil {
+		return err
+	}
+	hint := ""
+	if strings.Contains(exit.Error(), "127") {
+		hint = " (command not found: is dsh-bash installed there? --remote-upload copies this one)"
+	}
+	le.Err = fmt.Errorf("%w: the far side's program ended before the handshake: %v%s", bash.ErrLinkLost, exit, hint)
+	return le
 }

@@ -41,10 +41,14 @@ type SSH struct {
 	NoAgent bool
 	// Command is what runs on the host; default "dsh-bash executor".
 	Command string
-	// Upload, when the host has no dsh-bash, copies the running binary to
-	// a cache directory on the host (~/.cache/dsh-bash/SHA256/), checked by
-	// hash, and runs that; it needs the same OS and architecture there.
+	// Upload, when Command runs dsh-bash and the host has none on its
+	// PATH, copies the running binary to CacheDir/SHA256/dsh-bash on the
+	// host, checked by hash there, and runs that; it needs the same OS and
+	// architecture there.
 	Upload bool
+	// CacheDir is where uploads go on the host (a shell word: $HOME is the
+	// host's). Default "$HOME/.cache/dsh-bash".
+	CacheDir string
 	// Timeout bounds connecting and the SSH handshake. Default 20 s.
 	Timeout time.Duration
 	// KeepAlive is the interval of keepalives; a connection that misses

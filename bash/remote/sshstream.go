@@ -17,6 +17,8 @@ type sshStream struct {
 	wait          time.Duration
 	stopKeepAlive func()
 	once          sync.Once
+	exited        chan struct{} // closed when the session has ended
+	waitErr       error         // how it ended
 }
 
 // startSession starts cmd on a new session of client.
@@ -42,7 +44,23 @@ func startSession(client *ssh.Client, cmd string, stderr io.Writer) (*sshStream,
 		sess.Close()
 		return nil, err
 	}
-	return &sshStream{client: client, sess: sess, in: in, out: out, stopKeepAlive: func() {}}, nil
+	st := &sshStream{client: client, sess: sess, in: in, out: out, stopKeepAlive: func() {}, exited: make(chan struct{})}
+	go func() {
+		st.waitErr = sess.Wait()
+		close(st.exited)
+	}()
+	return st, nil
+}
+
+// exitErr says how the far side's program ended, if it did (within a
+// moment: its stream has just ended).
+func (s *sshStream) exitErr() error {
+	select {
+	case <-s.exited:
+		return s.waitErr
+	case <-time.After(2 * time.Second):
+		return nil
+	}
 }
 
 func (s *sshStream) Read(p []byte) (int, error)  { return s.out.Read(p) }
@@ -55,17 +73,12 @@ func (s *sshStream) Close() error {
 	s.once.Do(func() {
 		s.stopKeepAlive()
 		s.in.Close()
-		done := make(chan struct{})
-		go func() {
-			_ = s.sess.Wait()
-			close(done)
-		}()
 		select {
-		case <-done:
+		case <-s.exited:
 		case <-time.After(s.wait):
 		}
 		s.client.Close()
-		<-done
+		<-s.exited
 	})
 	return nil
 }

@@ -151,7 +151,7 @@ func (f *execFlags) makeExecutor(ctx context.Context, name string, opts *local.O
 		return f.sandbox.executor(ctx, name, opts, stderr)
 	}
 	if f.sandbox.given() {
-		return nil, errors.New("the --sandbox flags apply where commands run: with --executor-cmd, give them to the far side's dsh-bash executor")
+		return nil, errors.New("the --sandbox flags apply where commands run: with --executor-cmd or --remote, give them to the far side's dsh-bash executor")
 	}
 	return f.remote.executor(ctx, stderr)
 }
@@ -159,13 +159,16 @@ func (f *execFlags) makeExecutor(ctx context.Context, name string, opts *local.O
 // instructions are the MCP server's instructions: where commands run, and a
 // warning when they are not sandboxed.
 func (f *execFlags) instructions(exec bash.Executor) string {
-	if re, ok := exec.(*remote.Executor); ok {
+	switch re := exec.(type) {
+	case *remote.Executor:
 		h := re.Hello()
 		msg := fmt.Sprintf("Commands run on %s (%s), not on the client's machine: paths are that machine's.", h.Host, h.Containment)
 		if h.Containment != "sandbox" {
 			msg += " Warning: they are NOT sandboxed there."
 		}
 		return msg
+	case *remote.Fleet:
+		return fmt.Sprintf("Commands run on one of %d remote hosts (each session stays on its host), not on the client's machine: paths are that host's.", len(re.Hosts()))
 	}
 	return f.sandbox.instructions()
 }

@@ -76,7 +76,10 @@ executor flags:
   --config PATH            configuration file (default ~/.config/dsh/config.json)
   --executor-cmd CMD       run commands on the far side of CMD's stdio, where
                            dsh-bash executor serves: 'ssh box dsh-bash executor'
+  --remote URL             run commands on ssh://[user@]host[:port][/workspace]
+                           over built-in SSH (repeat either flag: a fleet)
   --remote-workspace DIR   the sessions' directory on the far side
+  --remote-upload          copy this binary to --remote hosts without dsh-bash
 `
 
 // cli runs one dsh-bash invocation and returns its exit code.

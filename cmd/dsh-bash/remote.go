@@ -14,34 +14,67 @@ import (
 	"github.com/dshgo/dsh/bash/remote"
 )
 
-// remoteFlags choose a remote executor: commands run on the far side of a
-// stream.
+// remoteFlags choose a remote executor, or a fleet of them: commands run
+// on the far side of streams, where dsh-bash executor serves.
 type remoteFlags struct {
-	cmd       string // a program whose stdio is the stream
-	workspace string // the sessions' directory on the far side
+	cmds      listFlag // programs whose stdio is a stream
+	urls      listFlag // ssh:// hosts
+	workspace string   // the sessions' directory on the far side
+	command   string   // what runs on an SSH host
+	upload    bool
 }
 
 func (f *remoteFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.cmd, "executor-cmd", "", "run commands through `dsh-bash executor` on the far side of this program's stdio: 'ssh box dsh-bash executor', 'docker exec -i box dsh-bash executor', 'kubectl exec -i pod -- dsh-bash executor' (split like shell words)")
-	fs.StringVar(&f.workspace, "remote-workspace", "", "the sessions' directory on the far side (default: the directories given here, unchanged)")
+	fs.Var(&f.cmds, "executor-cmd", "run commands through `dsh-bash executor` on the far side of this program's stdio: 'ssh box dsh-bash executor', 'docker exec -i box dsh-bash executor', 'kubectl exec -i pod -- dsh-bash executor' (split like shell words; repeatable: a fleet)")
+	fs.Var(&f.urls, "remote", "run commands on ssh://[user@]host[:port][/workspace] over built-in SSH (keys from the agent or ~/.ssh, host keys from ~/.ssh/known_hosts; repeatable: a fleet)")
+	fs.StringVar(&f.workspace, "remote-workspace", "", "the sessions' directory on the far side, where a --remote URL names none (default: the directories given here, unchanged)")
+	fs.StringVar(&f.command, "remote-command", "dsh-bash executor", "what --remote runs on its hosts, e.g. '/opt/dsh/dsh-bash executor --sandbox=on'")
+	fs.BoolVar(&f.upload, "remote-upload", false, "where a --remote host has no dsh-bash, copy this binary there (~/.cache/dsh-bash/SHA256/, same OS and architecture) and run it")
 }
 
-func (f *remoteFlags) active() bool { return f.cmd != "" }
+func (f *remoteFlags) active() bool { return len(f.cmds)+len(f.urls) > 0 }
 
-// dialTimeout bounds the first connection to the far side.
+// dialTimeout bounds the first connection to a single far side.
 const dialTimeout = 30 * time.Second
 
-// executor connects to the far side.
+// executor connects to the far side: one host, or a fleet of them.
 func (f *remoteFlags) executor(ctx context.Context, stderr io.Writer) (bash.Executor, error) {
-	argv, err := shell.Fields(f.cmd, func(string) string { return "" })
+	hosts, err := f.hosts(stderr)
 	if err != nil {
-		return nil, fmt.Errorf("--executor-cmd: %w", err)
+		return nil, err
 	}
-	if len(argv) == 0 {
-		return nil, errors.New("--executor-cmd: no command")
+	if len(hosts) > 1 {
+		return remote.NewFleet(hosts)
 	}
-	cmd := &remote.Command{Argv: argv, Stderr: stderr}
 	ctx, cancel := context.WithTimeout(ctx, dialTimeout)
 	defer cancel()
-	return remote.Dial(ctx, cmd.Dial, &remote.Options{Host: argv[0], Workspace: f.workspace})
+	return remote.Dial(ctx, hosts[0].Dial, &hosts[0].Options)
+}
+
+// hosts makes a host of every --executor-cmd and --remote.
+func (f *remoteFlags) hosts(stderr io.Writer) ([]remote.Host, error) {
+	var hosts []remote.Host
+	for _, c := range f.cmds {
+		argv, err := shell.Fields(c, func(string) string { return "" })
+		if err != nil {
+			return nil, fmt.Errorf("--executor-cmd %q: %w", c, err)
+		}
+		if len(argv) == 0 {
+			return nil, errors.New("--executor-cmd: no command")
+		}
+		cmd := &remote.Command{Argv: argv, Stderr: stderr}
+		hosts = append(hosts, remote.Host{Dial: cmd.Dial, Options: remote.Options{Host: argv[0], Workspace: f.workspace}})
+	}
+	for _, u := range f.urls {
+		d, ws, err := remote.ParseURL(u)
+		if err != nil {
+			return nil, err
+		}
+		d.Command, d.Upload, d.Stderr = f.command, f.upload, stderr
+		if ws == "" {
+			ws = f.workspace
+		}
+		hosts = append(hosts, remote.Host{Dial: d.Dial, Options: remote.Options{Host: d.Name(), Workspace: ws}})
+	}
+	return hosts, nil
 }

@@ -1,0 +1,84 @@
+//go:build linux
+
+package remote
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"mvdan.cc/sh/v3/syntax"
+
+	"github.com/dshgo/dsh/bash"
+	"github.com/dshgo/dsh/bash/bashtest"
+)
+
+// TestUpload: a host without dsh-bash gets the running binary (this test
+// binary, which serves when run as "dsh-bash executor CONFIG"), once,
+// checked by hash; without Upload the error says what is missing.
+func TestUpload(t *testing.T) {
+	s := startSSHD(t)
+	cfg, err := json.Marshal(serverConfig{bashtest.Config{Cwd: t.TempDir()}, t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, _ := syntax.Quote(string(cfg), syntax.LangBash)
+	d := s.dialer("dsh-bash executor " + q)
+	d.Stderr = nil
+	cache := t.TempDir()
+	d.CacheDir = cache
+
+	_, err = Dial(context.Background(), d.Dial, &Options{Host: d.Name()})
+	if err == nil || !strings.Contains(err.Error(), "is dsh-bash installed there? --remote-upload copies this one") {
+		t.Fatalf("without Upload on a host without dsh-bash: %v", err)
+	}
+
+	d.Upload = true
+	sum, err := selfHash()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(cache, sum, "dsh-bash")
+	var marked time.Time
+	for try := 0; try < 2; try++ {
+		e, err := Dial(context.Background(), d.Dial, &Options{Host: d.Name()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec, err := e.Resolve(context.Background(), bash.ExecRequest{Command: "echo uploaded"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res, err := e.Run(context.Background(), spec); err != nil || res.Stdout.Text != "uploaded\n" {
+			t.Errorf("a run through the uploaded binary: %+v, %v", res, err)
+		}
+		e.Close()
+		fi, err := os.Stat(bin)
+		if err != nil || fi.Mode().Perm() != 0o700 {
+			t.Fatalf("the uploaded binary: %v, %v", fi, err)
+		}
+		if try == 0 {
+			marked = fi.ModTime().Add(-time.Hour) // marks this copy
+			os.Chtimes(bin, marked, marked)
+		} else if !fi.ModTime().Equal(marked) {
+			t.Errorf("the binary was uploaded again")
+		}
+	}
+	entries, _ := os.ReadDir(filepath.Join(cache, sum))
+	if len(entries) != 1 {
+		t.Errorf("the cache holds %d entries, want the binary alone (no temporary file left)", len(entries))
+	}
+}
+
+func TestSameSystem(t *testing.T) {
+	if err := sameSystem("Linux x86_64"); err != nil && strings.Contains(err.Error(), "amd64") {
+		t.Skip("not linux/amd64")
+	}
+	if err := sameSystem("Darwin arm64"); err == nil || !strings.Contains(err.Error(), "it runs Darwin arm64") {
+		t.Errorf("Darwin arm64 accepted: %v", err)
+	}
+}
