@@ -47,7 +47,7 @@ func (s *server) run(ctx context.Context, req *jsonrpc2.Request) (*reply, error)
 	spec := p.spec()
 	if p.Stream {
 		call := req.ID.Num
-		out := newOutbox(s.opts.MaxPendingOutput, func(pc piece) {
+		out := newOutbox(s.opts.MaxPendingOutput, s.opts.outputEvery(), func(pc piece) {
 			_ = s.conn.Notify(ctx, methodOutput, outputNote{Call: call, Stream: pc.stream, Text: string(pc.text), Skipped: pc.skipped})
 		})
 		spec.OnOutput = out.add

@@ -2,6 +2,7 @@ package remote
 
 import (
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/dshgo/dsh/bash"
@@ -24,11 +25,14 @@ type piece struct {
 // oldest are dropped and counted in the next piece's skipped, so a slow
 // link costs the client the middle of the live output, never the result.
 type outbox struct {
-	send func(piece) // called from the outbox's goroutine, one at a time
-	max  int
+	send  func(piece) // called from the outbox's goroutine, one at a time
+	max   int
+	every time.Duration // least time between two sends; 0: none
+	stop  chan struct{} // closed by close: cut any pacing short
 
 	mu      sync.Mutex
 	queue   []piece
+	spare   []byte // a dropped piece's buffer, for the next
 	size    int
 	skipped int64
 	closed  bool
@@ -36,11 +40,12 @@ type outbox struct {
 	done    chan struct{}
 }
 
-func newOutbox(limit int, send func(piece)) *outbox {
+func newOutbox(limit int, every time.Duration, send func(piece)) *outbox {
 	if limit <= 0 {
 		limit = DefaultMaxPendingOutput
 	}
-	o := &outbox{send: send, max: max(limit, utf8.UTFMax), wake: make(chan struct{}, 1), done: make(chan struct{})}
+	o := &outbox{send: send, max: max(limit, utf8.UTFMax), every: every,
+		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	go o.loop()
 	return o
 }
@@ -51,10 +56,18 @@ func (o *outbox) add(stream bash.Stream, text []byte) {
 		return
 	}
 	o.mu.Lock()
+	if len(text) >= o.max {
+		// The text alone fills the bound: what is queued goes, and so does
+		// the text's head, before anything is copied.
+		cut := runeStartAt(text, len(text)-o.max)
+		o.dropAll(int64(cut))
+		text = text[cut:]
+	}
 	if n := len(o.queue); n > 0 && o.queue[n-1].stream == stream {
 		o.queue[n-1].text = append(o.queue[n-1].text, text...)
 	} else {
-		o.queue = append(o.queue, piece{stream: stream, text: append([]byte(nil), text...)})
+		o.queue = append(o.queue, piece{stream: stream, text: append(o.spare[:0], text...)})
+		o.spare = nil
 	}
 	o.size += len(text)
 	o.trim()
@@ -63,6 +76,27 @@ func (o *outbox) add(stream bash.Stream, text []byte) {
 	case o.wake <- struct{}{}:
 	default:
 	}
+}
+
+// dropAll drops everything queued, and skipped more bytes after it,
+// keeping one buffer for reuse.
+func (o *outbox) dropAll(skipped int64) {
+	for _, p := range o.queue {
+		o.skipped += int64(len(p.text)) + p.skipped
+	}
+	o.skipped += skipped
+	if len(o.queue) > 0 {
+		o.spare = o.queue[0].text[:0:cap(o.queue[0].text)]
+	}
+	o.queue, o.size = o.queue[:0], 0
+}
+
+// runeStartAt is the first character boundary at or after i.
+func runeStartAt(b []byte, i int) int {
+	for i < len(b) && !utf8.RuneStart(b[i]) {
+		i++
+	}
+	return i
 }
 
 // trim drops the oldest bytes past max, at character boundaries.
@@ -76,10 +110,7 @@ func (o *outbox) trim() {
 			o.queue = o.queue[1:]
 			continue
 		}
-		cut := over
-		for cut < len(head.text) && !utf8.RuneStart(head.text[cut]) {
-			cut++
-		}
+		cut := runeStartAt(head.text, over)
 		o.skipped += int64(cut)
 		o.size -= cut
 		head.text = head.text[cut:]
@@ -112,7 +143,21 @@ func (o *outbox) loop() {
 				break
 			}
 			o.send(p)
+			o.pace()
 		}
+	}
+}
+
+// pace waits the least time between two sends, unless close cuts it short.
+func (o *outbox) pace() {
+	if o.every <= 0 {
+		return
+	}
+	t := time.NewTimer(o.every)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-o.stop:
 	}
 }
 
@@ -121,6 +166,7 @@ func (o *outbox) close() {
 	o.mu.Lock()
 	o.closed = true
 	o.mu.Unlock()
+	close(o.stop)
 	select {
 	case o.wake <- struct{}{}:
 	default:

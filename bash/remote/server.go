@@ -9,6 +9,7 @@ import (
 	"log"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/sourcegraph/jsonrpc2"
 
@@ -25,6 +26,10 @@ type ServeOptions struct {
 	// MaxPendingOutput bounds the live output of one run kept unsent while
 	// the link is busy. Default DefaultMaxPendingOutput.
 	MaxPendingOutput int
+	// OutputEvery is the least time between two pieces of a run's live
+	// output: what arrives meanwhile goes out together, which spares the
+	// link and both sides' CPU on a flood. Default 20 ms; negative: none.
+	OutputEvery time.Duration
 	// Logf, if set, receives protocol diagnostics; by default they are
 	// dropped (stderr may be the client's terminal, or nothing).
 	Logf func(format string, args ...any)
@@ -219,4 +224,14 @@ type logWriter func(format string, args ...any)
 func (f logWriter) Write(b []byte) (int, error) {
 	f("%s", b)
 	return len(b), nil
+}
+
+func (o *ServeOptions) outputEvery() time.Duration {
+	switch {
+	case o.OutputEvery < 0:
+		return 0
+	case o.OutputEvery == 0:
+		return 20 * time.Millisecond
+	}
+	return o.OutputEvery
 }

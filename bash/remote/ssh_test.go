@@ -19,7 +19,7 @@ import (
 
 // serveCommand is the shell command that runs this test binary as a
 // server with the suite's knobs.
-func serveCommand(t *testing.T, c bashtest.Config) string {
+func serveCommand(t testing.TB, c bashtest.Config) string {
 	cfg, err := json.Marshal(serverConfig{c, t.TempDir()})
 	if err != nil {
 		t.Fatal(err)

@@ -25,7 +25,7 @@ import (
 // own, with its own host key and authorized key; no system configuration
 // is read or changed.
 type sshd struct {
-	t          *testing.T
+	t          testing.TB
 	dir        string
 	port       int
 	hostKey    ssh.Signer
@@ -38,7 +38,7 @@ const sshdPath = "/usr/sbin/sshd"
 
 // requireSSHD skips a test without sshd, except under CI, which installs
 // it.
-func requireSSHD(t *testing.T) {
+func requireSSHD(t testing.TB) {
 	t.Helper()
 	if _, err := os.Stat(sshdPath); err != nil && os.Getenv("CI") != "true" {
 		t.Skip("sshd is not installed (apt install openssh-server)")
@@ -46,7 +46,7 @@ func requireSSHD(t *testing.T) {
 }
 
 // startSSHD starts a server; it stops with the test.
-func startSSHD(t *testing.T) *sshd {
+func startSSHD(t testing.TB) *sshd {
 	t.Helper()
 	requireSSHD(t)
 	s := &sshd{t: t, dir: t.TempDir()}
@@ -131,7 +131,7 @@ func (s *sshd) dialer(command string) *SSH {
 }
 
 // writeKey makes an ed25519 key and writes its private half to path.
-func writeKey(t *testing.T, path string) ssh.Signer {
+func writeKey(t testing.TB, path string) ssh.Signer {
 	t.Helper()
 	_, priv, err := ed25519.GenerateKey(nil)
 	if err != nil {
@@ -152,7 +152,7 @@ func writeKey(t *testing.T, path string) ssh.Signer {
 }
 
 // freePort finds a loopback port nobody listens on.
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

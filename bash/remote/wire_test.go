@@ -107,7 +107,7 @@ func TestOutboxBounded(t *testing.T) {
 	var mu sync.Mutex
 	var got []piece
 	first := true
-	o := newOutbox(1000, func(p piece) {
+	o := newOutbox(1000, 0, func(p piece) {
 		if first {
 			first = false
 			<-release // the link is stuck on the first piece
