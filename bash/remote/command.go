@@ -59,43 +59,29 @@ func (c *Command) Dial(ctx context.Context) (io.ReadWriteCloser, error) {
 
 // cmdStream is a running program's stdio.
 type cmdStream struct {
-	cmd     *exec.Cmd
-	in      io.WriteCloser
-	out     io.ReadCloser
-	wait    time.Duration
-	exited  chan struct{} // closed when the program has exited
-	waitErr error         // how it exited
-
+	cmd  *exec.Cmd
+	in   io.WriteCloser
+	out  io.ReadCloser
+	wait time.Duration
+	exitWatch
 	once sync.Once
 }
 
 func newCmdStream(cmd *exec.Cmd, in io.WriteCloser, out io.ReadCloser, wait time.Duration) *cmdStream {
-	s := &cmdStream{cmd: cmd, in: in, out: out, wait: wait, exited: make(chan struct{})}
-	go func() {
+	s := &cmdStream{cmd: cmd, in: in, out: out, wait: wait}
+	s.watch(func() error {
 		// Process.Wait, not Cmd.Wait, which would close stdout under a read.
 		st, err := cmd.Process.Wait()
 		if err == nil && !st.Success() {
 			err = &exec.ExitError{ProcessState: st}
 		}
-		s.waitErr = err
-		close(s.exited)
-	}()
+		return err
+	})
 	return s
 }
 
 func (s *cmdStream) Read(p []byte) (int, error)  { return s.out.Read(p) }
 func (s *cmdStream) Write(p []byte) (int, error) { return s.in.Write(p) }
-
-// exitErr says how the program ended, if it did (within a moment: its
-// stream has just ended).
-func (s *cmdStream) exitErr() error {
-	select {
-	case <-s.exited:
-		return s.waitErr
-	case <-time.After(2 * time.Second):
-		return nil
-	}
-}
 
 // Close closes the program's stdin, waits for it to exit (killing it after
 // the wait delay) and closes its stdout.
@@ -108,4 +94,30 @@ func (s *cmdStream) Close() error {
 		s.out.Close()
 	})
 	return nil
+}
+
+// exitWatch waits, from a goroutine of its own, for a far side's program
+// to end, and says how.
+type exitWatch struct {
+	exited  chan struct{} // closed when the program has ended
+	waitErr error         // how it ended
+}
+
+func (w *exitWatch) watch(wait func() error) {
+	w.exited = make(chan struct{})
+	go func() {
+		w.waitErr = wait()
+		close(w.exited)
+	}()
+}
+
+// exitErr says how the program ended, if it did (within a moment: its
+// stream has just ended).
+func (w *exitWatch) exitErr() error {
+	select {
+	case <-w.exited:
+		return w.waitErr
+	case <-time.After(2 * time.Second):
+		return nil
+	}
 }

@@ -81,7 +81,7 @@ func localOptions(t *testing.T, c bashtest.Config) *local.Options {
 
 // pipePair is two pipes: the client's end and the server's end of one
 // stream.
-func pipePair(t *testing.T) (client, server io.ReadWriteCloser) {
+func pipePair(t testing.TB) (client, server io.ReadWriteCloser) {
 	cr, sw, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
@@ -102,31 +102,42 @@ func (p *pipeEnd) Close() error {
 	return p.r.Close()
 }
 
+// servePipe serves a new local executor with opts in this process over a
+// pair of pipes. It returns the client's end, the server's end, and a
+// channel closed once Serve has returned.
+func servePipe(t testing.TB, opts *local.Options) (cli, srv io.ReadWriteCloser, done chan struct{}, err error) {
+	le, err := local.New(opts)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	cli, srv = pipePair(t)
+	done = make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = Serve(context.Background(), srv, le, nil)
+	}()
+	return cli, srv, done, nil
+}
+
 // served is a client whose server runs in this process: its Close also
 // waits for Serve to return.
 type served struct {
 	*Executor
-	done chan error
+	done chan struct{}
 }
 
 func (s *served) Close() error {
 	err := s.Executor.Close()
-	if serr := <-s.done; serr != nil && err == nil {
-		err = serr
-	}
-	s.done <- nil // a second Close finds it again
+	<-s.done
 	return err
 }
 
 // overPipe serves a local executor in this process over a pair of pipes.
 func overPipe(t *testing.T, c bashtest.Config) bash.Executor {
-	le, err := local.New(localOptions(t, c))
+	cli, _, done, err := servePipe(t, localOptions(t, c))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cli, srv := pipePair(t)
-	done := make(chan error, 1)
-	go func() { done <- Serve(context.Background(), srv, le, nil) }()
 	e, err := New(context.Background(), cli, &Options{Host: "pipe"})
 	if err != nil {
 		t.Fatal(err)

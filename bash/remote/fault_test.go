@@ -34,16 +34,10 @@ func (f *farSides) dial(ctx context.Context) (io.ReadWriteCloser, error) {
 	if f.fail != nil {
 		return nil, f.fail
 	}
-	le, err := local.New(&local.Options{SpillDir: f.t.TempDir(), Grace: 100 * time.Millisecond})
+	cli, srv, done, err := servePipe(f.t, &local.Options{SpillDir: f.t.TempDir(), Grace: 100 * time.Millisecond})
 	if err != nil {
 		return nil, err
 	}
-	cli, srv := pipePair(f.t)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = Serve(context.Background(), srv, le, nil)
-	}()
 	f.cuts = append(f.cuts, func() { srv.Close() })
 	f.done = append(f.done, done)
 	return cli, nil
@@ -191,13 +185,10 @@ func TestHungFarSide(t *testing.T) {
 // TestVersionMismatch: a server refuses a client of another protocol
 // version, saying which it speaks.
 func TestVersionMismatch(t *testing.T) {
-	le, err := local.New(&local.Options{SpillDir: t.TempDir()})
+	cli, _, done, err := servePipe(t, &local.Options{SpillDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cli, srv := pipePair(t)
-	done := make(chan error, 1)
-	go func() { done <- Serve(context.Background(), srv, le, nil) }()
 	l := &link{host: "old", runs: map[uint64]*liveRun{}, done: func(int, wireTask) {}}
 	l.conn = newClientConn(cli, l, &Options{})
 	var r reply

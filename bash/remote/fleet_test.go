@@ -9,7 +9,6 @@ import (
 
 	"github.com/dshgo/dsh/bash"
 	"github.com/dshgo/dsh/bash/bashtest"
-	"github.com/dshgo/dsh/bash/local"
 )
 
 // pipeHost is a fleet host whose servers run in this process: each dial
@@ -21,16 +20,10 @@ type pipeHost struct {
 }
 
 func (p *pipeHost) dial(ctx context.Context) (io.ReadWriteCloser, error) {
-	le, err := local.New(localOptions(p.t, p.c))
+	cli, _, done, err := servePipe(p.t, localOptions(p.t, p.c))
 	if err != nil {
 		return nil, err
 	}
-	cli, srv := pipePair(p.t)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = Serve(context.Background(), srv, le, nil)
-	}()
 	p.done = append(p.done, done)
 	return cli, nil
 }

@@ -17,8 +17,7 @@ type sshStream struct {
 	wait          time.Duration
 	stopKeepAlive func()
 	once          sync.Once
-	exited        chan struct{} // closed when the session has ended
-	waitErr       error         // how it ended
+	exitWatch
 }
 
 // startSession starts cmd on a new session of client.
@@ -44,23 +43,9 @@ func startSession(client *ssh.Client, cmd string, stderr io.Writer) (*sshStream,
 		sess.Close()
 		return nil, err
 	}
-	st := &sshStream{client: client, sess: sess, in: in, out: out, stopKeepAlive: func() {}, exited: make(chan struct{})}
-	go func() {
-		st.waitErr = sess.Wait()
-		close(st.exited)
-	}()
+	st := &sshStream{client: client, sess: sess, in: in, out: out, stopKeepAlive: func() {}}
+	st.watch(sess.Wait)
 	return st, nil
-}
-
-// exitErr says how the far side's program ended, if it did (within a
-// moment: its stream has just ended).
-func (s *sshStream) exitErr() error {
-	select {
-	case <-s.exited:
-		return s.waitErr
-	case <-time.After(2 * time.Second):
-		return nil
-	}
 }
 
 func (s *sshStream) Read(p []byte) (int, error)  { return s.out.Read(p) }
