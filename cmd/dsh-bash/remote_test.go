@@ -7,12 +7,14 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/dshgo/dsh/bash"
 	"github.com/dshgo/dsh/bash/bashtest"
 	"github.com/dshgo/dsh/bash/remote"
+	"github.com/dshgo/dsh/internal/proctest"
 )
 
 // overExecutor makes remote executors over `dsh-bash executor` processes
@@ -75,5 +77,31 @@ func TestExecutorCmd(t *testing.T) {
 	_, errOut, code = dshBash(t, dir, "run", "--executor-cmd", "/nonexistent/dsh-bash executor", "--", "true")
 	if code != 2 || !strings.Contains(errOut, "/nonexistent/dsh-bash") {
 		t.Errorf("a far side that cannot start: exit %d, stderr %q", code, errOut)
+	}
+}
+
+// TestMCPOverExecutor: an MCP server whose commands run through dsh-bash
+// executor tells the model where they run, and that they are not
+// sandboxed there; its calls work; at its stdin's EOF the far side's
+// tasks die with it.
+func TestMCPOverExecutor(t *testing.T) {
+	far := binary + " executor --sandbox=off"
+	m := startRawMCP(t, "--executor-cmd", far)
+	if !strings.Contains(m.init, "Commands run on") || !strings.Contains(m.init, "NOT sandboxed there") {
+		t.Errorf("the instructions do not say where commands run: %s", m.init)
+	}
+	fifo := t.TempDir() + "/pid"
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m.call(1, "echo $$ > "+fifo+"; exec sleep 300", true)
+	pid := proctest.PidFromFIFO(t, fifo)
+	if a := m.answer(1); !strings.Contains(a, "started background task bash-1") {
+		t.Errorf("the background call: %s", a)
+	}
+	m.in.Close()
+	m.exited()
+	if err := proctest.WaitExit(pid, 10*time.Second); err != nil {
+		t.Errorf("the far side's task outlived the MCP server: %v", err)
 	}
 }

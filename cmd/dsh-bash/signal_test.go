@@ -26,6 +26,7 @@ type rawMCP struct {
 	out  *bufio.Reader
 	outR io.ReadCloser
 	tmp  string // its TMPDIR, where its spill directory goes
+	init string // the answer to initialize
 }
 
 func startRawMCP(t *testing.T, flags ...string) *rawMCP {
@@ -51,7 +52,7 @@ func startRawMCP(t *testing.T, flags ...string) *rawMCP {
 	})
 	m.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`,
 		`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	m.answer(0)
+	m.init = m.answer(0)
 	return m
 }
 
