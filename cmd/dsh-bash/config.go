@@ -17,6 +17,17 @@ import (
 // override it; list flags add to its lists.
 type config struct {
 	Sandbox sandboxConfig `json:"sandbox"`
+	Remote  remoteConfig  `json:"remote"`
+}
+
+// remoteConfig is the file's "remote" object: hosts where commands run
+// (a fleet when more than one), as --remote and --executor-cmd give them.
+type remoteConfig struct {
+	Hosts        []string `json:"hosts"`        // ssh:// URLs
+	ExecutorCmds []string `json:"executorCmds"` // programs whose stdio reaches dsh-bash executor
+	Workspace    string   `json:"workspace"`
+	Command      string   `json:"command"`
+	Upload       bool     `json:"upload"`
 }
 
 // sandboxConfig is the file's "sandbox" object; a missing field keeps the

@@ -25,6 +25,7 @@ func TestLoadConfig(t *testing.T) {
 			want: sandboxConfig{Mode: "on", Network: "off", LockCaches: true,
 				Writable: []string{"/srv/data", filepath.Join(home, "scratch")}, ReadOnly: []string{"/srv/data/keep"},
 				Hidden: []string{home, "/opt/secret"}}},
+		{name: "remote hosts", file: `{"remote": {"hosts": ["ssh://a/w", "ssh://b/w"], "upload": true}}`},
 		{name: "unknown field", file: "{\"sandbox\": {\n\"writeable\": []}}", err: `line 2: json: unknown field "writeable"`},
 		{name: "syntax error", file: "{\"sandbox\":\n{\"mode\": on}}", err: "line 2: invalid character 'o'"},
 		{name: "wrong type", file: "{\"sandbox\": {\"lockCaches\": \"yes\"}}", err: "line 1: json: cannot unmarshal string"},
@@ -124,3 +125,16 @@ func TestConfigHides(t *testing.T) {
 }
 
 func quote(s string) string { return `"` + strings.ReplaceAll(s, `"`, `\"`) + `"` }
+
+// TestConfigRemote: a far side and its workspace named in the file are
+// where commands run.
+func TestConfigRemote(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(t.TempDir(), "config.json")
+	far := binary + " executor --sandbox=off"
+	os.WriteFile(cfg, []byte(`{"remote": {"executorCmds": [`+quote(far)+`], "workspace": `+quote(dir)+`}}`), 0o600)
+	out, errOut, code := dshBash(t, t.TempDir(), "run", "--config", cfg, "--", "pwd")
+	if code != 0 || out != dir+"\n" {
+		t.Errorf("run with a remote host from the file: %q (stderr %q, exit %d)", out, errOut, code)
+	}
+}

@@ -58,6 +58,7 @@ func (f *execFlags) loadConfig() error {
 	if err != nil {
 		return err
 	}
+	f.remote.merge(&c.Remote)
 	return f.sandbox.merge(&c.Sandbox)
 }
 

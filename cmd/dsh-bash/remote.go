@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"mvdan.cc/sh/v3/shell"
@@ -17,6 +18,7 @@ import (
 // remoteFlags choose a remote executor, or a fleet of them: commands run
 // on the far side of streams, where dsh-bash executor serves.
 type remoteFlags struct {
+	fs        *flag.FlagSet
 	cmds      listFlag // programs whose stdio is a stream
 	urls      listFlag // ssh:// hosts
 	workspace string   // the sessions' directory on the far side
@@ -25,11 +27,28 @@ type remoteFlags struct {
 }
 
 func (f *remoteFlags) register(fs *flag.FlagSet) {
+	f.fs = fs
 	fs.Var(&f.cmds, "executor-cmd", "run commands through `dsh-bash executor` on the far side of this program's stdio: 'ssh box dsh-bash executor', 'docker exec -i box dsh-bash executor', 'kubectl exec -i pod -- dsh-bash executor' (split like shell words; repeatable: a fleet)")
 	fs.Var(&f.urls, "remote", "run commands on ssh://[user@]host[:port][/workspace] over built-in SSH (keys from the agent or ~/.ssh, host keys from ~/.ssh/known_hosts; repeatable: a fleet)")
 	fs.StringVar(&f.workspace, "remote-workspace", "", "the sessions' directory on the far side, where a --remote URL names none (default: the directories given here, unchanged)")
 	fs.StringVar(&f.command, "remote-command", "dsh-bash executor", "what --remote runs on its hosts, e.g. '/opt/dsh/dsh-bash executor --sandbox=on'")
 	fs.BoolVar(&f.upload, "remote-upload", false, "where a --remote host has no dsh-bash, copy this binary there (~/.cache/dsh-bash/SHA256/, same OS and architecture) and run it")
+}
+
+// merge completes the parsed flags with the configuration file: its hosts
+// come before the flags'; a flag given wins over its other fields.
+func (f *remoteFlags) merge(c *remoteConfig) {
+	given := map[string]bool{}
+	f.fs.Visit(func(fl *flag.Flag) { given[fl.Name] = true })
+	f.urls = append(slices.Clip(c.Hosts), f.urls...)
+	f.cmds = append(slices.Clip(c.ExecutorCmds), f.cmds...)
+	if !given["remote-workspace"] && c.Workspace != "" {
+		f.workspace = c.Workspace
+	}
+	if !given["remote-command"] && c.Command != "" {
+		f.command = c.Command
+	}
+	f.upload = f.upload || c.Upload
 }
 
 func (f *remoteFlags) active() bool { return len(f.cmds)+len(f.urls) > 0 }
