@@ -130,6 +130,10 @@ func (s *SSH) Dial(ctx context.Context) (io.ReadWriteCloser, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Opening the session (and the upload) wait on the host: ctx bounds
+	// them by closing the connection.
+	stop := context.AfterFunc(ctx, func() { client.Close() })
+	defer stop()
 	cmd := s.Command
 	if cmd == "" {
 		cmd = "dsh-bash executor"
@@ -142,8 +146,12 @@ func (s *SSH) Dial(ctx context.Context) (io.ReadWriteCloser, error) {
 		}
 	}
 	st, err := startSession(client, cmd, s.Stderr)
-	if err != nil {
+	if !stop() || err != nil {
 		client.Close()
+		if err == nil {
+			st.Close()
+			err = ctx.Err()
+		}
 		return nil, fmt.Errorf("%s: %w", s.Name(), err)
 	}
 	st.wait = s.waitDelay()
