@@ -1,0 +1,281 @@
+package permission
+
+import (
+	"fmt"
+	"path"
+	"path/filepath"
+	"strings"
+	"unicode"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// Policy is a set of rules and what applies to a command none matches.
+// The zero Policy allows every command that can be read statically:
+// callers with no rules configured do not check at all.
+type Policy struct {
+	Rules []Rule
+	// Unmatched is the decision for a simple command no rule matches (Ask
+	// where rules are configured).
+	Unmatched Decision
+	// Home is what ~ means; empty makes ~ unknown (ask).
+	Home string
+}
+
+// Verdict is the decision on a whole command, and why.
+type Verdict struct {
+	Decision Decision
+	// Rule is the rule that decided, when one did.
+	Rule *Rule
+	// Command is the simple command (its words) the decision is about.
+	Command string
+	// Reason says why, in words for the model and the user.
+	Reason string
+	// Prefixes are, for Ask, the narrowest argv prefixes that, allowed,
+	// would have let the command run (empty when no prefix rule could:
+	// the ask comes from what cannot be known statically).
+	Prefixes []string
+}
+
+// maxDepth bounds the strings parsed again (eval, bash -c, …) within one
+// another.
+const maxDepth = 8
+
+// Check decides on command, which runs in workdir for a session whose
+// workspace is workspace (writes outside it are asked about; empty: not
+// checked).
+func (p *Policy) Check(command, workdir, workspace string) Verdict {
+	c := &checker{p: p, workdir: workdir, workspace: workspace}
+	c.script(command, 0)
+	if c.v.Decision == Ask && !c.structural {
+		c.v.Prefixes = c.prefixes
+	}
+	if c.v.Reason == "" {
+		c.v.Reason = "every command it runs is allowed"
+	}
+	return c.v
+}
+
+// checker walks one command, keeping the strongest verdict.
+type checker struct {
+	p                  *Policy
+	workdir, workspace string
+	v                  Verdict
+	structural         bool     // an ask no prefix rule could answer
+	prefixes           []string // of the simple commands asked about
+	changesDir         bool     // the script runs cd, pushd or popd
+}
+
+// raise keeps v if it is stronger than what was found so far.
+func (c *checker) raise(v Verdict) {
+	if v.Decision > c.v.Decision || (c.v.Reason == "" && v.Decision == c.v.Decision) {
+		c.v = v
+	}
+}
+
+// unknowable is an ask that no rule can answer.
+func (c *checker) unknowable(cmd, reason string) {
+	c.structural = true
+	c.raise(Verdict{Decision: Ask, Command: cmd, Reason: reason})
+}
+
+// script parses a command (or a string bash would run) and checks it.
+func (c *checker) script(src string, depth int) {
+	if depth > maxDepth {
+		c.unknowable(src, "it runs strings within strings too deeply to follow")
+		return
+	}
+	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(src), "")
+	if err != nil {
+		c.unknowable(src, fmt.Sprintf("it does not parse as bash (%v)", err))
+		return
+	}
+	syntax.Walk(f, func(n syntax.Node) bool {
+		switch n := n.(type) {
+		case *syntax.CallExpr:
+			c.assigns(n.Assigns)
+			if len(n.Args) > 0 {
+				args, known := argv(n.Args, c.p.Home)
+				c.call(args, known, depth)
+			}
+		case *syntax.DeclClause:
+			for _, a := range n.Args {
+				c.assigns([]*syntax.Assign{a})
+			}
+		case *syntax.Redirect:
+			c.redirect(n)
+		}
+		return true
+	})
+}
+
+// call checks one simple command, and what it runs in turn.
+func (c *checker) call(args []string, known, depth int) {
+	text := commandText(args, known)
+	if known == 0 {
+		c.unknowable(text, "its command name is only known when it runs")
+		return
+	}
+	name := args[0]
+	if !isASCII(name) {
+		c.unknowable(text, fmt.Sprintf("its command name %q has non-ASCII letters (a look-alike?)", name))
+		return
+	}
+	base := path.Base(name)
+	if base == "cd" || base == "pushd" || base == "popd" {
+		c.changesDir = true
+	}
+	if c.runs(base, args, known, depth) {
+		c.rules(args, known, text, false) // only rules naming the wrapper itself
+		return
+	}
+	c.rules(args, known, text, true)
+}
+
+// rules applies the rules to one simple command; unmatched says whether
+// Policy.Unmatched applies when none matches.
+func (c *checker) rules(args []string, known int, text string, unmatched bool) {
+	best := Verdict{Decision: -1}
+	var maybe *Rule
+	for i := range c.p.Rules {
+		r := &c.p.Rules[i]
+		ok, unsure := r.match(args, known)
+		switch {
+		case ok && r.Decision > best.Decision:
+			best = Verdict{Decision: r.Decision, Rule: r, Command: text}
+		case unsure && r.Decision != Allow && (maybe == nil || r.Decision > maybe.Decision):
+			maybe = r
+		}
+	}
+	if maybe != nil && maybe.Decision > best.Decision {
+		c.unknowable(text, fmt.Sprintf("it may match rule %s: an argument is only known when it runs", maybe))
+		return
+	}
+	if best.Rule != nil {
+		best.Reason = fmt.Sprintf("%s matches rule %s", quoteCmd(text), best.Rule)
+		c.raise(best)
+		if best.Decision == Ask {
+			c.prefixes = appendNew(c.prefixes, suggest(args, known))
+		}
+		return
+	}
+	if !unmatched {
+		return
+	}
+	d := c.p.Unmatched
+	reason := fmt.Sprintf("no rule allows %s", quoteCmd(text))
+	if d == Allow {
+		reason = ""
+	}
+	c.raise(Verdict{Decision: d, Command: text, Reason: reason})
+	if d == Ask {
+		if p := suggest(args, known); p != "" {
+			c.prefixes = appendNew(c.prefixes, p)
+		} else {
+			c.structural = true
+		}
+	}
+}
+
+// dangerousVars change what later commands run or how bash reads them.
+var dangerousVars = map[string]bool{
+	"PATH": true, "IFS": true, "BASH_ENV": true, "ENV": true, "SHELLOPTS": true, "BASHOPTS": true,
+	"PS4": true, "PROMPT_COMMAND": true, "CDPATH": true, "GLOBIGNORE": true,
+	"LD_PRELOAD": true, "LD_LIBRARY_PATH": true, "LD_AUDIT": true,
+	"GIT_SSH": true, "GIT_SSH_COMMAND": true, "GIT_EXTERNAL_DIFF": true, "GIT_PAGER": true, "GIT_EDITOR": true,
+	"GIT_ASKPASS": true, "SSH_ASKPASS": true, "GIT_EXEC_PATH": true, "GIT_CONFIG_GLOBAL": true, "GIT_CONFIG_SYSTEM": true,
+	"PAGER": true, "EDITOR": true, "VISUAL": true, "BROWSER": true,
+	"NODE_OPTIONS": true, "PYTHONSTARTUP": true, "PYTHONPATH": true, "PERL5OPT": true, "PERL5LIB": true,
+	"RUBYOPT": true, "RUBYLIB": true, "JAVA_TOOL_OPTIONS": true, "GOFLAGS": true, "RUSTC_WRAPPER": true,
+	"CC": true, "CXX": true, "MAKEFLAGS": true,
+}
+
+func dangerousVar(name string) bool {
+	return dangerousVars[name] || strings.HasPrefix(name, "LD_") || strings.HasPrefix(name, "GIT_CONFIG") ||
+		strings.HasPrefix(name, "BASH_FUNC_") || strings.HasPrefix(name, "DYLD_")
+}
+
+// assigns asks about assignments to variables that change what runs.
+func (c *checker) assigns(as []*syntax.Assign) {
+	for _, a := range as {
+		if a.Name != nil && dangerousVar(a.Name.Value) {
+			c.unknowable(a.Name.Value+"=…", fmt.Sprintf("it sets %s, which changes what commands run", a.Name.Value))
+		}
+	}
+}
+
+// writeOps are the redirections that write to their word.
+var writeOps = map[syntax.RedirOperator]bool{
+	syntax.RdrOut: true, syntax.AppOut: true, syntax.RdrInOut: true, syntax.RdrClob: true,
+	syntax.RdrAll: true, syntax.AppAll: true, syntax.RdrAllClob: true, syntax.AppAllClob: true,
+}
+
+// harmlessTargets can be written anywhere.
+var harmlessTargets = map[string]bool{"/dev/null": true, "/dev/stdout": true, "/dev/stderr": true, "/dev/tty": true}
+
+// redirect asks about a write outside the workspace.
+func (c *checker) redirect(r *syntax.Redirect) {
+	if !writeOps[r.Op] || c.workspace == "" || r.Word == nil {
+		return
+	}
+	target, ok := staticWord(r.Word, c.p.Home)
+	if !ok {
+		c.unknowable("> …", "it writes to a file whose name is only known when it runs")
+		return
+	}
+	if harmlessTargets[target] || strings.HasPrefix(target, "/dev/fd/") || (r.Op == syntax.RdrAll || r.Op == syntax.RdrOut) && isFD(target) {
+		return
+	}
+	if !filepath.IsAbs(target) {
+		if c.changesDir || c.workdir == "" {
+			c.unknowable("> "+target, fmt.Sprintf("it writes to %s relative to a directory it changes", target))
+			return
+		}
+		target = filepath.Join(c.workdir, target)
+	}
+	target = filepath.Clean(target)
+	if !within(target, c.workspace) {
+		c.unknowable("> "+target, fmt.Sprintf("it writes to %s, outside the workspace %s", target, c.workspace))
+	}
+}
+
+func isFD(s string) bool {
+	return s != "" && strings.Trim(s, "0123456789-") == ""
+}
+
+func within(p, dir string) bool {
+	dir = filepath.Clean(dir)
+	return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
+}
+
+func isASCII(s string) bool {
+	for _, r := range s {
+		if r > unicode.MaxASCII {
+			return false
+		}
+	}
+	return true
+}
+
+// commandText shows a simple command: its static words, then "…".
+func commandText(args []string, known int) string {
+	s := strings.Join(args[:known], " ")
+	if known < len(args) {
+		if s != "" {
+			s += " "
+		}
+		s += "…"
+	}
+	return s
+}
+
+func quoteCmd(s string) string { return "`" + s + "`" }
+
+func appendNew(list []string, s string) []string {
+	for _, x := range list {
+		if x == s {
+			return list
+		}
+	}
+	return append(list, s)
+}

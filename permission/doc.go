@@ -1,0 +1,18 @@
+// Package permission decides whether a shell command may run: allow, ask
+// or deny, by rules that match the argv prefixes of the simple commands
+// it would run (git status, go test, npm run *).
+//
+// A command is read the way bash will read it (mvdan.cc/sh/v3/syntax),
+// and every simple command in it is checked: each side of &&, ||, ;, |
+// and &, subshells and groups, command and process substitutions,
+// function bodies, strings run by eval, bash -c / sh -c, trap and alias,
+// the command after wrappers such as env, command, builtin, exec, nohup,
+// timeout, nice, xargs, sudo and find -exec; and redirections that write
+// outside the workspace. Deny wins over ask, which wins over allow. What
+// cannot be known without running the command (a command name or an
+// argument within a rule's prefix that comes from a variable, a glob or a
+// substitution; a string for eval or bash -c that is not literal; an
+// assignment to a variable that changes what runs, like PATH or
+// LD_PRELOAD; a command name in non-ASCII letters; a command that does not
+// parse) is ask, never allow.
+package permission

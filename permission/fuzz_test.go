@@ -1,0 +1,67 @@
+package permission
+
+import (
+	"strings"
+	"testing"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// FuzzCheckNeverPanics: any input gets a verdict.
+func FuzzCheckNeverPanics(f *testing.F) {
+	for _, tt := range checkTests {
+		f.Add(tt.cmd)
+	}
+	p := testPolicy(f)
+	f.Fuzz(func(t *testing.T, cmd string) {
+		v := p.Check(cmd, "/w", "/w")
+		if v.Decision < Allow || v.Decision > Deny || (v.Decision != Allow && v.Reason == "") {
+			t.Errorf("%q: %+v", cmd, v)
+		}
+	})
+}
+
+// hidings are the places a command can hide in another; %s is where it
+// goes.
+var hidings = []string{
+	"%s", "A && %s", "A || %s", "A; %s", "A | %s", "A & %s", "(%s)", "{ %s; }",
+	"A $(%s)", "A `%s`", `A "$(%s)"`, "A <(%s)", "A >(%s)", "if %s; then A; fi", "while %s; do A; done",
+	"f() { %s; }; f", "eval '%s'", "bash -c '%s'", "sh -c '%s'", "env X=1 %s", "command %s", "exec %s",
+	"nohup %s", "timeout 5 %s", "xargs %s", "trap '%s' EXIT", "x=$(%s)", "A ${x:-$(%s)}",
+	"cat <<E\n$(%s)\nE", "A\n%s", "A \\\n; %s", "time %s", "! %s", "watch '%s'", "find . -exec %s \\;",
+}
+
+// FuzzDeniedNeverAllowed: a denied command hidden anywhere in a command,
+// among words the fuzzer picks (quoted so that they stay words), never
+// gets allow.
+func FuzzDeniedNeverAllowed(f *testing.F) {
+	f.Add(0, "ls", "x")
+	f.Add(5, "echo hi", "-rf /")
+	f.Add(17, "git status", "~")
+	p := testPolicy(f)
+	f.Fuzz(func(t *testing.T, where int, filler, arg string) {
+		if where < 0 {
+			where = -where
+		}
+		h := hidings[where%len(hidings)]
+		a, err := syntax.Quote(filler, syntax.LangBash)
+		if err != nil {
+			return
+		}
+		q, err := syntax.Quote(arg, syntax.LangBash)
+		if err != nil {
+			return
+		}
+		denied := "rm " + q
+		if strings.Contains(h, "'%s'") {
+			// Inside single quotes: quote for the inner shell, which
+			// reads the string again.
+			denied = strings.ReplaceAll("rm "+q, "'", `'\''`)
+		}
+		cmd := strings.ReplaceAll(strings.Replace(h, "%s", denied, 1), "A", "echo "+strings.ReplaceAll(a, "%", "%%"))
+		cmd = strings.ReplaceAll(cmd, "%%", "%")
+		if v := p.Check(cmd, "/w", "/w"); v.Decision == Allow {
+			t.Errorf("%q was allowed, though it runs rm (%s)", cmd, v.Reason)
+		}
+	})
+}

@@ -1,0 +1,111 @@
+package permission
+
+import (
+	"fmt"
+	"path"
+	"strings"
+
+	"mvdan.cc/sh/v3/shell"
+)
+
+// Decision is what happens to a command. Deny wins over Ask, which wins
+// over Allow.
+type Decision int
+
+// The decisions, in increasing strength.
+const (
+	Allow Decision = iota
+	Ask
+	Deny
+)
+
+func (d Decision) String() string {
+	switch d {
+	case Allow:
+		return "allow"
+	case Ask:
+		return "ask"
+	case Deny:
+		return "deny"
+	}
+	return fmt.Sprintf("Decision(%d)", int(d))
+}
+
+// ParseDecision reads "allow", "ask" or "deny".
+func ParseDecision(s string) (Decision, error) {
+	switch s {
+	case "allow":
+		return Allow, nil
+	case "ask":
+		return Ask, nil
+	case "deny":
+		return Deny, nil
+	}
+	return 0, fmt.Errorf("unknown decision %q (want allow, ask or deny)", s)
+}
+
+// Rule matches simple commands by the prefix of their arguments.
+type Rule struct {
+	Decision Decision
+	// Pattern is the argv prefix, written as shell words: "git status",
+	// "npm run *", "rm -rf". A word may hold glob characters (path.Match:
+	// "test:*"); a last word "*" matches any rest, even none. The first
+	// word without a slash matches the command's base name ("rm" matches
+	// /bin/rm).
+	Pattern string
+	// Source says where the rule comes from, for the messages that name it.
+	Source string
+
+	words []string
+}
+
+// NewRule parses a pattern.
+func NewRule(d Decision, pattern, source string) (Rule, error) {
+	words, err := shell.Fields(pattern, func(string) string { return "" })
+	if err != nil {
+		return Rule{}, fmt.Errorf("rule %q: %w", pattern, err)
+	}
+	if len(words) == 0 {
+		return Rule{}, fmt.Errorf("rule %q: no command", pattern)
+	}
+	for _, w := range words {
+		if _, err := path.Match(w, ""); err != nil {
+			return Rule{}, fmt.Errorf("rule %q: bad pattern %q", pattern, w)
+		}
+	}
+	return Rule{Decision: d, Pattern: pattern, Source: source, words: words}, nil
+}
+
+// String is how messages name the rule: `deny "rm -rf" (config.json)`.
+func (r *Rule) String() string {
+	s := fmt.Sprintf("%s %q", r.Decision, r.Pattern)
+	if r.Source != "" {
+		s += " (" + r.Source + ")"
+	}
+	return s
+}
+
+// match reports whether the rule matches argv. known is how many of
+// argv's leading words are known statically; a rule that needs a word
+// beyond them cannot tell, which maybe says.
+func (r *Rule) match(argv []string, known int) (ok, maybe bool) {
+	for i, w := range r.words {
+		if w == "*" && i == len(r.words)-1 {
+			return true, false
+		}
+		if i >= len(argv) {
+			return false, false
+		}
+		if i >= known {
+			return false, true
+		}
+		a := argv[i]
+		if i == 0 && !strings.Contains(w, "/") {
+			a = path.Base(a)
+		}
+		if ok, _ := path.Match(w, a); !ok {
+			return false, false
+		}
+	}
+	return true, false
+}

@@ -1,0 +1,115 @@
+package permission
+
+import (
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// staticWord returns what bash makes of w when that needs no expansion
+// (quotes removed, backslashes resolved, a leading ~ as home), and false
+// when it does: a parameter, a substitution, arithmetic, a glob, braces,
+// $'…' escapes.
+func staticWord(w *syntax.Word, home string) (string, bool) {
+	var b strings.Builder
+	for i, p := range w.Parts {
+		switch p := p.(type) {
+		case *syntax.Lit:
+			s, ok := unquotedLit(p.Value, i == 0, home)
+			if !ok {
+				return "", false
+			}
+			b.WriteString(s)
+		case *syntax.SglQuoted:
+			if p.Dollar {
+				return "", false
+			}
+			b.WriteString(p.Value)
+		case *syntax.DblQuoted:
+			if p.Dollar {
+				return "", false
+			}
+			for _, q := range p.Parts {
+				lit, ok := q.(*syntax.Lit)
+				if !ok {
+					return "", false
+				}
+				b.WriteString(dquoteLit(lit.Value))
+			}
+		default:
+			return "", false
+		}
+	}
+	return b.String(), true
+}
+
+// unquotedLit resolves an unquoted literal: backslashes escape the next
+// character; glob and brace characters make it dynamic; a leading ~ or ~/
+// is home.
+func unquotedLit(s string, first bool, home string) (string, bool) {
+	if first && (s == "~" || strings.HasPrefix(s, "~/")) {
+		if home == "" {
+			return "", false
+		}
+		s = home + s[1:]
+	} else if first && strings.HasPrefix(s, "~") {
+		return "", false // ~user
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '\\' && i+1 < len(s):
+			i++
+			b.WriteByte(s[i])
+		case c == '*' || c == '?',
+			c == '[' && strings.IndexByte(s[i+1:], ']') >= 0,
+			c == '{' && braceExpands(s[i+1:]):
+			return "", false
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String(), true
+}
+
+// dquoteLit resolves backslashes in a double-quoted literal: only before
+// $, `, ", \ and newline do they escape.
+func dquoteLit(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+1 < len(s) && strings.IndexByte("$`\"\\\n", s[i+1]) >= 0 {
+			i++
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// argv resolves a call's words: the static ones up to the first dynamic
+// one (known counts them); the rest are placeholders.
+func argv(words []*syntax.Word, home string) (args []string, known int) {
+	args = make([]string, len(words))
+	known = len(words)
+	for i, w := range words {
+		s, ok := staticWord(w, home)
+		if !ok {
+			if known == len(words) {
+				known = i
+			}
+			s = "\x00dynamic"
+		}
+		args[i] = s
+	}
+	return args, known
+}
+
+// braceExpands reports whether the text after a { makes a brace expansion:
+// a closing } with a comma or .. before it.
+func braceExpands(rest string) bool {
+	end := strings.IndexByte(rest, '}')
+	return end >= 0 && (strings.Contains(rest[:end], ",") || strings.Contains(rest[:end], ".."))
+}

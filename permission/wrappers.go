@@ -1,0 +1,247 @@
+package permission
+
+import (
+	"fmt"
+	"path"
+	"regexp"
+	"strings"
+)
+
+// A wrapper runs the command in its arguments, after its own options;
+// valued lists the options that take the next argument.
+type wrapper struct {
+	valued   string // space-separated options that take a value
+	operands int    // non-option arguments before the command (timeout's duration)
+	assigns  bool   // NAME=VALUE arguments before the command (env)
+}
+
+var wrappers = map[string]wrapper{
+	"env":      {valued: "-u --unset -C --chdir", assigns: true},
+	"command":  {},
+	"builtin":  {},
+	"exec":     {valued: "-a"},
+	"nohup":    {},
+	"time":     {valued: "-f --format -o --output"},
+	"setsid":   {},
+	"stdbuf":   {valued: "-i -o -e --input --output --error"},
+	"nice":     {valued: "-n --adjustment"},
+	"ionice":   {valued: "-c -n -p -P -u --class --classdata"},
+	"timeout":  {valued: "-s --signal -k --kill-after", operands: 1},
+	"sudo":     {valued: "-u -g -C -D -h -p -r -t -U -T --user --group --chdir --host --prompt --role --type --other-user --command-timeout"},
+	"doas":     {valued: "-u -C"},
+	"xargs":    {valued: "-a -d -E -e -I -i -L -l -n -P -s --arg-file --delimiter --eof --replace --max-lines --max-args --max-procs --max-chars --process-slot-var"},
+	"chrt":     {operands: 1},
+	"taskset":  {operands: 1},
+	"unbuffer": {},
+	"flock":    {valued: "-w --timeout -E --conflict-exit-code", operands: 1},
+}
+
+// shells run a string with -c.
+var shells = map[string]bool{"bash": true, "sh": true, "dash": true, "zsh": true, "ksh": true, "mksh": true, "ash": true, "busybox": false}
+
+// runs checks what a wrapper, a shell given -c, eval, trap, alias or
+// find -exec runs, and reports whether the command only passes another on
+// (then it answers only to the rules that name it, not to Unmatched).
+func (c *checker) runs(base string, args []string, known, depth int) bool {
+	if w, ok := wrappers[base]; ok {
+		return c.wrapped(w, base, args, known, depth)
+	}
+	switch {
+	case shells[base]:
+		return c.shellC(args, known, depth)
+	case base == "eval":
+		c.strings(args[1:], known-1, depth, "eval")
+		return true
+	case base == "watch":
+		c.watch(args, known, depth)
+		return true
+	case base == "trap":
+		c.trap(args, known, depth)
+		return false
+	case base == "alias":
+		c.alias(args, known, depth)
+		return false
+	case base == "find":
+		c.findExec(args, known, depth)
+	}
+	return false
+}
+
+// wrapped checks the command after a wrapper's options, and reports
+// whether there was one.
+func (c *checker) wrapped(w wrapper, name string, args []string, known, depth int) bool {
+	i := 1
+	for ; i < len(args); i++ {
+		if i >= known {
+			c.unknowable(commandText(args, known), fmt.Sprintf("what %s runs is only known when it runs", name))
+			return true
+		}
+		a := args[i]
+		switch {
+		case a == "--":
+			i++
+		case w.assigns && isAssign(a):
+			if v, _, _ := strings.Cut(a, "="); dangerousVar(v) {
+				c.unknowable(commandText(args, known), fmt.Sprintf("it sets %s, which changes what commands run", v))
+			}
+			continue
+		case name == "env" && (a == "-S" || strings.HasPrefix(a, "--split-string") || strings.HasPrefix(a, "-S")):
+			c.unknowable(commandText(args, known), "env -S splits a string into a command")
+			return true
+		case strings.HasPrefix(a, "-") && a != "-":
+			if takesValue(w.valued, a) {
+				i++
+			}
+			continue
+		}
+		break
+	}
+	i += w.operands
+	if name == "command" && len(args) > 1 && (args[1] == "-v" || args[1] == "-V") {
+		return false // a lookup: runs nothing
+	}
+	if i >= len(args) {
+		return false // nothing to run (env alone prints the environment)
+	}
+	c.call(args[i:], max(known-i, 0), depth+1)
+	return true
+}
+
+// takesValue reports whether option a takes the next argument.
+func takesValue(valued, a string) bool {
+	if strings.Contains(a, "=") {
+		return false
+	}
+	for _, v := range strings.Fields(valued) {
+		if a == v {
+			return true
+		}
+	}
+	return false
+}
+
+var assignRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`)
+
+func isAssign(a string) bool { return assignRE.MatchString(a) }
+
+// shellC checks the string of bash -c (and sh, zsh, …); without -c the
+// shell runs a file or its input, which the rules decide on.
+func (c *checker) shellC(args []string, known, depth int) bool {
+	hasC := false
+	for i := 1; i < len(args); i++ {
+		if i >= known {
+			if hasC {
+				c.unknowable(commandText(args, known), "the string it runs is only known when it runs")
+				return true
+			}
+			return false
+		}
+		a := args[i]
+		switch {
+		case a == "-o" || a == "-O" || a == "+o" || a == "+O" || a == "--rcfile" || a == "--init-file":
+			i++
+		case strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.Contains(a, "c"):
+			hasC = true
+		case strings.HasPrefix(a, "-") || strings.HasPrefix(a, "+"):
+		default:
+			if !hasC {
+				return false // a script file
+			}
+			c.script(a, depth+1)
+			return true
+		}
+	}
+	return false
+}
+
+// strings checks words that bash joins and runs (eval).
+func (c *checker) strings(words []string, known, depth int, what string) {
+	if known < len(words) {
+		c.unknowable(what+" …", fmt.Sprintf("the string %s runs is only known when it runs", what))
+		return
+	}
+	c.script(strings.Join(words, " "), depth+1)
+}
+
+// watch runs its operands through sh -c.
+func (c *checker) watch(args []string, known, depth int) {
+	i := 1
+	for i < len(args) && i < known && strings.HasPrefix(args[i], "-") {
+		if takesValue("-n --interval -d --differences", args[i]) {
+			i++
+		}
+		i++
+	}
+	if i < len(args) {
+		c.strings(args[i:], known-i, depth, "watch")
+	}
+}
+
+// trap's action runs later, on a signal.
+func (c *checker) trap(args []string, known, depth int) {
+	if len(args) < 3 || known < 2 || args[1] == "-" || args[1] == "" || strings.HasPrefix(args[1], "-") {
+		if known < 2 && len(args) >= 3 {
+			c.unknowable("trap …", "the action trap sets is only known when it runs")
+		}
+		return
+	}
+	c.script(args[1], depth+1)
+}
+
+// alias values run where the alias is used (aliases expand in scripts
+// once expand_aliases is set).
+func (c *checker) alias(args []string, known, depth int) {
+	for i, a := range args[1:] {
+		if i+1 >= known {
+			c.unknowable("alias …", "an alias's value is only known when it runs")
+			return
+		}
+		if _, v, ok := strings.Cut(a, "="); ok {
+			c.script(v, depth+1)
+		}
+	}
+}
+
+// findExec checks the commands of find's -exec, -execdir, -ok and -okdir.
+func (c *checker) findExec(args []string, known, depth int) {
+	for i := 1; i < len(args); i++ {
+		switch args[i] {
+		case "-exec", "-execdir", "-ok", "-okdir":
+		default:
+			continue
+		}
+		end := i + 1
+		for end < len(args) && args[end] != ";" && args[end] != "+" {
+			end++
+		}
+		if i+1 < end {
+			c.call(args[i+1:end], min(max(known-i-1, 0), end-i-1), depth+1)
+		}
+		i = end
+	}
+}
+
+// suggest is the narrowest useful prefix to allow for a command: its name,
+// and its first argument when that is a subcommand (a plain word), or the
+// script an interpreter runs.
+func suggest(args []string, known int) string {
+	if known == 0 {
+		return ""
+	}
+	name := path.Base(args[0])
+	if known == 1 || len(args) == 1 {
+		return name
+	}
+	first := args[1]
+	if subcommand.MatchString(first) || interpreters[name] && !strings.HasPrefix(first, "-") {
+		return name + " " + first
+	}
+	return name
+}
+
+var subcommand = regexp.MustCompile(`^[a-z][a-z0-9_:-]*$`)
+
+// interpreters run the file named by their first argument: allowing them
+// alone would allow any program.
+var interpreters = map[string]bool{"python": true, "python3": true, "node": true, "ruby": true, "perl": true,
+	"bash": true, "sh": true, "zsh": true, "deno": true, "bun": true, "php": true, "Rscript": true}
