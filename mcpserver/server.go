@@ -58,6 +58,11 @@ type Options struct {
 	// Instructions are sent to clients at initialization (the MCP
 	// server instructions), for example that commands are not sandboxed.
 	Instructions string
+	// Permissions, if set, checks each bash call against rules (see
+	// toolbash.Gate). Where its Ask is nil, the server asks the user by
+	// elicitation when the client declared it, and otherwise answers an
+	// ask with a denial that says how to add a rule.
+	Permissions *toolbash.GateOptions
 }
 
 // Server is an MCP server for the shell tools over one executor. Make it with
@@ -66,6 +71,7 @@ type Server struct {
 	exec   bash.Executor
 	reg    *tools.Registry
 	tb     *toolbash.Tools
+	gate   *toolbash.Gate // nil: no permission rules
 	mcp    *mcp.Server
 	cwd    string
 	logger *slog.Logger
@@ -101,6 +107,14 @@ func New(exec bash.Executor, opts *Options) (*Server, error) {
 		s.cwd = wd
 	}
 	s.tb = toolbash.New(exec, &toolbash.Options{Notify: s.notify, MaxResultChars: opts.MaxResultChars})
+	if opts.Permissions != nil {
+		g := *opts.Permissions
+		if g.Ask == nil {
+			g.Ask = s.elicit
+		}
+		s.gate = toolbash.NewGate(&g)
+		s.reg.Use(s.gate.Middleware)
+	}
 	if err := s.tb.Register(s.reg); err != nil {
 		s.tb.Close()
 		return nil, err
@@ -274,9 +288,14 @@ func (s *Server) handler(name string) mcp.ToolHandler {
 			progress = progressSender(ctx, req.Session, tok)
 			call.Output = progress.Add
 		}
-		res := s.reg.Execute(ctx, call)
+		cs := &callState{req: req}
+		res := s.reg.Execute(context.WithValue(ctx, callStateKey{}, cs), call)
 		if progress != nil {
 			progress.Close() // every progress notification precedes the result
+		}
+		if cs.needInput != nil {
+			// The user's answer comes with the client's next call.
+			return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{permissionInput: cs.needInput}}, nil
 		}
 		out := &mcp.CallToolResult{IsError: res.IsError}
 		for _, c := range res.Content {
@@ -366,6 +385,9 @@ func (s *Server) endSession(ss *mcp.ServerSession) {
 	delete(s.sessions, ss)
 	delete(s.owners, st.owner)
 	s.mu.Unlock()
+	if s.gate != nil {
+		s.gate.EndSession(st.owner)
+	}
 }
 
 // notify sends a completion notice as a log notification, which reaches

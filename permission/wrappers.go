@@ -222,8 +222,8 @@ func (c *checker) findExec(args []string, known, depth int) {
 }
 
 // suggest is the narrowest useful prefix to allow for a command: its name,
-// and its first argument when that is a subcommand (a plain word), or the
-// script an interpreter runs.
+// and its first argument when the command has subcommands (git push) and
+// that is one, or the script an interpreter runs.
 func suggest(args []string, known int) string {
 	if known == 0 {
 		return ""
@@ -233,13 +233,22 @@ func suggest(args []string, known int) string {
 		return name
 	}
 	first := args[1]
-	if subcommand.MatchString(first) || interpreters[name] && !strings.HasPrefix(first, "-") {
+	if withSubcommands[name] && subcommand.MatchString(first) || interpreters[name] && !strings.HasPrefix(first, "-") {
 		return name + " " + first
 	}
 	return name
 }
 
 var subcommand = regexp.MustCompile(`^[a-z][a-z0-9_:-]*$`)
+
+// withSubcommands are the commands whose first argument says what they do.
+var withSubcommands = map[string]bool{
+	"git": true, "go": true, "npm": true, "pnpm": true, "yarn": true, "bun": true, "npx": true, "cargo": true,
+	"docker": true, "podman": true, "kubectl": true, "helm": true, "pip": true, "pip3": true, "uv": true,
+	"poetry": true, "gh": true, "terraform": true, "make": true, "just": true, "dotnet": true, "mvn": true,
+	"gradle": true, "rustup": true, "brew": true, "apt": true, "apt-get": true, "systemctl": true,
+	"composer": true, "bundle": true, "rake": true, "deno": true, "nix": true, "conda": true,
+}
 
 // interpreters run the file named by their first argument: allowing them
 // alone would allow any program.

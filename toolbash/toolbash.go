@@ -20,7 +20,6 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -222,13 +221,7 @@ func (t *Tools) bash(ctx context.Context, call *tools.Call) (*tools.Result, erro
 	if err := json.Unmarshal(call.Args, &a); err != nil {
 		return nil, err
 	}
-	req := bash.ExecRequest{Command: a.Command, Workdir: call.Session.Cwd, Owner: call.Session.ID, Workspace: call.Session.Cwd}
-	if a.Workdir != nil && *a.Workdir != "" {
-		req.Workdir = *a.Workdir
-		if !filepath.IsAbs(req.Workdir) && call.Session.Cwd != "" {
-			req.Workdir = filepath.Join(call.Session.Cwd, req.Workdir)
-		}
-	}
+	req := bash.ExecRequest{Command: a.Command, Workdir: callWorkdir(a, call), Owner: call.Session.ID, Workspace: call.Session.Cwd}
 	if a.TimeoutMs != nil {
 		req.Timeout = msDuration(*a.TimeoutMs)
 	}

@@ -1,0 +1,190 @@
+package toolbash
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/dshgo/dsh/permission"
+	"github.com/dshgo/dsh/tools"
+)
+
+// Question is what a Gate asks the user about: a bash call that no rule
+// allows, and why.
+type Question struct {
+	Call    *tools.Call
+	Command string
+	Workdir string
+	Verdict permission.Verdict
+}
+
+// Answer is the user's answer.
+type Answer int
+
+const (
+	// Reject: the command does not run.
+	Reject Answer = iota
+	// AllowOnce: it runs, this once.
+	AllowOnce
+	// AllowPrefixes: it runs, and the question's Verdict.Prefixes are
+	// allowed for the rest of the session.
+	AllowPrefixes
+)
+
+// Asker asks the user; front ends supply it. An error means the user could
+// not be asked; ErrCannotAsk, that this client has no way to ask (the ask
+// becomes a denial that says how to add a rule).
+type Asker func(ctx context.Context, q Question) (Answer, error)
+
+// ErrCannotAsk is an Asker's error for a client that cannot ask its user.
+var ErrCannotAsk = errors.New("this client cannot ask the user")
+
+// GateOptions configure a Gate. A nil *GateOptions checks nothing.
+type GateOptions struct {
+	// Policy is the rules.
+	Policy *permission.Policy
+	// Project, if set, returns the rules of a session's workspace (its
+	// project file), added to Policy's: a deny in either wins.
+	Project func(workspace string) []permission.Rule
+	// Ask asks the user; nil turns every ask into a denial that says how
+	// to allow the command with a rule.
+	Ask Asker
+	// HowToAllow says how the user adds an allow rule, in the denial of
+	// an ask nobody could answer ("add --allow 'PREFIX'").
+	HowToAllow func(prefix string) string
+}
+
+// Gate checks each bash call against permission rules before it runs: a
+// denied command never starts, and the model reads which rule denied it;
+// an ask goes to the user. It is middleware of the tools' pipeline, so
+// every front end gets it.
+type Gate struct {
+	opts GateOptions
+
+	mu      sync.Mutex
+	allowed map[string][]permission.Rule // per session: prefixes the user allowed
+}
+
+// NewGate makes a gate.
+func NewGate(o *GateOptions) *Gate {
+	g := &Gate{allowed: map[string][]permission.Rule{}}
+	if o != nil {
+		g.opts = *o
+	}
+	return g
+}
+
+// Middleware is the gate as tools middleware.
+func (g *Gate) Middleware(next tools.Handler) tools.Handler {
+	return func(ctx context.Context, call *tools.Call) *tools.Result {
+		if call.Tool != BashName || g.opts.Policy == nil {
+			return next(ctx, call)
+		}
+		var a bashArgs
+		if err := json.Unmarshal(call.Args, &a); err != nil {
+			return next(ctx, call) // the tool says what is wrong
+		}
+		workdir := callWorkdir(a, call)
+		v := g.policyFor(call).Check(a.Command, workdir, call.Session.Cwd)
+		switch v.Decision {
+		case permission.Allow:
+			return next(ctx, call)
+		case permission.Deny:
+			return tools.ErrorResult(DeniedText(v))
+		}
+		return g.ask(ctx, next, call, Question{Call: call, Command: a.Command, Workdir: workdir, Verdict: v})
+	}
+}
+
+// callWorkdir is the directory the call runs in, as the bash tool makes it.
+func callWorkdir(a bashArgs, call *tools.Call) string {
+	wd := call.Session.Cwd
+	if a.Workdir != nil && *a.Workdir != "" {
+		wd = *a.Workdir
+		if !filepath.IsAbs(wd) && call.Session.Cwd != "" {
+			wd = filepath.Join(call.Session.Cwd, wd)
+		}
+	}
+	return wd
+}
+
+// policyFor is the policy with the session's project rules and the
+// prefixes its user allowed.
+func (g *Gate) policyFor(call *tools.Call) *permission.Policy {
+	p := *g.opts.Policy
+	p.Rules = append([]permission.Rule(nil), p.Rules...)
+	if g.opts.Project != nil && call.Session.Cwd != "" {
+		p.Rules = append(p.Rules, g.opts.Project(call.Session.Cwd)...)
+	}
+	g.mu.Lock()
+	p.Rules = append(p.Rules, g.allowed[call.Session.ID]...)
+	g.mu.Unlock()
+	return &p
+}
+
+func (g *Gate) ask(ctx context.Context, next tools.Handler, call *tools.Call, q Question) *tools.Result {
+	if g.opts.Ask == nil {
+		return tools.ErrorResult(UnapprovedText(q.Verdict, g.opts.HowToAllow))
+	}
+	ans, err := g.opts.Ask(ctx, q)
+	switch {
+	case errors.Is(err, ErrCannotAsk):
+		return tools.ErrorResult(UnapprovedText(q.Verdict, g.opts.HowToAllow))
+	case ctx.Err() != nil:
+		return tools.ErrorResult("command aborted")
+	case err != nil:
+		return tools.ErrorResult(fmt.Sprintf("this command needs the user's approval, and the user could not be asked (%v); it did not run", err))
+	case ans == AllowPrefixes:
+		g.allow(call.Session.ID, q.Verdict.Prefixes)
+		return next(ctx, call)
+	case ans == AllowOnce:
+		return next(ctx, call)
+	}
+	return tools.ErrorResult(RejectedText)
+}
+
+// allow remembers prefixes the user allowed for the session.
+func (g *Gate) allow(session string, prefixes []string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, p := range prefixes {
+		if r, err := permission.NewRule(permission.Allow, p, "allowed by the user in this session"); err == nil {
+			g.allowed[session] = append(g.allowed[session], r)
+		}
+	}
+}
+
+// EndSession forgets what the session's user allowed.
+func (g *Gate) EndSession(session string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	delete(g.allowed, session)
+}
+
+// DeniedText is what the model reads for a denied command.
+func DeniedText(v permission.Verdict) string {
+	return fmt.Sprintf("permission denied: %s. The command did not run; do not try to get around the rule. If the command is needed, ask the user.", v.Reason)
+}
+
+// RejectedText is what the model reads when the user declined a command.
+const RejectedText = "the user declined to run this command; it did not run. Ask the user how to proceed."
+
+// UnapprovedText is what the model reads for a command that needed
+// approval where nobody could give it.
+func UnapprovedText(v permission.Verdict, howToAllow func(string) string) string {
+	s := fmt.Sprintf("this command needs the user's approval (%s), and this client cannot ask the user; it did not run.", v.Reason)
+	if len(v.Prefixes) > 0 && howToAllow != nil {
+		var hows []string
+		for _, p := range v.Prefixes {
+			hows = append(hows, howToAllow(p))
+		}
+		s += " The user can allow it with a rule: " + strings.Join(hows, "; ") + "."
+	} else {
+		s += " Try a simpler command, or ask the user to run it."
+	}
+	return s
+}

@@ -1,0 +1,111 @@
+//go:build linux
+
+package toolbash
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/dshgo/dsh/bash/local"
+	"github.com/dshgo/dsh/permission"
+	"github.com/dshgo/dsh/session"
+	"github.com/dshgo/dsh/tools"
+)
+
+// gated makes the tools over a local executor behind a gate with rules
+// that allow ls and echo and deny touch.
+func gated(t *testing.T, ask Asker) (*tools.Registry, *Gate) {
+	t.Helper()
+	e, err := local.New(&local.Options{SpillDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	tb := New(e, nil)
+	t.Cleanup(tb.Close)
+	p := &permission.Policy{Unmatched: permission.Ask}
+	for _, r := range []struct {
+		d permission.Decision
+		s string
+	}{{permission.Allow, "ls"}, {permission.Allow, "echo"}, {permission.Deny, "touch"}} {
+		rule, _ := permission.NewRule(r.d, r.s, "test")
+		p.Rules = append(p.Rules, rule)
+	}
+	g := NewGate(&GateOptions{Policy: p, Ask: ask, HowToAllow: func(p string) string { return "--allow '" + p + "'" }})
+	var reg tools.Registry
+	reg.Use(g.Middleware)
+	if err := tb.Register(&reg); err != nil {
+		t.Fatal(err)
+	}
+	return &reg, g
+}
+
+func callBash(reg *tools.Registry, sid, cwd, cmd string) *tools.Result {
+	args, _ := json.Marshal(map[string]any{"command": cmd, "description": "d"})
+	return reg.Execute(context.Background(), &tools.Call{Tool: BashName, Args: args, Session: session.Session{ID: sid, Cwd: cwd}})
+}
+
+// TestGateDenies: a denied command never starts, and the model reads the
+// rule.
+func TestGateDenies(t *testing.T) {
+	reg, _ := gated(t, nil)
+	dir := t.TempDir()
+	res := callBash(reg, "s", dir, "echo hi && touch planted")
+	want := "permission denied: `touch planted` matches rule deny \"touch\" (test). The command did not run; do not try to get around the rule. If the command is needed, ask the user."
+	if !res.IsError || res.Text() != want {
+		t.Errorf("got %q\nwant %q", res.Text(), want)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "planted")); err == nil {
+		t.Error("the denied command ran")
+	}
+	if res := callBash(reg, "s", dir, "echo hi"); res.IsError || res.Text() != "hi\n" {
+		t.Errorf("an allowed command: %q", res.Text())
+	}
+}
+
+// TestGateNobodyToAsk: without an asker an ask is a denial that says how to
+// add a rule.
+func TestGateNobodyToAsk(t *testing.T) {
+	reg, _ := gated(t, nil)
+	dir := t.TempDir()
+	res := callBash(reg, "s", dir, "mkdir made")
+	want := "this command needs the user's approval (no rule allows `mkdir made`), and this client cannot ask the user; it did not run. The user can allow it with a rule: --allow 'mkdir'."
+	if !res.IsError || res.Text() != want {
+		t.Errorf("got %q\nwant %q", res.Text(), want)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "made")); err == nil {
+		t.Error("the unapproved command ran")
+	}
+}
+
+// TestGateAsks: the user's answers: once, always for the prefix in this
+// session (another session is asked again), reject.
+func TestGateAsks(t *testing.T) {
+	var asked []string
+	answer := AllowPrefixes
+	reg, g := gated(t, func(_ context.Context, q Question) (Answer, error) {
+		asked = append(asked, q.Command)
+		return answer, nil
+	})
+	dir := t.TempDir()
+	if res := callBash(reg, "s1", dir, "mkdir a"); res.IsError {
+		t.Fatalf("allowed by the user: %q", res.Text())
+	}
+	if res := callBash(reg, "s1", dir, "mkdir b"); res.IsError || len(asked) != 1 {
+		t.Errorf("the allowed prefix was asked about again: %q, asked %q", res.Text(), asked)
+	}
+	answer = Reject
+	if res := callBash(reg, "s2", dir, "mkdir c"); res.Text() != RejectedText {
+		t.Errorf("another session, rejected: %q", res.Text())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "c")); err == nil {
+		t.Error("a rejected command ran")
+	}
+	g.EndSession("s1")
+	if res := callBash(reg, "s1", dir, "mkdir d"); res.Text() != RejectedText || len(asked) != 3 {
+		t.Errorf("after the session ended its allowance should be gone: %q, asked %q", res.Text(), asked)
+	}
+}
