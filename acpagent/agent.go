@@ -71,6 +71,12 @@ type Options struct {
 	// Name and Version identify the agent to clients. Defaults "dsh-bash"
 	// and "dev".
 	Name, Version string
+	// Permissions, if set, checks each bash call against rules (see
+	// toolbash.Gate) in place of asking about every call: a denied command
+	// never runs, an allowed one runs without asking, and the rest are
+	// asked about with session/request_permission ("always" allows the
+	// command's prefix for the session). With Yolo, asks are allowed.
+	Permissions *toolbash.GateOptions
 }
 
 const defaultSystemPrompt = `You are a coding agent working in the directory %s on the user's machine.
@@ -84,6 +90,7 @@ type Agent struct {
 	exec   bash.Executor
 	reg    *tools.Registry
 	tb     *toolbash.Tools
+	gate   *toolbash.Gate // nil: ask about every call (unless Yolo)
 	llm    openai.Client
 	opts   Options
 	logger *slog.Logger
@@ -126,7 +133,16 @@ func New(exec bash.Executor, opts *Options) (*Agent, error) {
 	if err := a.tb.Register(a.reg); err != nil {
 		return nil, err
 	}
-	a.reg.Use(a.permission)
+	if opts.Permissions != nil {
+		g := *opts.Permissions
+		if g.Ask == nil {
+			g.Ask = a.askCommand
+		}
+		a.gate = toolbash.NewGate(&g)
+		a.reg.Use(a.gate.Middleware)
+	} else {
+		a.reg.Use(a.permission)
+	}
 	for _, t := range a.reg.Tools() {
 		var params map[string]any
 		raw, err := json.Marshal(t.InputSchema)
@@ -177,7 +193,7 @@ func (a *Agent) shutdown() {
 	}
 	a.prompts.Wait()
 	for _, s := range all {
-		a.tb.EndSession(context.Background(), s.owner)
+		a.endSession(s)
 	}
 	a.tb.Close()
 }
@@ -261,7 +277,7 @@ func (a *Agent) CloseSession(ctx context.Context, p acp.CloseSessionRequest) (ac
 	a.mu.Unlock()
 	if s != nil {
 		s.cancelPrompt()
-		a.tb.EndSession(context.Background(), s.owner)
+		a.endSession(s)
 	}
 	return acp.CloseSessionResponse{}, nil
 }
@@ -331,4 +347,12 @@ func (s *agentSession) messages() []openai.ChatCompletionMessageParamUnion {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]openai.ChatCompletionMessageParamUnion(nil), s.history...)
+}
+
+// endSession kills the session's tasks and forgets what its user allowed.
+func (a *Agent) endSession(s *agentSession) {
+	a.tb.EndSession(context.Background(), s.owner)
+	if a.gate != nil {
+		a.gate.EndSession(s.owner)
+	}
 }

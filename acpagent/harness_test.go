@@ -16,6 +16,7 @@ import (
 	"github.com/dshgo/dsh/bash/local"
 	"github.com/dshgo/dsh/internal/acptest"
 	"github.com/dshgo/dsh/internal/fakellm"
+	"github.com/dshgo/dsh/toolbash"
 	"github.com/openai/openai-go/v3/option"
 	"go.uber.org/goleak"
 )
@@ -42,6 +43,8 @@ type rigOptions struct {
 	// clientReader, if set, wraps the client's end of the agent's output
 	// (e.g. acptest.PacedReader for a slow editor).
 	clientReader func(io.Reader) io.Reader
+	// permissions, if set, are the agent's permission rules.
+	permissions *toolbash.GateOptions
 }
 
 func newRig(t testing.TB, terminal bool, yolo bool, turns ...fakellm.Turn) *rig {
@@ -56,7 +59,7 @@ func newRigWith(t testing.TB, o rigOptions, turns ...fakellm.Turn) *rig {
 		t.Fatal(err)
 	}
 	model := fakellm.New(t, turns...)
-	agent, err := New(exec, &Options{Model: "fake-model", Yolo: o.yolo,
+	agent, err := New(exec, &Options{Model: "fake-model", Yolo: o.yolo, Permissions: o.permissions,
 		ClientOptions: []option.RequestOption{option.WithBaseURL(model.URL), option.WithAPIKey("test-key"), option.WithMaxRetries(0)}})
 	if err != nil {
 		t.Fatal(err)

@@ -200,3 +200,54 @@ func (a *Agent) permission(next tools.Handler) tools.Handler {
 		return tools.ErrorResult(declinedText)
 	}
 }
+
+// askCommand asks the user about a command the permission rules do not
+// allow, with session/request_permission: allow once, always allow its
+// prefix in this session (when it has one), or reject.
+func (a *Agent) askCommand(ctx context.Context, q toolbash.Question) (toolbash.Answer, error) {
+	if a.opts.Yolo {
+		return toolbash.AllowOnce, nil
+	}
+	s := a.session(acp.SessionId(q.Call.Session.ID))
+	if s == nil {
+		return toolbash.Reject, errors.New("the session is gone")
+	}
+	p := a.reg.PresentCall(q.Call.Tool, q.Call.Args)
+	kind := acp.ToolKind(p.Kind)
+	options := []acp.PermissionOption{{OptionId: allowOnce, Name: "Allow", Kind: acp.PermissionOptionKindAllowOnce}}
+	if len(q.Verdict.Prefixes) > 0 {
+		options = append(options, acp.PermissionOption{OptionId: allowAlways, Kind: acp.PermissionOptionKindAllowAlways,
+			Name: "Always allow " + quotedList(q.Verdict.Prefixes) + " in this session"})
+	}
+	options = append(options, acp.PermissionOption{OptionId: rejectOnce, Name: "Reject", Kind: acp.PermissionOptionKindRejectOnce})
+	resp, err := a.conn.RequestPermission(ctx, acp.RequestPermissionRequest{
+		SessionId: s.id,
+		ToolCall:  acp.ToolCallUpdate{ToolCallId: acp.ToolCallId(q.Call.ID), Title: &p.Title, Kind: &kind, RawInput: p.RawInput},
+		Options:   options,
+	})
+	if err != nil {
+		return toolbash.Reject, err
+	}
+	if resp.Outcome.Selected == nil {
+		return toolbash.Reject, nil
+	}
+	switch resp.Outcome.Selected.OptionId {
+	case allowOnce:
+		return toolbash.AllowOnce, nil
+	case allowAlways:
+		return toolbash.AllowPrefixes, nil
+	}
+	return toolbash.Reject, nil
+}
+
+// quotedList is `a`, `b` and `c`.
+func quotedList(items []string) string {
+	q := make([]string, len(items))
+	for i, s := range items {
+		q[i] = "`" + s + "`"
+	}
+	if len(q) == 1 {
+		return q[0]
+	}
+	return strings.Join(q[:len(q)-1], ", ") + " and " + q[len(q)-1]
+}
