@@ -43,8 +43,13 @@ func acpCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		return 2
 	}
 	defer closeExecutor("acp", exec, stderr)
+	perm, err := ef.permissions.options()
+	if err != nil {
+		fmt.Fprintf(stderr, "dsh-bash acp: %v\n", err)
+		return 2
+	}
 	agent, err := acpagent.New(exec, &acpagent.Options{Model: *model, ClientOptions: copts, Yolo: *yolo,
-		MaxResultChars: ef.maxResultChars, Logger: warnLogger(stderr), Version: version()})
+		MaxResultChars: ef.maxResultChars, Logger: warnLogger(stderr), Version: version(), Permissions: perm})
 	if err != nil {
 		fmt.Fprintf(stderr, "dsh-bash acp: %v\n", err)
 		return 2

@@ -16,8 +16,9 @@ import (
 // $XDG_CONFIG_HOME/dsh/config.json (~/.config/dsh/config.json). Flags
 // override it; list flags add to its lists.
 type config struct {
-	Sandbox sandboxConfig `json:"sandbox"`
-	Remote  remoteConfig  `json:"remote"`
+	Sandbox     sandboxConfig    `json:"sandbox"`
+	Remote      remoteConfig     `json:"remote"`
+	Permissions permissionConfig `json:"permissions"`
 }
 
 // remoteConfig is the file's "remote" object: hosts where commands run

@@ -27,6 +27,7 @@ type execFlags struct {
 	env                                            listFlag
 	sandbox                                        sandboxFlags
 	remote                                         remoteFlags
+	permissions                                    permissionFlags
 	config                                         string
 }
 
@@ -43,6 +44,7 @@ func (f *execFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.config, "config", "", "configuration file (JSON; default $DSH_BASH_CONFIG, else "+cmp.Or(defaultConfigPath(), "none")+" when it exists)")
 	f.sandbox.register(fs)
 	f.remote.register(fs)
+	f.permissions.register(fs)
 }
 
 // loadConfig reads the configuration file and completes the flags with it.
@@ -59,6 +61,7 @@ func (f *execFlags) loadConfig() error {
 		return err
 	}
 	f.remote.merge(&c.Remote)
+	f.permissions.file, f.permissions.configPath = c.Permissions, path
 	return f.sandbox.merge(&c.Sandbox)
 }
 

@@ -94,7 +94,7 @@ func cli(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case "acp":
 		return acpCmd(ctx, args[1:], stdin, stdout, stderr)
 	case "run":
-		return runCmd(ctx, args[1:], stdout, stderr)
+		return runCmd(ctx, args[1:], stdin, stdout, stderr)
 	case "schema":
 		return schemaCmd(args[1:], stdout, stderr)
 	case "executor":

@@ -26,8 +26,13 @@ func mcpCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		return 2
 	}
 	defer closeExecutor("mcp", exec, stderr)
+	perm, err := ef.permissions.options()
+	if err != nil {
+		fmt.Fprintf(stderr, "dsh-bash mcp: %v\n", err)
+		return 2
+	}
 	srv, err := mcpserver.New(exec, &mcpserver.Options{Cwd: *cwd, MaxResultChars: ef.maxResultChars, Logger: warnLogger(stderr), Version: version(),
-		Instructions: ef.instructions(exec)})
+		Instructions: ef.instructions(exec), Permissions: perm})
 	if err != nil {
 		fmt.Fprintf(stderr, "dsh-bash mcp: %v\n", err)
 		return 2

@@ -15,21 +15,17 @@ import (
 	"github.com/dshgo/dsh/tools"
 )
 
-// isTerminal reports whether w is a terminal.
-func isTerminal(w io.Writer) bool {
+// isTerminal reports whether w (or a reader) is a terminal.
+func isTerminal(w any) bool {
 	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	return ok && isTTY(f)
 }
 
 // runCmd makes one bash tool call and prints the model-facing text (exactly,
 // unless stdout is a terminal, which gets a final newline). It exits
 // 0 whatever the command did; 1 when the tool itself failed (an error
 // result), 2 for bad usage.
-func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs, ef := newFlags("run", stderr)
 	workdir := fs.String("workdir", "", "working directory of the call (relative: from the current directory)")
 	timeoutMs := fs.Float64("timeout-ms", 0, "the call's timeoutMs")
@@ -56,6 +52,17 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	tb := toolbash.New(exec, &toolbash.Options{MaxResultChars: ef.maxResultChars})
 	defer tb.Close()
 	var reg tools.Registry
+	perm, err := ef.permissions.options()
+	if err != nil {
+		fmt.Fprintf(stderr, "dsh-bash run: %v\n", err)
+		return 2
+	}
+	if perm != nil {
+		if isTerminal(stdin) {
+			perm.Ask = terminalAsker(stdin, stderr) // else an ask is a denial
+		}
+		reg.Use(toolbash.NewGate(perm).Middleware)
+	}
 	if err := tb.Register(&reg); err != nil {
 		fmt.Fprintf(stderr, "dsh-bash run: %v\n", err)
 		return 2

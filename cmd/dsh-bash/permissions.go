@@ -1,0 +1,203 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/dshgo/dsh/permission"
+	"github.com/dshgo/dsh/toolbash"
+)
+
+// permissionConfig is the configuration file's "permissions" object.
+type permissionConfig struct {
+	Allow []string `json:"allow"`
+	Ask   []string `json:"ask"`
+	Deny  []string `json:"deny"`
+	// Defaults, false, leaves out the built-in rules (read-only commands
+	// allowed).
+	Defaults *bool `json:"defaults"`
+	// ProjectRules reads a workspace's .dsh/permissions.json (allow, ask,
+	// deny): a repository cannot allow itself unless the user says so.
+	ProjectRules bool `json:"projectRules"`
+}
+
+// projectRulesFile is where a workspace keeps its rules.
+const projectRulesFile = ".dsh/permissions.json"
+
+// defaultAllow are the built-in rules: commands that only read. They apply
+// once any rule is configured.
+var defaultAllow = []string{
+	"ls", "pwd", "cat", "head", "tail", "wc", "grep", "rg", "echo", "printf", "true", "false",
+	"which", "type", "file", "stat", "du", "df", "sort", "uniq", "cut", "diff", "tree", "date",
+	"whoami", "id", "uname", "basename", "dirname", "realpath", "readlink", "test",
+	"git status", "git diff", "git log", "git show", "git branch", "git rev-parse", "git remote -v",
+	"go version", "go env", "go list", "go vet", "go build", "go test",
+}
+
+// permissionFlags give rules on the command line.
+type permissionFlags struct {
+	allow, ask, deny listFlag
+	file             permissionConfig
+	configPath       string
+}
+
+func (f *permissionFlags) register(fs *flag.FlagSet) {
+	fs.Var(&f.allow, "allow", "a command prefix to run without asking, e.g. 'npm run *' (repeatable)")
+	fs.Var(&f.ask, "ask", "a command prefix to ask about (repeatable)")
+	fs.Var(&f.deny, "deny", "a command prefix never to run, e.g. 'git push --force' (repeatable)")
+}
+
+// options are the gate's options, or nil when no rule is configured
+// (every command runs, as without rules).
+func (f *permissionFlags) options() (*toolbash.GateOptions, error) {
+	if len(f.allow)+len(f.ask)+len(f.deny)+len(f.file.Allow)+len(f.file.Ask)+len(f.file.Deny) == 0 {
+		return nil, nil
+	}
+	p := &permission.Policy{Unmatched: permission.Ask}
+	p.Home, _ = os.UserHomeDir()
+	var sets []ruleSet
+	if f.file.Defaults == nil || *f.file.Defaults {
+		sets = append(sets, ruleSet{"built-in", permission.Allow, defaultAllow})
+	}
+	src := f.configPath
+	sets = append(sets, ruleSet{src, permission.Allow, f.file.Allow}, ruleSet{src, permission.Ask, f.file.Ask}, ruleSet{src, permission.Deny, f.file.Deny},
+		ruleSet{"--allow", permission.Allow, f.allow}, ruleSet{"--ask", permission.Ask, f.ask}, ruleSet{"--deny", permission.Deny, f.deny})
+	for _, s := range sets {
+		rules, err := s.rules()
+		if err != nil {
+			return nil, err
+		}
+		p.Rules = append(p.Rules, rules...)
+	}
+	o := &toolbash.GateOptions{Policy: p, HowToAllow: howToAllow}
+	if f.file.ProjectRules {
+		o.Project = newProjectRules().rules
+	}
+	return o, nil
+}
+
+// ruleSet is patterns of one decision from one source.
+type ruleSet struct {
+	source   string
+	decision permission.Decision
+	patterns []string
+}
+
+func (s ruleSet) rules() ([]permission.Rule, error) {
+	var out []permission.Rule
+	for _, p := range s.patterns {
+		r, err := permission.NewRule(s.decision, p, s.source)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", s.source, err)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func howToAllow(prefix string) string {
+	q := strings.ReplaceAll(prefix, "'", `'\''`)
+	return fmt.Sprintf("start dsh-bash with --allow '%s', or add %q to \"permissions\": {\"allow\": […]} in %s", q, prefix, cmpOr(defaultConfigPath(), "the configuration file"))
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// projectRules reads workspaces' rule files, again when they change.
+type projectRules struct {
+	mu    sync.Mutex
+	cache map[string]projectEntry
+}
+
+type projectEntry struct {
+	mod   int64
+	rules []permission.Rule
+}
+
+func newProjectRules() *projectRules { return &projectRules{cache: map[string]projectEntry{}} }
+
+// rules are workspace's rules; a file that cannot be read or parsed
+// becomes a rule that asks about everything, so that a broken file never
+// widens what runs.
+func (p *projectRules) rules(workspace string) []permission.Rule {
+	path := filepath.Join(workspace, projectRulesFile)
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if e, ok := p.cache[path]; ok && e.mod == fi.ModTime().UnixNano() {
+		return e.rules
+	}
+	rules, err := readProjectRules(path)
+	if err != nil {
+		r, _ := permission.NewRule(permission.Ask, "*", fmt.Sprintf("%s is broken: %v", path, err))
+		rules = []permission.Rule{r}
+	}
+	p.cache[path] = projectEntry{mod: fi.ModTime().UnixNano(), rules: rules}
+	return rules
+}
+
+func readProjectRules(path string) ([]permission.Rule, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var c struct{ Allow, Ask, Deny []string }
+	d := json.NewDecoder(strings.NewReader(string(b)))
+	d.DisallowUnknownFields()
+	if err := d.Decode(&c); err != nil {
+		return nil, err
+	}
+	var out []permission.Rule
+	for _, s := range []ruleSet{{path, permission.Allow, c.Allow}, {path, permission.Ask, c.Ask}, {path, permission.Deny, c.Deny}} {
+		rules, err := s.rules()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, rules...)
+	}
+	return out, nil
+}
+
+// terminalAsker asks on the terminal (dsh-bash run with a terminal on
+// stdin): y runs once, a allows the prefixes for the run, anything else
+// rejects.
+func terminalAsker(in io.Reader, out io.Writer) toolbash.Asker {
+	r := bufio.NewReader(in)
+	return func(ctx context.Context, q toolbash.Question) (toolbash.Answer, error) {
+		fmt.Fprintf(out, "dsh-bash: %s needs approval: %s\n  %s\n", "this command", q.Verdict.Reason, q.Command)
+		prompt := "Run it? [y]es once, [N]o"
+		if len(q.Verdict.Prefixes) > 0 {
+			prompt = fmt.Sprintf("Run it? [y]es once, [a]lways allow %s, [N]o", strings.Join(q.Verdict.Prefixes, ", "))
+		}
+		fmt.Fprint(out, prompt+": ")
+		line, err := r.ReadString('\n')
+		if err != nil && !errors.Is(err, io.EOF) {
+			return toolbash.Reject, err
+		}
+		switch strings.ToLower(strings.TrimSpace(line)) {
+		case "y", "yes":
+			return toolbash.AllowOnce, nil
+		case "a", "always":
+			if len(q.Verdict.Prefixes) > 0 {
+				return toolbash.AllowPrefixes, nil
+			}
+		}
+		return toolbash.Reject, nil
+	}
+}

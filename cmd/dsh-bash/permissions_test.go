@@ -1,0 +1,100 @@
+//go:build linux
+
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// TestRunPermissions: rules from flags and the configuration file; a
+// denied command does not run; an ask without a terminal is a denial that
+// says how to allow; a repository's own rules count only when the user's
+// configuration says so.
+func TestRunPermissions(t *testing.T) {
+	dir := t.TempDir()
+	out, _, code := dshBash(t, dir, "run", "--deny", "touch", "--", "echo a && touch planted")
+	if code != 1 || !strings.HasPrefix(out, "permission denied: `touch planted` matches rule deny \"touch\" (--deny)") {
+		t.Errorf("denied: %q (exit %d)", out, code)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "planted")); err == nil {
+		t.Error("the denied command ran")
+	}
+	out, _, code = dshBash(t, dir, "run", "--deny", "touch", "--", "ls planted 2>/dev/null; echo listed")
+	if code != 0 || out != "listed\n" {
+		t.Errorf("a built-in allowed command: %q (exit %d)", out, code)
+	}
+	out, _, code = dshBash(t, dir, "run", "--deny", "touch", "--", "mkdir made")
+	if code != 1 || !strings.Contains(out, "this client cannot ask the user") || !strings.Contains(out, "--allow 'mkdir'") {
+		t.Errorf("an ask without a terminal: %q (exit %d)", out, code)
+	}
+
+	os.MkdirAll(filepath.Join(dir, ".dsh"), 0o755)
+	os.WriteFile(filepath.Join(dir, ".dsh", "permissions.json"), []byte(`{"allow": ["mkdir"]}`), 0o644)
+	for _, trust := range []bool{false, true} {
+		cfg := filepath.Join(t.TempDir(), "config.json")
+		os.WriteFile(cfg, []byte(`{"permissions": {"deny": ["touch"], "projectRules": `+map[bool]string{false: "false", true: "true"}[trust]+`}}`), 0o600)
+		out, _, code = dshBash(t, dir, "run", "--config", cfg, "--", "mkdir by-project")
+		_, err := os.Stat(filepath.Join(dir, "by-project"))
+		if ran := err == nil; ran != trust {
+			t.Errorf("projectRules %v: the repository's allow rule applied: %v (%q, exit %d)", trust, ran, out, code)
+		}
+	}
+	_, errOut, code := dshBash(t, dir, "run", "--allow", "'unterminated", "--", "true")
+	if code != 2 || !strings.Contains(errOut, "--allow") {
+		t.Errorf("a bad rule: exit %d, %q", code, errOut)
+	}
+}
+
+// TestRunAsksOnTerminal: with a terminal on stdin, run asks there; "y"
+// runs the command, "n" does not.
+func TestRunAsksOnTerminal(t *testing.T) {
+	for _, answer := range []string{"y", "n"} {
+		t.Run(answer, func(t *testing.T) {
+			dir := t.TempDir()
+			master, slave := openPTY(t)
+			if _, err := master.Write([]byte(answer + "\n")); err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command(binary, "run", "--deny", "touch", "--", "mkdir viatty")
+			cmd.Dir, cmd.Stdin, cmd.Env = dir, slave, append(os.Environ(), "TMPDIR="+t.TempDir())
+			var out, errOut bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &errOut
+			_ = cmd.Run()
+			_, err := os.Stat(filepath.Join(dir, "viatty"))
+			if ran := err == nil; ran != (answer == "y") || !strings.Contains(errOut.String(), "Run it? [y]es once, [a]lways allow mkdir, [N]o") {
+				t.Errorf("answer %s: ran %v; stdout %q, stderr %q", answer, ran, out.String(), errOut.String())
+			}
+		})
+	}
+}
+
+// openPTY opens a pseudo-terminal pair.
+func openPTY(t *testing.T) (master, slave *os.File) {
+	t.Helper()
+	master, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Skip("no pty:", err)
+	}
+	t.Cleanup(func() { master.Close() })
+	if err := unix.IoctlSetPointerInt(int(master.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+		t.Fatal(err)
+	}
+	n, err := unix.IoctlGetInt(int(master.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slave, err = os.OpenFile("/dev/pts/"+strconv.Itoa(n), os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { slave.Close() })
+	return master, slave
+}
