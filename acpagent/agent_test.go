@@ -25,6 +25,7 @@ import (
 	"github.com/dshgo/dsh/internal/acptest"
 	"github.com/dshgo/dsh/internal/fakellm"
 	"github.com/dshgo/dsh/internal/proctest"
+	"github.com/dshgo/dsh/toolbash"
 	"golang.org/x/tools/txtar"
 )
 
@@ -357,8 +358,8 @@ func TestPermissions(t *testing.T) {
 	}{
 		{"allow once asks each time", allowOnce, 2, 2, "x\n"},
 		{"allow always asks once", allowAlways, 1, 2, "x\n"},
-		{"reject", rejectOnce, 2, 0, "the user declined to run this command"},
-		{"cancelled outcome", "", 2, 0, "the user declined to run this command"},
+		{"reject", rejectOnce, 2, 0, toolbash.RejectedText},
+		{"cancelled outcome", "", 2, 0, toolbash.RejectedText},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -18,7 +18,7 @@ import (
 
 // Texts the model reads when the user intervenes.
 const (
-	declinedText  = "the user declined to run this command"
+	declinedText  = toolbash.RejectedText
 	cancelledText = "cancelled by the user before it ran"
 )
 
