@@ -90,8 +90,19 @@ func (c *checker) script(src string, depth int) {
 		c.unknowable(src, fmt.Sprintf("it does not parse as bash (%v)", err))
 		return
 	}
+	vars := varSafety{}
+	vars.scan(f)
 	syntax.Walk(f, func(n syntax.Node) bool {
+		for _, e := range arithRoots(n) {
+			if v := vars.unsafeArith(e); v != "" {
+				c.unknowable(v, fmt.Sprintf("it evaluates %s as arithmetic, which runs any command its value holds", v))
+			}
+		}
 		switch n := n.(type) {
+		case *syntax.ParamExp:
+			if n.Exp != nil && n.Exp.Op == syntax.OtherParamOps && n.Exp.Word != nil && strings.Contains(n.Exp.Word.Lit(), "P") {
+				c.unknowable("${…@P}", "it expands a value as a prompt, which runs the commands it holds")
+			}
 		case *syntax.CallExpr:
 			c.assigns(n.Assigns)
 			if len(n.Args) > 0 {
@@ -188,6 +199,7 @@ var dangerousVars = map[string]bool{
 	"NODE_OPTIONS": true, "PYTHONSTARTUP": true, "PYTHONPATH": true, "PERL5OPT": true, "PERL5LIB": true,
 	"RUBYOPT": true, "RUBYLIB": true, "JAVA_TOOL_OPTIONS": true, "GOFLAGS": true, "RUSTC_WRAPPER": true,
 	"CC": true, "CXX": true, "MAKEFLAGS": true,
+	"BASH_ALIASES": true, "BASH_CMDS": true, "BASH_LOADABLES_PATH": true, "EXECIGNORE": true,
 }
 
 func dangerousVar(name string) bool {
@@ -204,7 +216,8 @@ func (c *checker) assigns(as []*syntax.Assign) {
 	}
 }
 
-// writeOps are the redirections that write to their word.
+// writeOps are the redirections that write to their word (>& too, when
+// its word is a file name rather than a descriptor).
 var writeOps = map[syntax.RedirOperator]bool{
 	syntax.RdrOut: true, syntax.AppOut: true, syntax.RdrInOut: true, syntax.RdrClob: true,
 	syntax.RdrAll: true, syntax.AppAll: true, syntax.RdrAllClob: true, syntax.AppAllClob: true,
@@ -215,7 +228,7 @@ var harmlessTargets = map[string]bool{"/dev/null": true, "/dev/stdout": true, "/
 
 // redirect asks about a write outside the workspace.
 func (c *checker) redirect(r *syntax.Redirect) {
-	if !writeOps[r.Op] || c.workspace == "" || r.Word == nil {
+	if !writeOps[r.Op] && r.Op != syntax.DplOut || c.workspace == "" || r.Word == nil {
 		return
 	}
 	target, ok := staticWord(r.Word, c.p.Home)
@@ -223,7 +236,7 @@ func (c *checker) redirect(r *syntax.Redirect) {
 		c.unknowable("> …", "it writes to a file whose name is only known when it runs")
 		return
 	}
-	if harmlessTargets[target] || strings.HasPrefix(target, "/dev/fd/") || (r.Op == syntax.RdrAll || r.Op == syntax.RdrOut) && isFD(target) {
+	if harmlessTargets[target] || strings.HasPrefix(target, "/dev/fd/") || r.Op == syntax.DplOut && isFD(target) {
 		return
 	}
 	if !filepath.IsAbs(target) {

@@ -175,6 +175,31 @@ var checkTests = []struct {
 	{"cd /etc && echo x > passwd", Ask},
 	{"cat < /etc/passwd", Allow}, // reading
 
+	// Arithmetic runs what a variable's value holds (a[$(…)]).
+	{"x='a[$(rm -rf ~)]'; echo $((x))", Ask},
+	{"x=$(cat f); echo $((x))", Ask},
+	{"read x < f; echo $((x + 1))", Ask},
+	{"echo $((HOME))", Ask},
+	{"[[ $x -eq 1 ]] && echo y", Ask},
+	{"echo ${a[$x]}", Ask},
+	{"let y=x+1", Ask},
+	{"for ((i=0; i<3; i++)); do echo $i; done", Allow},
+	{"n=5; echo $((n * 2))", Allow},
+	{"echo $((2 + 3))", Allow},
+
+	// Prompt expansion runs command substitutions in the value.
+	{"x='$(rm -rf ~)'; echo ${x@P}", Ask},
+	{"echo ${x@Q}", Allow},
+
+	// Aliases and the command hash table through their arrays.
+	{"BASH_ALIASES[ls]='rm -rf ~'; ls", Ask},
+	{"BASH_CMDS[ls]=/bin/rm; ls x", Ask},
+
+	// >& with a file name writes to it.
+	{"echo x >& /etc/passwd", Ask},
+	{"echo x >&2", Allow},
+	{"echo x >&-", Allow},
+
 	// What does not parse.
 	{"ls 'unterminated", Ask},
 	{"ls )", Ask},
