@@ -131,9 +131,7 @@ func (vs varSafety) unsafeArith(e syntax.ArithmExpr) string {
 		}
 		switch n := n.(type) {
 		case *syntax.Word:
-			if name := n.Lit(); identRE.MatchString(name) && !vs[name] {
-				found = name
-			}
+			found = vs.unsafeWord(n)
 		case *syntax.ParamExp:
 			if n.Param != nil && !vs[n.Param.Value] && !isNumberParam(n.Param.Value) {
 				found = "$" + n.Param.Value
@@ -147,3 +145,25 @@ func (vs varSafety) unsafeArith(e syntax.ArithmExpr) string {
 // isNumberParam: $1, $#, $? and the like hold no code... except $1, which
 // the command sets; positional parameters are empty in bash -c.
 func isNumberParam(p string) bool { return p == "#" || p == "?" || p == "$" || p == "!" }
+
+// unsafeWord checks one word of an arithmetic expression: a variable the
+// script does not set safely (a[i] counts as a), or a quoted string that
+// could hold code.
+func (vs varSafety) unsafeWord(w *syntax.Word) string {
+	if lit := w.Lit(); lit != "" {
+		name, _, _ := strings.Cut(lit, "[")
+		if identRE.MatchString(name) && !vs[name] {
+			return name
+		}
+		return ""
+	}
+	for _, p := range w.Parts {
+		switch p.(type) {
+		case *syntax.SglQuoted, *syntax.DblQuoted:
+			if s, ok := staticWord(w, ""); !ok || strings.ContainsAny(s, "$`[") {
+				return "a quoted string"
+			}
+		}
+	}
+	return ""
+}

@@ -24,13 +24,14 @@ type attackCase struct {
 // attackBypasses use testPolicy (check_test.go).
 var attackBypasses = []attackCase{
 	// Parser disagreements between mvdan.cc/sh and bash: arbitrary commands.
-	{"comment-backslash-newline", "ls #\\\nrm -rf ~", Deny,
+	// The checker cannot read these as bash will, so it asks (never allows).
+	{"comment-backslash-newline", "ls #\\\nrm -rf ~", Ask,
 		"bash: a comment ends at the newline; `rm -rf ~` runs",
 		"mvdan lexer treats \\<newline> inside a comment as a line continuation (syntax/lexer.go comment loop, case escNewl): Check sees `ls rm -rf ~`"},
-	{"backslash-CR-LF", "echo a\\\r\nrm -rf ~", Deny,
+	{"backslash-CR-LF", "echo a\\\r\nrm -rf ~", Ask,
 		"bash: \\<CR> is an escaped CR, the LF ends the line; `rm -rf ~` runs",
 		"mvdan turns \\\\\\r\\n into a line continuation (lexer.go rune()): Check sees `echo atouch…`"},
-	{"comment-backslash-CR-LF", "ls #x\\\r\nrm -rf ~", Deny,
+	{"comment-backslash-CR-LF", "ls #x\\\r\nrm -rf ~", Ask,
 		"as above, inside a comment", "mvdan lexer, as above"},
 
 	// Bash variables that change what a name runs; not in dangerousVars.
@@ -113,7 +114,8 @@ var attackBypasses = []attackCase{
 		"runs a workspace file named ls (e.g. one built with the allowed go build -o ls / go test -c -o ls)", "as above"},
 
 	// Deny weakened to Ask (minor).
-	{"brace-quoted-deny", "{rm,'-rf',x}", Deny,
+	// Braces with quoted parts are not expanded statically: ask is enough.
+	{"brace-quoted-deny", "{rm,'-rf',x}", Ask,
 		"brace expansion gives `rm -rf x`",
 		"words.go unquotedLit checks braces per literal part; a quoted part hides the comma"},
 }

@@ -85,6 +85,10 @@ func (c *checker) script(src string, depth int) {
 		c.unknowable(src, "it runs strings within strings too deeply to follow")
 		return
 	}
+	if why := misread(src); why != "" {
+		c.unknowable(src, why)
+		return
+	}
 	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(src), "")
 	if err != nil {
 		c.unknowable(src, fmt.Sprintf("it does not parse as bash (%v)", err))
@@ -100,8 +104,10 @@ func (c *checker) script(src string, depth int) {
 		}
 		switch n := n.(type) {
 		case *syntax.ParamExp:
-			if n.Exp != nil && n.Exp.Op == syntax.OtherParamOps && n.Exp.Word != nil && strings.Contains(n.Exp.Word.Lit(), "P") {
-				c.unknowable("${…@P}", "it expands a value as a prompt, which runs the commands it holds")
+			c.paramExp(n, vars)
+		case *syntax.WordIter:
+			if n.Name != nil && dangerousVar(n.Name.Value) {
+				c.unknowable("for "+n.Name.Value, fmt.Sprintf("its loop sets %s, which changes what commands run", n.Name.Value))
 			}
 		case *syntax.CallExpr:
 			c.assigns(n.Assigns)
@@ -110,9 +116,7 @@ func (c *checker) script(src string, depth int) {
 				c.call(args, known, depth)
 			}
 		case *syntax.DeclClause:
-			for _, a := range n.Args {
-				c.assigns([]*syntax.Assign{a})
-			}
+			c.declare(n)
 		case *syntax.Redirect:
 			c.redirect(n)
 		}
@@ -136,11 +140,82 @@ func (c *checker) call(args []string, known, depth int) {
 	if base == "cd" || base == "pushd" || base == "popd" {
 		c.changesDir = true
 	}
+	c.fills(base, args, known)
 	if c.runs(base, args, known, depth) {
-		c.rules(args, known, text, false) // only rules naming the wrapper itself
+		c.rules(args, known, text, wrappers[base].escalates) // else only rules naming the wrapper itself
 		return
 	}
+	if base == "git" {
+		args, known = c.gitArgs(args, known)
+	}
 	c.rules(args, known, text, true)
+}
+
+// fills asks about read, mapfile, getopts and printf -v filling a
+// variable that changes what runs, or a subscript (which can run code).
+func (c *checker) fills(base string, args []string, known int) {
+	var targets []string
+	switch {
+	case readers[base]:
+		targets = args[1:min(known, len(args))]
+	case base == "printf":
+		for i := 1; i+1 < known; i++ {
+			if args[i] == "-v" {
+				targets = append(targets, args[i+1])
+			}
+		}
+		if known < len(args) && slicesContains(args[1:known], "-v") {
+			c.unknowable("printf -v …", "it fills a variable named only when it runs")
+		}
+	}
+	for _, t := range targets {
+		if strings.HasPrefix(t, "-") || identRE.MatchString(t) && !dangerousVar(t) {
+			continue
+		}
+		c.unknowable(base+" "+t, fmt.Sprintf("it fills %s, which changes what commands run or holds a subscript", t))
+	}
+}
+
+func slicesContains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// gitArgs drops git's options that change nothing a rule cares about
+// before its subcommand (--no-pager, -P, -C DIR within the workspace), so
+// that git --no-pager diff matches "git diff". Others (-c, --git-dir, -C
+// elsewhere) stay, and keep the rules from matching.
+func (c *checker) gitArgs(args []string, known int) ([]string, int) {
+	out := []string{args[0]}
+	i := 1
+	for ; i < known; i++ {
+		switch a := args[i]; {
+		case a == "--no-pager" || a == "-P" || a == "--no-optional-locks" || a == "--literal-pathspecs":
+			continue
+		case a == "-C" && i+1 < known && c.inWorkspace(args[i+1]):
+			i++
+			continue
+		}
+		break
+	}
+	out = append(out, args[i:]...)
+	return out, known - (i - 1)
+}
+
+// inWorkspace reports whether dir (relative to the workdir) is in the
+// workspace.
+func (c *checker) inWorkspace(dir string) bool {
+	if c.workspace == "" || c.changesDir {
+		return false
+	}
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(c.workdir, dir)
+	}
+	return within(filepath.Clean(dir), c.workspace)
 }
 
 // rules applies the rules to one simple command; unmatched says whether
@@ -198,22 +273,90 @@ var dangerousVars = map[string]bool{
 	"PAGER": true, "EDITOR": true, "VISUAL": true, "BROWSER": true,
 	"NODE_OPTIONS": true, "PYTHONSTARTUP": true, "PYTHONPATH": true, "PERL5OPT": true, "PERL5LIB": true,
 	"RUBYOPT": true, "RUBYLIB": true, "JAVA_TOOL_OPTIONS": true, "GOFLAGS": true, "RUSTC_WRAPPER": true,
-	"CC": true, "CXX": true, "MAKEFLAGS": true,
+	"CC": true, "CXX": true, "MAKEFLAGS": true, "POSIXLY_CORRECT": true,
+	"HOME": true, "XDG_CONFIG_HOME": true, "GIT_DIR": true, "GIT_COMMON_DIR": true, "GIT_WORK_TREE": true,
 	"BASH_ALIASES": true, "BASH_CMDS": true, "BASH_LOADABLES_PATH": true, "EXECIGNORE": true,
 }
 
 func dangerousVar(name string) bool {
-	return dangerousVars[name] || strings.HasPrefix(name, "LD_") || strings.HasPrefix(name, "GIT_CONFIG") ||
+	return dangerousVars[name] || strings.HasPrefix(name, "LD_") || strings.HasPrefix(name, "GIT_CONFIG") || strings.HasPrefix(name, "GIT_TRACE") ||
 		strings.HasPrefix(name, "BASH_FUNC_") || strings.HasPrefix(name, "DYLD_")
 }
 
-// assigns asks about assignments to variables that change what runs.
+// assigns asks about assignments to variables that change what runs
+// (naming one alone, as export PATH does, changes nothing).
 func (c *checker) assigns(as []*syntax.Assign) {
 	for _, a := range as {
-		if a.Name != nil && dangerousVar(a.Name.Value) {
-			c.unknowable(a.Name.Value+"=…", fmt.Sprintf("it sets %s, which changes what commands run", a.Name.Value))
+		if a.Name != nil && (a.Value != nil || a.Array != nil) {
+			c.setsVar(a.Name.Value)
 		}
 	}
+}
+
+// setsVar asks about an assignment to a variable that changes what runs.
+func (c *checker) setsVar(name string) {
+	if dangerousVar(name) {
+		c.unknowable(name+"=…", fmt.Sprintf("it sets %s, which changes what commands run", name))
+	}
+}
+
+// paramExp asks about expansions that run what a value holds: ${x@P}
+// (prompt expansion) and ${!x} (x names a variable, maybe a[$(cmd)]).
+func (c *checker) paramExp(n *syntax.ParamExp, vars varSafety) {
+	if n.Exp != nil && n.Exp.Op == syntax.OtherParamOps && n.Exp.Word != nil && strings.Contains(n.Exp.Word.Lit(), "P") {
+		c.unknowable("${…@P}", "it expands a value as a prompt, which runs the commands it holds")
+	}
+	if n.Excl && n.Param != nil && !vars[n.Param.Value] && n.Index == nil && n.Names == 0 {
+		c.unknowable("${!"+n.Param.Value+"}", fmt.Sprintf("it expands the variable that %s names, which may run a command in a subscript", n.Param.Value))
+	}
+}
+
+// declare checks declare, export, local, readonly and typeset: what they
+// assign, the strings they parse as assignments, namerefs and integer
+// variables (whose values are evaluated as arithmetic).
+func (c *checker) declare(d *syntax.DeclClause) {
+	integer := false
+	for _, a := range d.Args {
+		if !a.Naked || a.Value == nil {
+			c.assigns([]*syntax.Assign{a})
+			if integer && a.Value != nil && !safeValue(a.Value) {
+				c.unknowable(d.Variant.Value+" -i", "it evaluates an integer variable's value as arithmetic, which can run commands")
+			}
+			continue
+		}
+		s, ok := staticWord(a.Value, c.p.Home)
+		switch {
+		case !ok:
+			c.unknowable(d.Variant.Value+" …", "it declares a name only known when it runs")
+		case strings.HasPrefix(s, "-") || strings.HasPrefix(s, "+"):
+			if strings.ContainsRune(s, 'n') {
+				c.unknowable(d.Variant.Value+" "+s, "it makes a nameref, which can change any variable")
+			}
+			integer = integer || strings.ContainsRune(s, 'i')
+		case strings.ContainsAny(s, "$`["):
+			c.unknowable(d.Variant.Value+" "+s, "it parses a string as an assignment, whose subscript can run commands")
+		default:
+			name, _, hasValue := strings.Cut(s, "=")
+			if hasValue {
+				c.setsVar(name)
+			}
+		}
+	}
+}
+
+// misread reports source that bash and the parser read differently: a
+// backslash before a carriage return, and a comment ending in a backslash
+// (bash ends a comment at the newline; the parser continues the line).
+func misread(src string) string {
+	if strings.Contains(src, "\\\r") {
+		return "it has a backslash before a carriage return, which bash reads differently"
+	}
+	for _, line := range strings.Split(src, "\n") {
+		if strings.Contains(line, "#") && strings.HasSuffix(line, "\\") {
+			return "a line with a comment ends in a backslash, which bash reads differently"
+		}
+	}
+	return ""
 }
 
 // writeOps are the redirections that write to their word (>& too, when
@@ -228,15 +371,30 @@ var harmlessTargets = map[string]bool{"/dev/null": true, "/dev/stdout": true, "/
 
 // redirect asks about a write outside the workspace.
 func (c *checker) redirect(r *syntax.Redirect) {
-	if !writeOps[r.Op] && r.Op != syntax.DplOut || c.workspace == "" || r.Word == nil {
+	if !writeOps[r.Op] && r.Op != syntax.DplOut || r.Word == nil {
 		return
 	}
 	target, ok := staticWord(r.Word, c.p.Home)
-	if !ok {
+	if r.Op == syntax.DplOut && ok && isFD(target) {
+		return
+	}
+	c.writes(target, ok)
+}
+
+// writes asks about a write to target (static says whether its name is
+// known) outside the workspace.
+func (c *checker) writes(target string, static bool) {
+	if c.workspace == "" {
+		return
+	}
+	if !static {
 		c.unknowable("> …", "it writes to a file whose name is only known when it runs")
 		return
 	}
-	if harmlessTargets[target] || strings.HasPrefix(target, "/dev/fd/") || r.Op == syntax.DplOut && isFD(target) {
+	if filepath.IsAbs(target) {
+		target = filepath.Clean(target)
+	}
+	if harmlessTargets[target] || strings.HasPrefix(target, "/dev/fd/") {
 		return
 	}
 	if !filepath.IsAbs(target) {
@@ -246,7 +404,6 @@ func (c *checker) redirect(r *syntax.Redirect) {
 		}
 		target = filepath.Join(c.workdir, target)
 	}
-	target = filepath.Clean(target)
 	if !within(target, c.workspace) {
 		c.unknowable("> "+target, fmt.Sprintf("it writes to %s, outside the workspace %s", target, c.workspace))
 	}

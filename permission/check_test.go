@@ -200,6 +200,21 @@ var checkTests = []struct {
 	{"echo x >&2", Allow},
 	{"echo x >&-", Allow},
 
+	// git's harmless global options before the subcommand.
+	{"git --no-pager diff", Allow},
+	{"git -P log", Ask}, // log is not allowed here
+	{"git -C sub status", Allow},
+	{"git -C /tmp/x status", Ask},
+	{"git -c core.fsmonitor=evil status", Ask},
+
+	// Naming a variable without a value changes nothing.
+	{"export PATH; ls", Allow},
+	{"declare -p PATH", Allow},
+
+	// A program found by path is not the allowed one.
+	{"./ls", Ask},
+	{"/tmp/evil/ls", Ask},
+
 	// What does not parse.
 	{"ls 'unterminated", Ask},
 	{"ls )", Ask},

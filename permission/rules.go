@@ -68,9 +68,9 @@ func NewRule(d Decision, pattern, source string) (Rule, error) {
 	if len(words) == 0 {
 		return Rule{}, fmt.Errorf("rule %q: no command", pattern)
 	}
-	for _, w := range words {
+	for i, w := range words {
 		if _, err := path.Match(w, ""); err != nil {
-			return Rule{}, fmt.Errorf("rule %q: bad pattern %q", pattern, w)
+			words[i] = escapeGlob(w) // not a pattern: the word itself ("[")
 		}
 	}
 	return Rule{Decision: d, Pattern: pattern, Source: source, words: words}, nil
@@ -101,6 +101,11 @@ func (r *Rule) match(argv []string, known int) (ok, maybe bool) {
 		}
 		a := argv[i]
 		if i == 0 && !strings.Contains(w, "/") {
+			if r.Decision == Allow && strings.Contains(a, "/") {
+				// An allowed name is the program PATH finds, not any
+				// file of that name (./ls, /tmp/evil/ls).
+				return false, false
+			}
 			a = path.Base(a)
 		}
 		if ok, _ := path.Match(w, a); !ok {
@@ -108,4 +113,16 @@ func (r *Rule) match(argv []string, known int) (ok, maybe bool) {
 		}
 	}
 	return true, false
+}
+
+// escapeGlob makes a word match only itself.
+func escapeGlob(w string) string {
+	var b strings.Builder
+	for _, r := range w {
+		if strings.ContainsRune(`*?[\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }

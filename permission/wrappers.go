@@ -10,30 +10,34 @@ import (
 // A wrapper runs the command in its arguments, after its own options;
 // valued lists the options that take the next argument.
 type wrapper struct {
-	valued   string // space-separated options that take a value
-	operands int    // non-option arguments before the command (timeout's duration)
-	assigns  bool   // NAME=VALUE arguments before the command (env)
+	valued    string // space-separated options that take a value
+	operands  int    // non-option arguments before the command (timeout's duration)
+	assigns   bool   // NAME=VALUE arguments before the command (env)
+	escalates bool   // runs the command with other rights: it needs a rule of its own
+	writes    string // options whose value is a file it writes
+	lockFile  bool   // its first operand is a file it creates (flock)
 }
 
 var wrappers = map[string]wrapper{
-	"env":      {valued: "-u --unset -C --chdir", assigns: true},
-	"command":  {},
-	"builtin":  {},
-	"exec":     {valued: "-a"},
-	"nohup":    {},
-	"time":     {valued: "-f --format -o --output"},
-	"setsid":   {},
-	"stdbuf":   {valued: "-i -o -e --input --output --error"},
-	"nice":     {valued: "-n --adjustment"},
-	"ionice":   {valued: "-c -n -p -P -u --class --classdata"},
-	"timeout":  {valued: "-s --signal -k --kill-after", operands: 1},
-	"sudo":     {valued: "-u -g -C -D -h -p -r -t -U -T --user --group --chdir --host --prompt --role --type --other-user --command-timeout"},
-	"doas":     {valued: "-u -C"},
-	"xargs":    {valued: "-a -d -E -e -I -i -L -l -n -P -s --arg-file --delimiter --eof --replace --max-lines --max-args --max-procs --max-chars --process-slot-var"},
+	"env":     {valued: "-u --unset -C --chdir", assigns: true},
+	"command": {},
+	"builtin": {},
+	"exec":    {valued: "-a"},
+	"nohup":   {},
+	"time":    {valued: "-f --format -o --output", writes: "-o --output"},
+	"setsid":  {},
+	"stdbuf":  {valued: "-i -o -e --input --output --error"},
+	"nice":    {valued: "-n --adjustment"},
+	"ionice":  {valued: "-c -n -p -P -u --class --classdata"},
+	"timeout": {valued: "-s --signal -k --kill-after", operands: 1},
+	"sudo":    {valued: "-u -g -C -D -h -p -r -t -U -T --user --group --chdir --host --prompt --role --type --other-user --command-timeout", escalates: true},
+	"doas":    {valued: "-u -C", escalates: true},
+	// -e, -i and -l take a value only when it is attached (-i{}).
+	"xargs":    {valued: "-a -d -E -I -L -n -P -s --arg-file --delimiter --max-args --max-procs --max-chars --process-slot-var"},
 	"chrt":     {operands: 1},
 	"taskset":  {operands: 1},
 	"unbuffer": {},
-	"flock":    {valued: "-w --timeout -E --conflict-exit-code", operands: 1},
+	"flock":    {valued: "-w --timeout -E --conflict-exit-code", operands: 1, lockFile: true},
 }
 
 // shells run a string with -c.
@@ -85,16 +89,22 @@ func (c *checker) wrapped(w wrapper, name string, args []string, known, depth in
 				c.unknowable(commandText(args, known), fmt.Sprintf("it sets %s, which changes what commands run", v))
 			}
 			continue
-		case name == "env" && (a == "-S" || strings.HasPrefix(a, "--split-string") || strings.HasPrefix(a, "-S")):
+		case name == "env" && (strings.HasPrefix(a, "--split-string") || !strings.HasPrefix(a, "--") && strings.HasPrefix(a, "-") && strings.ContainsRune(a, 'S')):
 			c.unknowable(commandText(args, known), "env -S splits a string into a command")
 			return true
 		case strings.HasPrefix(a, "-") && a != "-":
 			if takesValue(w.valued, a) {
+				if takesValue(w.writes, a) && i+1 < len(args) {
+					c.writes(args[i+1], i+1 < known)
+				}
 				i++
 			}
 			continue
 		}
 		break
+	}
+	if w.lockFile && i < len(args) {
+		c.writes(args[i], i < known)
 	}
 	i += w.operands
 	if name == "command" && len(args) > 1 && (args[1] == "-v" || args[1] == "-V") {
@@ -138,7 +148,10 @@ func (c *checker) shellC(args []string, known, depth int) bool {
 		}
 		a := args[i]
 		switch {
-		case a == "-o" || a == "-O" || a == "+o" || a == "+O" || a == "--rcfile" || a == "--init-file":
+		case a == "--rcfile" || a == "--init-file":
+			c.unknowable(commandText(args, known), "it makes the shell read a startup file")
+			return true
+		case a == "-o" || a == "-O" || a == "+o" || a == "+O":
 			i++
 		case strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.Contains(a, "c"):
 			hasC = true
@@ -179,6 +192,9 @@ func (c *checker) watch(args []string, known, depth int) {
 
 // trap's action runs later, on a signal.
 func (c *checker) trap(args []string, known, depth int) {
+	if len(args) > 1 && args[1] == "--" {
+		args, known = append(args[:1:1], args[2:]...), known-1
+	}
 	if len(args) < 3 || known < 2 || args[1] == "-" || args[1] == "" || strings.HasPrefix(args[1], "-") {
 		if known < 2 && len(args) >= 3 {
 			c.unknowable("trap …", "the action trap sets is only known when it runs")
