@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -15,62 +16,84 @@ import (
 )
 
 // defaultCacheDir is where an uploaded binary lives on a host, under its
-// hash: SSH.CacheDir's default.
+// hash: SSH.CacheDir's default. It is a shell word for the host's sh.
 const defaultCacheDir = "$HOME/.cache/dsh-bash"
 
 // bootstrap returns the command to run on the host: cmd as it is when its
 // program is found there; else, when cmd runs dsh-bash, the running binary
 // uploaded once to the cache directory (named by its SHA-256, checked
-// there after the copy) and run from it.
+// there after the copy and before each use) and run from it.
 func (s *SSH) bootstrap(ctx context.Context, c *ssh.Client, cmd string) (string, error) {
 	prog, rest, _ := strings.Cut(cmd, " ")
 	if prog != "dsh-bash" {
 		return cmd, nil // a path or another program: the user placed it
 	}
+	root, err := s.cacheDir()
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", s.Name(), err)
+	}
 	sum, err := selfHash()
 	if err != nil {
 		return "", fmt.Errorf("%s: upload: %w", s.Name(), err)
 	}
-	dir := s.cacheDir() + "/" + sum
-	out, err := output(ctx, c, probeScript(dir), nil)
+	dir := root + "/" + sum
+	out, err := output(ctx, c, probeScript(root, dir, sum), nil)
 	if err != nil {
 		return "", fmt.Errorf("%s: looking for dsh-bash: %w", s.Name(), err)
 	}
 	found, uname, _ := strings.Cut(strings.TrimSpace(out), "\n")
+	run := `"` + dir + `/dsh-bash" ` + rest
 	switch found {
 	case "cached":
-		return dir + "/dsh-bash " + rest, nil
+		return run, nil
 	case "installed":
 		return cmd, nil
 	}
 	if err := sameSystem(uname); err != nil {
 		return "", fmt.Errorf("%s has no dsh-bash, and this one cannot run there: %w; install it there", s.Name(), err)
 	}
-	if err := s.upload(ctx, c, dir, sum); err != nil {
+	if err := s.upload(ctx, c, root, dir, sum); err != nil {
 		return "", fmt.Errorf("%s: upload: %w", s.Name(), err)
 	}
-	return dir + "/dsh-bash " + rest, nil
+	return run, nil
 }
 
-func (s *SSH) cacheDir() string {
-	if s.CacheDir != "" {
-		return s.CacheDir
+// cacheDir is the cache directory as a word inside double quotes; a value
+// that could break out of them is refused.
+func (s *SSH) cacheDir() (string, error) {
+	if s.CacheDir == "" {
+		return defaultCacheDir, nil
 	}
-	return defaultCacheDir
+	if strings.ContainsAny(s.CacheDir, "\"`\\\n") || strings.Contains(s.CacheDir, "$(") {
+		return "", errors.New("the upload cache directory may not hold quotes, backslashes, backquotes or $(")
+	}
+	return strings.TrimRight(s.CacheDir, "/"), nil
 }
 
-// probeScript says "cached" when the hash's binary is in dir, "installed"
-// when dsh-bash is on the PATH, else "missing" and the system's name and
-// machine.
-func probeScript(dir string) string {
-	return `if [ -x "` + dir + `/dsh-bash" ]; then echo cached; ` +
+// hashCmd prints a file's SHA-256 (sha256sum, else shasum).
+const hashCmd = `h() { if command -v sha256sum >/dev/null 2>&1; then sha256sum "$1"; else shasum -a 256 "$1"; fi | cut -d" " -f1; }; `
+
+// safeDirs checks that the cache directory and dir belong to the user and
+// that no one else may write to them (a shared cache could hold a planted
+// binary).
+func safeDirs(root, dir string) string {
+	return `ok() { [ -d "$1" ] && [ -O "$1" ] && [ -z "$(find "$1" -maxdepth 0 -perm /022)" ]; }; ` +
+		`ok "` + root + `" && ok "` + dir + `"`
+}
+
+// probeScript says "cached" when the hash's binary is in dir, safe and
+// with that hash; "installed" when dsh-bash is on the PATH; else "missing"
+// and the system's name and machine.
+func probeScript(root, dir, sum string) string {
+	return hashCmd + `b="` + dir + `/dsh-bash"; ` +
+		`if [ -x "$b" ] && [ -O "$b" ] && ` + safeDirs(root, dir) + ` && [ "$(h "$b")" = ` + sum + ` ]; then echo cached; ` +
 		`elif command -v dsh-bash >/dev/null 2>&1; then echo installed; ` +
 		`else echo missing; uname -sm; fi`
 }
 
 // upload copies the running binary to dir/dsh-bash through a temporary
 // file, checking its hash there before it takes the name.
-func (s *SSH) upload(ctx context.Context, c *ssh.Client, dir, sum string) error {
+func (s *SSH) upload(ctx context.Context, c *ssh.Client, root, dir, sum string) error {
 	self, err := os.Executable()
 	if err != nil {
 		return err
@@ -80,16 +103,18 @@ func (s *SSH) upload(ctx context.Context, c *ssh.Client, dir, sum string) error 
 		return err
 	}
 	defer f.Close()
-	script := `set -e; umask 077; mkdir -p "` + dir + `"; t="` + dir + `/.upload.$$"; cat > "$t"; ` +
-		`s=$(sha256sum "$t" | cut -d" " -f1); ` +
-		`if [ "$s" != ` + sum + ` ]; then rm -f "$t"; echo "the copy's hash is $s, not ` + sum + `" >&2; exit 1; fi; ` +
-		`chmod 700 "$t"; mv -f "$t" "` + dir + `/dsh-bash"`
+	script := `set -e; umask 077; ` + hashCmd + `mkdir -p "` + dir + `"; ` +
+		safeDirs(root, dir) + ` || { echo "the cache directory is not yours alone" >&2; exit 1; }; ` +
+		`t="` + dir + `/.upload.$$"; trap 'rm -f "$t"' EXIT; cat > "$t"; s=$(h "$t"); ` +
+		`if [ "$s" != ` + sum + ` ]; then echo "the copy's hash is $s, not ` + sum + `" >&2; exit 1; fi; ` +
+		`chmod 700 "$t"; mv -f "$t" "` + dir + `/dsh-bash"; trap - EXIT`
 	_, err = output(ctx, c, script, f)
 	return err
 }
 
-// output runs script on a new session with stdin and returns its stdout;
-// its stderr is in the error when it fails.
+// output runs script with sh (whatever the login shell) on a new session
+// with stdin, and returns its stdout; its stderr is in the error when it
+// fails.
 func output(ctx context.Context, c *ssh.Client, script string, stdin io.Reader) (string, error) {
 	sess, err := c.NewSession()
 	if err != nil {
@@ -100,7 +125,7 @@ func output(ctx context.Context, c *ssh.Client, script string, stdin io.Reader) 
 	sess.Stdin, sess.Stdout, sess.Stderr = stdin, &out, &errOut
 	stop := context.AfterFunc(ctx, func() { sess.Close() })
 	defer stop()
-	if err := sess.Run(script); err != nil {
+	if err := sess.Run("sh -c " + shellQuote(script)); err != nil {
 		if ctx.Err() != nil {
 			return "", ctx.Err()
 		}
@@ -108,6 +133,9 @@ func output(ctx context.Context, c *ssh.Client, script string, stdin io.Reader) 
 	}
 	return out.String(), nil
 }
+
+// shellQuote single-quotes s for a POSIX shell.
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 // sameSystem checks that uname -sm names this binary's OS and machine.
 func sameSystem(uname string) error {

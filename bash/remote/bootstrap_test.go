@@ -72,6 +72,15 @@ func TestUpload(t *testing.T) {
 	if len(entries) != 1 {
 		t.Errorf("the cache holds %d entries, want the binary alone (no temporary file left)", len(entries))
 	}
+	// A cache others may write to could hold a planted binary: not used.
+	os.Chmod(cache, 0o777)
+	if _, err := Dial(context.Background(), d.Dial, &Options{Host: d.Name()}); err == nil || !strings.Contains(err.Error(), "the cache directory is not yours alone") {
+		t.Errorf("a cache directory others may write to: %v", err)
+	}
+	d.CacheDir = `/tmp/x"; touch /tmp/pwned; "`
+	if _, err := Dial(context.Background(), d.Dial, &Options{Host: d.Name()}); err == nil || !strings.Contains(err.Error(), "may not hold quotes") {
+		t.Errorf("a cache directory that breaks out of its quotes: %v", err)
+	}
 }
 
 func TestSameSystem(t *testing.T) {

@@ -3,6 +3,7 @@ package remote
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/dshgo/dsh/bash"
@@ -68,6 +69,9 @@ func (e *Executor) Run(ctx context.Context, spec bash.ExecSpec) (bash.RunResult,
 	}
 	l, err := e.current(ctx)
 	if err != nil {
+		if ctx.Err() != nil {
+			err = fmt.Errorf("%w: %w", bash.ErrAborted, err) // nothing ran
+		}
 		return bash.RunResult{}, err
 	}
 	id := l.seq.Add(1)
@@ -220,7 +224,7 @@ func (e *Executor) ReadOutput(ctx context.Context, id bash.TaskID) (bash.TaskRea
 func (e *Executor) Kill(ctx context.Context, id bash.TaskID) (bool, error) {
 	_, r, err := e.taskCall(ctx, methodKill, id)
 	if err == nil {
-		e.subs.flush()
+		e.subs.flush(ctx)
 	}
 	return r.Killed, err
 }

@@ -34,6 +34,10 @@ type Options struct {
 	// failed one; it doubles, up to MaxBackoff, while they fail. Defaults
 	// 200 ms and 30 s.
 	Backoff, MaxBackoff time.Duration
+	// DialTimeout bounds one attempt to connect (with Dial's stream and the
+	// handshake). Callers wait for it as long as their ctx lets them; it
+	// does not end with their ctx. Default 30 s.
+	DialTimeout time.Duration
 	// Logf, if set, receives protocol diagnostics.
 	Logf func(format string, args ...any)
 }
@@ -59,10 +63,14 @@ type Executor struct {
 	ids  *idMap
 	subs *listeners
 
-	dialMu  sync.Mutex // one dial at a time
+	life    context.Context // ends with Close: it bounds dials
+	endLife context.CancelFunc
+	dials   sync.WaitGroup // dials in progress
+
 	mu      sync.Mutex
 	link    *link // nil before the first dial or after a failed one
 	gen     int
+	dialing *dialing  // the dial in progress, if any
 	lastErr error     // why the last dial failed
 	retryAt time.Time // no dial before then
 	backoff time.Duration
@@ -91,7 +99,7 @@ func New(ctx context.Context, rwc io.ReadWriteCloser, opts *Options) (*Executor,
 func Dial(ctx context.Context, dial DialFunc, opts *Options) (*Executor, error) {
 	e := newExecutor(opts, dial)
 	if _, err := e.current(ctx); err != nil {
-		e.subs.close()
+		e.Close() // stops a dial still in progress
 		return nil, err
 	}
 	return e, nil
@@ -99,8 +107,12 @@ func Dial(ctx context.Context, dial DialFunc, opts *Options) (*Executor, error) 
 
 func newExecutor(opts *Options, dial DialFunc) *Executor {
 	e := &Executor{dial: dial, ids: newIDMap()}
+	e.life, e.endLife = context.WithCancel(context.Background())
 	if opts != nil {
 		e.opts = *opts
+	}
+	if e.opts.DialTimeout <= 0 {
+		e.opts.DialTimeout = 30 * time.Second
 	}
 	if e.opts.AbortWait <= 0 {
 		e.opts.AbortWait = 10 * time.Second
@@ -127,35 +139,75 @@ func (e *Executor) Hello() Hello {
 }
 
 // current returns the live link, dialling a new one when the last ended.
+// One dial runs at a time, bounded by DialTimeout and the executor's life,
+// not by a caller's ctx: each caller waits for it as long as its own ctx
+// lets it.
 func (e *Executor) current(ctx context.Context) (*link, error) {
-	if l, err := e.live(); l != nil || err != nil {
-		return l, err
+	for {
+		if l, err := e.live(); l != nil || err != nil {
+			return l, err
+		}
+		d, err := e.startDial()
+		if err != nil {
+			return nil, err
+		}
+		select {
+		case <-d.done:
+			if d.err != nil {
+				return nil, d.err
+			}
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
-	e.dialMu.Lock()
-	defer e.dialMu.Unlock()
-	if l, err := e.live(); l != nil || err != nil {
-		return l, err
-	}
-	e.mu.Lock()
-	gen, retryAt, lastErr := e.gen+1, e.retryAt, e.lastErr
-	e.mu.Unlock()
-	if time.Now().Before(retryAt) {
-		return nil, &bash.LinkError{Host: e.opts.host(), Err: lastErr}
-	}
-	l, err := e.connect(ctx, gen)
+}
+
+// dialing is a dial in progress; done is closed once err is set or the
+// link is in place.
+type dialing struct {
+	done chan struct{}
+	err  error
+}
+
+// startDial returns the dial in progress, or starts one; an error while
+// the last failure's backoff lasts.
+func (e *Executor) startDial() (*dialing, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if err != nil {
+	if e.dialing != nil {
+		return e.dialing, nil
+	}
+	if time.Now().Before(e.retryAt) {
+		return nil, e.lastErr
+	}
+	d := &dialing{done: make(chan struct{})}
+	e.dialing = d
+	e.dials.Add(1)
+	go e.runDial(d, e.gen+1)
+	return d, nil
+}
+
+// runDial connects and puts the link in place, or backs off.
+func (e *Executor) runDial(d *dialing, gen int) {
+	defer e.dials.Done()
+	ctx, cancel := context.WithTimeout(e.life, e.opts.DialTimeout)
+	l, err := e.connect(ctx, gen)
+	cancel()
+	e.mu.Lock()
+	e.dialing = nil
+	switch {
+	case err == nil && e.closed:
+		l.close()
+		err = bash.ErrClosed
+	case err != nil:
 		e.backoff = min(max(2*e.backoff, e.opts.Backoff), e.opts.MaxBackoff)
 		e.retryAt, e.lastErr = time.Now().Add(e.backoff), err
-		return nil, err
+	default:
+		e.link, e.gen, e.backoff, e.retryAt = l, gen, 0, time.Time{}
 	}
-	if e.closed {
-		l.close()
-		return nil, bash.ErrClosed
-	}
-	e.link, e.gen, e.backoff, e.retryAt = l, gen, 0, time.Time{}
-	return l, nil
+	d.err = err
+	e.mu.Unlock()
+	close(d.done)
 }
 
 // live returns the link if it is up; an error when there is none to be had.
@@ -185,6 +237,10 @@ func (e *Executor) connect(ctx context.Context, gen int) (*link, error) {
 	l, err := dialLink(ctx, rwc, gen, &e.opts, e.taskDone)
 	if err != nil {
 		rwc.Close()
+		var le *bash.LinkError
+		if !errors.As(err, &le) {
+			err = &bash.LinkError{Host: e.opts.host(), Err: err}
+		}
 	}
 	return l, err
 }
@@ -212,6 +268,8 @@ func (e *Executor) mapWorkspace(req bash.ExecRequest) bash.ExecRequest {
 	switch {
 	case req.Workdir == "":
 		req.Workdir = ws
+	case !filepath.IsAbs(req.Workdir):
+		req.Workdir = filepath.Join(ws, req.Workdir)
 	case req.Workspace != "" && within(req.Workdir, req.Workspace):
 		rel, _ := filepath.Rel(req.Workspace, req.Workdir)
 		req.Workdir = filepath.Join(ws, rel)
@@ -236,6 +294,8 @@ func (e *Executor) Close() error {
 	e.closed = true
 	l := e.link
 	e.mu.Unlock()
+	e.endLife()
+	e.dials.Wait() // a dial in progress ends, its link closed
 	e.subs.close()
 	if l == nil || l.lost() {
 		if l != nil {

@@ -88,10 +88,11 @@ func (s *cmdStream) Write(p []byte) (int, error) { return s.in.Write(p) }
 func (s *cmdStream) Close() error {
 	s.once.Do(func() {
 		s.in.Close()
-		t := time.AfterFunc(s.wait, func() { _ = s.cmd.Process.Kill() })
+		t := time.AfterFunc(s.wait, func() { killGroup(s.cmd.Process) })
 		<-s.exited
 		t.Stop()
 		s.out.Close()
+		_ = s.cmd.Wait() // the process is reaped: this only releases the stderr copy
 	})
 	return nil
 }

@@ -2,6 +2,11 @@
 
 package remote
 
-import "syscall"
+import (
+	"os"
+	"syscall"
+)
 
 func dieWithParent() *syscall.SysProcAttr { return nil }
+
+func killGroup(p *os.Process) { _ = p.Kill() }

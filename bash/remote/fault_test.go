@@ -229,3 +229,64 @@ func TestKillTellsListenersFirst(t *testing.T) {
 		t.Errorf("when Kill returned the listeners had heard of %v, want [%s]", heard, task.ID)
 	}
 }
+
+// TestDialIsShared: a dial that hangs holds no caller beyond its own ctx,
+// and a caller that gives up does not make the dial fail (or back off)
+// for the next one.
+func TestDialIsShared(t *testing.T) {
+	leaks := goleak.IgnoreCurrent()
+	f := &farSides{t: t}
+	release := make(chan struct{})
+	var once sync.Once
+	slow := func(ctx context.Context) (io.ReadWriteCloser, error) {
+		select {
+		case <-release:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		return f.dial(ctx)
+	}
+	e := newExecutor(&Options{Host: "slow"}, slow)
+	defer func() {
+		once.Do(func() { close(release) })
+		e.Close()
+		f.wait()
+		if err := goleak.Find(leaks); err != nil {
+			t.Errorf("goroutines left: %v", err)
+		}
+	}()
+	short, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	long, cancelLong := context.WithCancel(context.Background())
+	defer cancelLong()
+	first := make(chan error, 1)
+	go func() { _, err := e.List(long); first <- err }()
+	if _, err := e.List(short); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a caller behind a hung dial: %v, want its own deadline", err)
+	}
+	select {
+	case err := <-first:
+		t.Fatalf("the first caller returned while the dial hangs: %v", err)
+	default:
+	}
+	once.Do(func() { close(release) })
+	if err := <-first; err != nil {
+		t.Errorf("the first caller, once the dial went through: %v", err)
+	}
+	if _, err := e.List(context.Background()); err != nil {
+		t.Errorf("a later caller: %v (a caller's deadline must not count as a failed dial)", err)
+	}
+}
+
+// TestRelativeWorkdirInWorkspace: with a workspace on the far side, a
+// relative working directory is under it.
+func TestRelativeWorkdirInWorkspace(t *testing.T) {
+	e := newExecutor(&Options{Workspace: "/far/ws"}, nil)
+	defer e.Close()
+	for in, want := range map[string]string{"": "/far/ws", "sub": "/far/ws/sub", "/here/x": "/far/ws/x", "/elsewhere": "/elsewhere"} {
+		got := e.mapWorkspace(bash.ExecRequest{Workdir: in, Workspace: "/here"})
+		if got.Workdir != want || got.Workspace != "/far/ws" {
+			t.Errorf("%q: %+v, want workdir %s", in, got, want)
+		}
+	}
+}

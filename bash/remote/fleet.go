@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/dshgo/dsh/bash"
@@ -39,7 +41,8 @@ type Fleet struct {
 type fleetHost struct {
 	e       *Executor
 	mu      sync.Mutex
-	running map[bash.TaskID]int // the host's running tasks: the connection each runs on
+	running map[bash.TaskID]int  // the host's running tasks: the connection each runs on
+	ended   map[bash.TaskID]bool // tasks that ended before their start was tracked
 }
 
 // NewFleet makes a fleet of hosts. No host is dialled before a session
@@ -48,12 +51,14 @@ func NewFleet(hosts []Host) (*Fleet, error) {
 	if len(hosts) == 0 {
 		return nil, errors.New("remote: a fleet needs hosts")
 	}
-	f := &Fleet{ids: newIDMap(), subs: newListeners(), placed: map[string]int{}}
-	for i, h := range hosts {
+	for _, h := range hosts {
 		if h.Dial == nil {
 			return nil, errors.New("remote: a fleet host has no Dial")
 		}
-		fh := &fleetHost{e: newExecutor(&h.Options, h.Dial), running: map[bash.TaskID]int{}}
+	}
+	f := &Fleet{ids: newIDMap(), subs: newListeners(), placed: map[string]int{}}
+	for i, h := range hosts {
+		fh := &fleetHost{e: newExecutor(&h.Options, h.Dial), running: map[bash.TaskID]int{}, ended: map[bash.TaskID]bool{}}
 		fh.e.OnTaskDone(func(t bash.Task) { f.taskDone(i, t) })
 		f.hosts = append(f.hosts, fh)
 	}
@@ -72,7 +77,11 @@ func (f *Fleet) Hosts() []*Executor {
 func (f *Fleet) taskDone(host int, t bash.Task) {
 	h := f.hosts[host]
 	h.mu.Lock()
-	delete(h.running, t.ID)
+	if _, ok := h.running[t.ID]; ok {
+		delete(h.running, t.ID)
+	} else {
+		h.ended[t.ID] = true // its end overtook its start's reply
+	}
 	h.mu.Unlock()
 	t.ID = f.ids.local(ref{host, t.ID})
 	f.subs.add(t)
@@ -164,8 +173,12 @@ func (f *Fleet) Run(ctx context.Context, spec bash.ExecSpec) (bash.RunResult, er
 func (h *fleetHost) track(id bash.TaskID) {
 	gen := h.e.generation()
 	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.ended[id] {
+		delete(h.ended, id)
+		return
+	}
 	h.running[id] = gen
-	h.mu.Unlock()
 }
 
 // load is how many tasks the host runs: those of a lost connection, which
@@ -278,7 +291,7 @@ func (f *Fleet) Kill(ctx context.Context, id bash.TaskID) (bool, error) {
 	}
 	killed, err := f.hosts[i].e.Kill(ctx, hid)
 	if err == nil {
-		f.subs.flush()
+		f.subs.flush(ctx)
 	}
 	return killed, f.localErr(i, err)
 }
@@ -305,7 +318,14 @@ func (f *Fleet) List(ctx context.Context) ([]bash.Task, error) {
 	if len(out) == 0 && len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
+	slices.SortFunc(out, func(a, b bash.Task) int { return taskNumber(a.ID) - taskNumber(b.ID) })
 	return out, nil
+}
+
+// taskNumber is N of bash-N: the fleet gives ids in order.
+func taskNumber(id bash.TaskID) int {
+	n, _ := strconv.Atoi(strings.TrimPrefix(string(id), "bash-"))
+	return n
 }
 
 // EndOwner ends the owner's session on its host and forgets its place.

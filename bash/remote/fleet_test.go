@@ -6,6 +6,7 @@ import (
 	"context"
 	"io"
 	"testing"
+	"time"
 
 	"github.com/dshgo/dsh/bash"
 	"github.com/dshgo/dsh/bash/bashtest"
@@ -71,4 +72,30 @@ func overFleet(n int) bashtest.NewFunc {
 func TestFleetConformance(t *testing.T) {
 	bashtest.Run(t, overFleet(1))
 	bashtest.Transcript(t, overFleet(1), "../bashtest/testdata/transcript.txtar", false)
+}
+
+// TestFleetLoadCountsEndedTasks: tasks that end before their start's
+// reply is handled (their end overtakes it) are not counted as running.
+func TestFleetLoadCountsEndedTasks(t *testing.T) {
+	f := overFleet(1)(t, bashtest.Config{Cwd: t.TempDir(), Timeout: time.Minute, MaxTimeout: time.Minute,
+		Grace: time.Second, DrainDelay: 50 * time.Millisecond, MaxOutputBytes: 4096, MaxTasksPerOwner: 64, MaxTasks: 64}).(*servedFleet)
+	defer f.Close()
+	const n = 100
+	done := make(chan struct{}, n)
+	f.OnTaskDone(func(bash.Task) { done <- struct{}{} })
+	for i := 0; i < n; i++ {
+		spec, err := f.Resolve(context.Background(), bash.ExecRequest{Command: "true", Owner: "s"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.Start(context.Background(), spec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < n; i++ {
+		<-done
+	}
+	if load := f.Fleet.hosts[0].load(); load != 0 {
+		t.Errorf("%d ended tasks still count as running", load)
+	}
 }

@@ -119,7 +119,7 @@ func (s *server) kill(ctx context.Context, req *jsonrpc2.Request) (*reply, error
 		return nil, err
 	}
 	killed, err := s.exec.Kill(ctx, p.ID)
-	s.dones.flush() // the task's end goes out before the reply, as listeners hear of it before Kill returns
+	s.dones.flush(ctx) // the task's end goes out before the reply, as listeners hear of it before Kill returns
 	return &reply{Killed: killed, Err: toWireError(err)}, nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/sourcegraph/jsonrpc2"
 
@@ -23,6 +24,7 @@ type link struct {
 	conn  *jsonrpc2.Conn
 	hello Hello
 	seq   atomic.Uint64 // request ids; 0 is never used
+	stall time.Duration // how long a send may stay stuck once its ctx ended
 	done  func(gen int, t wireTask)
 
 	mu   sync.Mutex
@@ -38,7 +40,7 @@ type liveRun struct {
 
 // dialLink starts a link over rwc and makes the handshake.
 func dialLink(ctx context.Context, rwc io.ReadWriteCloser, gen int, o *Options, done func(int, wireTask)) (*link, error) {
-	l := &link{gen: gen, host: o.host(), done: done, runs: map[uint64]*liveRun{}}
+	l := &link{gen: gen, host: o.host(), done: done, runs: map[uint64]*liveRun{}, stall: o.AbortWait}
 	l.conn = newClientConn(rwc, l, o)
 	var r reply
 	if err := l.call(ctx, methodHello, helloParams{Version: Version, Client: "dsh-bash"}, &r); err != nil {
@@ -120,19 +122,58 @@ func (l *link) call(ctx context.Context, method string, params any, r *reply) er
 }
 
 func (l *link) callID(ctx context.Context, id uint64, method string, params any, r *reply) error {
-	w, err := l.conn.DispatchCall(ctx, method, params, jsonrpc2.PickID(jsonrpc2.ID{Num: id}))
+	w, err := l.dispatch(ctx, id, method, params)
 	if err != nil {
-		return l.linkErr(err, false)
+		return err
 	}
 	err = w.Wait(ctx, r)
 	if ctx.Err() != nil && err == ctx.Err() {
-		_ = l.conn.Notify(context.Background(), methodCancel, cancelParams{ID: id})
+		l.cancel(id)
 		return err
 	}
 	if err != nil {
 		return l.linkErr(err, true)
 	}
 	return nil
+}
+
+// dispatch sends a call. The send waits for the stream: a far side that
+// stopped reading would hold it for ever, so when it is still stuck
+// Options.AbortWait after ctx ended the link is closed (it is no good)
+// and ctx's error returned.
+func (l *link) dispatch(ctx context.Context, id uint64, method string, params any) (jsonrpc2.Waiter, error) {
+	type sent struct {
+		w   jsonrpc2.Waiter
+		err error
+	}
+	ch := make(chan sent, 1)
+	go func() {
+		w, err := l.conn.DispatchCall(ctx, method, params, jsonrpc2.PickID(jsonrpc2.ID{Num: id}))
+		ch <- sent{w, err}
+	}()
+	select {
+	case s := <-ch:
+		if s.err != nil {
+			return s.w, l.linkErr(s.err, false)
+		}
+		return s.w, nil
+	case <-ctx.Done():
+		// The call still goes out (a Kill whose ctx ended still stops its
+		// task), unless the stream stays stuck for the stall bound.
+		t := time.NewTimer(l.stall)
+		defer t.Stop()
+		select {
+		case s := <-ch:
+			if s.err != nil {
+				return s.w, l.linkErr(s.err, false)
+			}
+			return s.w, nil
+		case <-t.C:
+		}
+		l.conn.Close()
+		<-ch
+		return jsonrpc2.Waiter{}, ctx.Err()
+	}
 }
 
 // linkErr turns a failed call into the executor's error: a lost
@@ -154,9 +195,10 @@ func (l *link) linkErr(err error, inFlight bool) error {
 
 func (l *link) close() { l.conn.Close() }
 
-// cancel asks the server to stop call id.
+// cancel asks the server to stop call id, without waiting for the
+// stream (a stuck one is closed by the call that waits on it).
 func (l *link) cancel(id uint64) {
-	_ = l.conn.Notify(context.Background(), methodCancel, cancelParams{ID: id})
+	go func() { _ = l.conn.Notify(context.Background(), methodCancel, cancelParams{ID: id}) }()
 }
 
 // exiter is a stream to a program that can say how the program ended.

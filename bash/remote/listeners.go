@@ -1,6 +1,7 @@
 package remote
 
 import (
+	"context"
 	"slices"
 	"sync"
 
@@ -42,8 +43,10 @@ func (ls *listeners) subscribe(fn func(bash.Task)) func() {
 
 func (ls *listeners) add(t bash.Task) { ls.queue.add(t) }
 
-// flush returns once every task added so far was handed to the listeners.
-func (ls *listeners) flush() { ls.queue.flush() }
+// flush returns once every task added so far was handed to the listeners,
+// or ctx is done (a listener that calls Kill itself would wait for
+// itself).
+func (ls *listeners) flush(ctx context.Context) { ls.queue.flush(ctx) }
 
 // call hands t to every listener; a panicking one does not stop the others.
 func (ls *listeners) call(t bash.Task) {
@@ -60,6 +63,12 @@ func (ls *listeners) call(t bash.Task) {
 	}
 	ls.mu.Unlock()
 	for _, fn := range fns {
+		ls.mu.Lock()
+		closed := ls.closed
+		ls.mu.Unlock()
+		if closed {
+			return // Close has begun: no listener starts now
+		}
 		callSafely(fn, t)
 	}
 }

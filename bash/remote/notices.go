@@ -1,6 +1,7 @@
 package remote
 
 import (
+	"context"
 	"sync"
 
 	"github.com/dshgo/dsh/bash"
@@ -13,19 +14,18 @@ import (
 type noticeQueue struct {
 	fn func(bash.Task)
 
-	mu     sync.Mutex
-	cond   *sync.Cond // signalled when handed grows or the queue closes
-	queue  []bash.Task
-	added  uint64
-	handed uint64
-	closed bool
-	wake   chan struct{}
-	done   chan struct{}
+	mu      sync.Mutex
+	changed chan struct{} // closed, and replaced, when handed grows or the queue closes
+	queue   []bash.Task
+	added   uint64
+	handed  uint64
+	closed  bool
+	wake    chan struct{}
+	done    chan struct{}
 }
 
 func newNoticeQueue(fn func(bash.Task)) *noticeQueue {
-	q := &noticeQueue{fn: fn, wake: make(chan struct{}, 1), done: make(chan struct{})}
-	q.cond = sync.NewCond(&q.mu)
+	q := &noticeQueue{fn: fn, wake: make(chan struct{}, 1), done: make(chan struct{}), changed: make(chan struct{})}
 	go q.loop()
 	return q
 }
@@ -45,14 +45,28 @@ func (q *noticeQueue) add(t bash.Task) {
 	}
 }
 
-// flush returns once every task added before it was handed to fn (or the
-// queue closed).
-func (q *noticeQueue) flush() {
+// flush returns once every task added before it was handed to fn, the
+// queue closed, or ctx is done.
+func (q *noticeQueue) flush(ctx context.Context) {
 	q.mu.Lock()
-	defer q.mu.Unlock()
-	for target := q.added; q.handed < target && !q.closed; {
-		q.cond.Wait()
+	target := q.added
+	for q.handed < target && !q.closed {
+		changed := q.changed
+		q.mu.Unlock()
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return
+		}
+		q.mu.Lock()
 	}
+	q.mu.Unlock()
+}
+
+// signal wakes the flushes; q.mu is held.
+func (q *noticeQueue) signal() {
+	close(q.changed)
+	q.changed = make(chan struct{})
 }
 
 func (q *noticeQueue) loop() {
@@ -74,7 +88,7 @@ func (q *noticeQueue) loop() {
 			q.fn(t)
 			q.mu.Lock()
 			q.handed++
-			q.cond.Broadcast()
+			q.signal()
 			q.mu.Unlock()
 		}
 	}
@@ -85,7 +99,7 @@ func (q *noticeQueue) close() {
 	q.mu.Lock()
 	q.closed = true
 	q.queue = nil
-	q.cond.Broadcast()
+	q.signal()
 	q.mu.Unlock()
 	select {
 	case q.wake <- struct{}{}:

@@ -63,12 +63,17 @@ func Serve(ctx context.Context, conn io.ReadWriteCloser, exec bash.Executor, o *
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	s.conn = jsonrpc2.NewConn(ctx, newLineStream(conn, o.MaxMessage), s,
-		jsonrpc2.SetLogger(log.New(logWriter(logf), "", 0)))
+	// Calls wait for ready: the connection's reading starts in NewConn,
+	// before s.conn is set.
+	s.ready = make(chan struct{})
 	s.dones = newNoticeQueue(func(t bash.Task) {
+		<-s.ready
 		_ = s.conn.Notify(ctx, methodTaskDone, toWireTask(t))
 	})
 	unsub := exec.OnTaskDone(s.dones.add)
+	s.conn = jsonrpc2.NewConn(ctx, newLineStream(conn, o.MaxMessage), s,
+		jsonrpc2.SetLogger(log.New(logWriter(logf), "", 0)))
+	close(s.ready)
 	select {
 	case <-s.conn.DisconnectNotify():
 	case <-ctx.Done():
@@ -93,6 +98,7 @@ type server struct {
 	conn  *jsonrpc2.Conn
 	hello Hello
 	dones *noticeQueue
+	ready chan struct{} // closed once conn is set
 	wg    sync.WaitGroup
 
 	mu        sync.Mutex
@@ -104,6 +110,7 @@ type server struct {
 // Handle is called for each message in the connection's reading
 // goroutine: notifications at once, calls in goroutines of their own.
 func (s *server) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Request) {
+	<-s.ready
 	if req.Notif {
 		if req.Method == methodCancel {
 			var p cancelParams

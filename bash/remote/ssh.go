@@ -177,7 +177,10 @@ func (s *SSH) connect(ctx context.Context) (*ssh.Client, error) {
 	if algos := s.knownAlgorithms(cfg.HostKeyCallback); len(algos) > 0 {
 		cfg.HostKeyAlgorithms = algos
 	}
-	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
+	stop := context.AfterFunc(ctx, func() {
+		conn.SetDeadline(time.Unix(1, 0))
+		k.close() // a handshake waiting on the agent (a confirmation) ends too
+	})
 	c, chans, reqs, err := ssh.NewClientConn(conn, s.Addr(), cfg)
 	if !stop() || err != nil {
 		conn.Close()
@@ -288,14 +291,14 @@ func (s *SSH) explain(err error) error {
 // files'. The agent's sign through a connection to it that close ends.
 type keys struct {
 	s     *SSH
+	mu    sync.Mutex
 	agent net.Conn
 }
 
 func (k *keys) signers() ([]ssh.Signer, error) {
 	var out []ssh.Signer
-	if sock := os.Getenv("SSH_AUTH_SOCK"); sock != "" && !k.s.NoAgent && k.agent == nil {
-		if conn, err := net.Dial("unix", sock); err == nil {
-			k.agent = conn
+	if sock := os.Getenv("SSH_AUTH_SOCK"); sock != "" && !k.s.NoAgent {
+		if conn := k.dialAgent(sock); conn != nil {
 			if ss, err := agent.NewClient(conn).Signers(); err == nil {
 				out = append(out, ss...)
 			}
@@ -304,7 +307,24 @@ func (k *keys) signers() ([]ssh.Signer, error) {
 	return append(out, k.s.fileSigners()...), nil
 }
 
+// dialAgent connects to the agent once per handshake.
+func (k *keys) dialAgent(sock string) net.Conn {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.agent != nil {
+		return nil
+	}
+	conn, err := net.Dial("unix", sock)
+	if err != nil {
+		return nil
+	}
+	k.agent = conn
+	return conn
+}
+
 func (k *keys) close() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
 	if k.agent != nil {
 		k.agent.Close()
 	}

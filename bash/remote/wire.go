@@ -2,6 +2,7 @@ package remote
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -152,6 +153,8 @@ const (
 	kindTimeout     = "timeout"
 	kindWorkdir     = "workdir"
 	kindStart       = "start"
+	kindCanceled    = "canceled" // the far side's call ended with its context
+	kindDeadline    = "deadline"
 )
 
 // The reasons of a command or workdir error that the tool layer tells apart.
@@ -213,6 +216,10 @@ func toWireError(err error) *wireError {
 		w.Kind = kindAborted
 	case errors.Is(err, bash.ErrClosed):
 		w.Kind = kindClosed
+	case errors.Is(err, context.Canceled):
+		w.Kind = kindCanceled
+	case errors.Is(err, context.DeadlineExceeded):
+		w.Kind = kindDeadline
 	}
 	return w
 }
@@ -266,6 +273,10 @@ func (w *wireError) err(host string) error {
 		return fmt.Errorf("%s: %w", host, bash.ErrAborted)
 	case kindClosed:
 		return fmt.Errorf("%s: %w", host, bash.ErrClosed)
+	case kindCanceled:
+		return fmt.Errorf("%s: %s: %w", host, w.Message, context.Canceled)
+	case kindDeadline:
+		return fmt.Errorf("%s: %s: %w", host, w.Message, context.DeadlineExceeded)
 	}
 	return fmt.Errorf("%s: %s", host, w.Message)
 }

@@ -172,7 +172,7 @@ func (f *execFlags) instructions(exec bash.Executor) string {
 		}
 		return msg
 	case *remote.Fleet:
-		return fmt.Sprintf("Commands run on one of %d remote hosts (each session stays on its host), not on the client's machine: paths are that host's.", len(re.Hosts()))
+		return fmt.Sprintf("Commands run on one of %d remote hosts (each session stays on its host), not on the client's machine: paths are that host's. Warning: they may NOT be sandboxed there (each host's dsh-bash executor decides).", len(re.Hosts()))
 	}
 	return f.sandbox.instructions()
 }

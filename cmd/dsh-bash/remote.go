@@ -82,7 +82,7 @@ func (f *remoteFlags) hosts(stderr io.Writer) ([]remote.Host, error) {
 			return nil, errors.New("--executor-cmd: no command")
 		}
 		cmd := &remote.Command{Argv: argv, Stderr: stderr}
-		hosts = append(hosts, remote.Host{Dial: cmd.Dial, Options: remote.Options{Host: argv[0], Workspace: f.workspace}})
+		hosts = append(hosts, remote.Host{Dial: cmd.Dial, Options: remote.Options{Host: "`" + c + "`", Workspace: f.workspace}})
 	}
 	for _, u := range f.urls {
 		d, ws, err := remote.ParseURL(u)
