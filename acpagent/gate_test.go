@@ -19,14 +19,9 @@ import (
 // the command's prefix in the session.
 func TestPermissionRules(t *testing.T) {
 	dir := t.TempDir()
-	p := &permission.Policy{Unmatched: permission.Ask}
-	for _, r := range []struct {
-		d permission.Decision
-		s string
-	}{{permission.Allow, "echo"}, {permission.Deny, "rm"}} {
-		rule, _ := permission.NewRule(r.d, r.s, "test")
-		p.Rules = append(p.Rules, rule)
-	}
+	allow, _ := permission.NewRules(permission.Allow, "test", "echo")
+	deny, _ := permission.NewRules(permission.Deny, "test", "rm")
+	p := &permission.Policy{Unmatched: permission.Ask, Rules: append(allow, deny...)}
 	r := newRigWith(t, rigOptions{permissions: &toolbash.GateOptions{Policy: p}},
 		fakellm.Turn{Calls: []fakellm.Call{
 			bashCall("c1", "echo hi"), bashCall("c2", "rm -rf "+dir),

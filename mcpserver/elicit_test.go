@@ -17,14 +17,9 @@ import (
 // permissionRig is a server whose rules allow echo and deny rm; anything
 // else is asked about.
 func permissionRig(t *testing.T, versions ...string) *rig {
-	p := &permission.Policy{Unmatched: permission.Ask}
-	for _, r := range []struct {
-		d permission.Decision
-		s string
-	}{{permission.Allow, "echo"}, {permission.Deny, "rm"}} {
-		rule, _ := permission.NewRule(r.d, r.s, "test")
-		p.Rules = append(p.Rules, rule)
-	}
+	allow, _ := permission.NewRules(permission.Allow, "test", "echo")
+	deny, _ := permission.NewRules(permission.Deny, "test", "rm")
+	p := &permission.Policy{Unmatched: permission.Ask, Rules: append(allow, deny...)}
 	return newRig(t, &Options{SupportedProtocolVersions: versions, Permissions: &toolbash.GateOptions{Policy: p,
 		HowToAllow: func(prefix string) string { return "--allow '" + prefix + "'" }}})
 }

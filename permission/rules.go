@@ -76,6 +76,19 @@ func NewRule(d Decision, pattern, source string) (Rule, error) {
 	return Rule{Decision: d, Pattern: pattern, Source: source, words: words}, nil
 }
 
+// NewRules parses patterns of one decision from one source.
+func NewRules(d Decision, source string, patterns ...string) ([]Rule, error) {
+	var out []Rule
+	for _, p := range patterns {
+		r, err := NewRule(d, p, source)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", source, err)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
 // String is how messages name the rule: `deny "rm -rf" (config.json)`.
 func (r *Rule) String() string {
 	s := fmt.Sprintf("%s %q", r.Decision, r.Pattern)

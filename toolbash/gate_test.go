@@ -26,14 +26,9 @@ func gated(t *testing.T, ask Asker) (*tools.Registry, *Gate) {
 	t.Cleanup(func() { e.Close() })
 	tb := New(e, nil)
 	t.Cleanup(tb.Close)
-	p := &permission.Policy{Unmatched: permission.Ask}
-	for _, r := range []struct {
-		d permission.Decision
-		s string
-	}{{permission.Allow, "ls"}, {permission.Allow, "echo"}, {permission.Deny, "touch"}} {
-		rule, _ := permission.NewRule(r.d, r.s, "test")
-		p.Rules = append(p.Rules, rule)
-	}
+	allow, _ := permission.NewRules(permission.Allow, "test", "ls", "echo")
+	deny, _ := permission.NewRules(permission.Deny, "test", "touch")
+	p := &permission.Policy{Unmatched: permission.Ask, Rules: append(allow, deny...)}
 	g := NewGate(&GateOptions{Policy: p, Ask: ask, HowToAllow: func(p string) string { return "--allow '" + p + "'" }})
 	var reg tools.Registry
 	reg.Use(g.Middleware)

@@ -103,13 +103,14 @@ func TestLineStreamBound(t *testing.T) {
 // bound, drops the oldest bytes at character boundaries and counts them,
 // and sends the rest in order once the link moves.
 func TestOutboxBounded(t *testing.T) {
-	release := make(chan struct{})
+	release, stuck := make(chan struct{}), make(chan struct{})
 	var mu sync.Mutex
 	var got []piece
 	first := true
 	o := newOutbox(1000, 0, func(p piece) {
 		if first {
 			first = false
+			close(stuck)
 			<-release // the link is stuck on the first piece
 		}
 		mu.Lock()
@@ -117,9 +118,7 @@ func TestOutboxBounded(t *testing.T) {
 		mu.Unlock()
 	})
 	o.add(bash.Stdout, []byte("head"))
-	for o.pendingBytes() != 0 { // the first piece is out, and stuck
-		time.Sleep(time.Millisecond)
-	}
+	<-stuck // the first piece is out, and stuck
 	total := 0
 	for i := 0; i < 10000; i++ {
 		stream := bash.Stdout

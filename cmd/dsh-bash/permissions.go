@@ -93,15 +93,7 @@ type ruleSet struct {
 }
 
 func (s ruleSet) rules() ([]permission.Rule, error) {
-	var out []permission.Rule
-	for _, p := range s.patterns {
-		r, err := permission.NewRule(s.decision, p, s.source)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", s.source, err)
-		}
-		out = append(out, r)
-	}
-	return out, nil
+	return permission.NewRules(s.decision, s.source, s.patterns...)
 }
 
 func howToAllow(prefix string) string {
