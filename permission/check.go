@@ -169,10 +169,10 @@ func (c *checker) fills(base string, args []string, known int) {
 		}
 	}
 	for _, t := range targets {
-		if strings.HasPrefix(t, "-") || identRE.MatchString(t) && !dangerousVar(t) {
-			continue
+		// Other words are options and their values (read -p PROMPT).
+		if dangerousVar(t) || strings.Contains(t, "[") {
+			c.unknowable(base+" "+t, fmt.Sprintf("it fills %s, which changes what commands run or holds a subscript", t))
 		}
-		c.unknowable(base+" "+t, fmt.Sprintf("it fills %s, which changes what commands run or holds a subscript", t))
 	}
 }
 

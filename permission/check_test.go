@@ -200,6 +200,10 @@ var checkTests = []struct {
 	{"echo x >&2", Allow},
 	{"echo x >&-", Allow},
 
+	// read and getopts fill plain variables.
+	{"read -r -p 'name? ' answer < /dev/null; echo $answer", Ask}, // read itself is not allowed here
+	{"read PATH < f; ls", Ask},
+
 	// git's harmless global options before the subcommand.
 	{"git --no-pager diff", Allow},
 	{"git -P log", Ask}, // log is not allowed here
@@ -244,6 +248,7 @@ func TestCheckReasons(t *testing.T) {
 		{"python3 x.py", "no rule allows `python3 x.py`", []string{"python3 x.py"}},
 		{"$X y", "its command name is only known when it runs", nil},
 		{"echo > /etc/x", "it writes to /etc/x, outside the workspace /w", nil},
+		{"read -p 'name? ' answer", "no rule allows `read -p name?  answer`", []string{"read"}}, // not a variable it fills
 	}
 	for _, tt := range tests {
 		v := p.Check(tt.cmd, "/w", "/w")
