@@ -18,6 +18,11 @@ type sshStream struct {
 	stopKeepAlive func()
 	once          sync.Once
 	exitWatch
+
+	// writing holds one token while a Write runs: an ssh channel's Write
+	// and CloseWrite must not overlap.
+	writing chan struct{}
+	eof     bool // under the token: stdin is closed
 }
 
 // startSession starts cmd on a new session of client.
@@ -43,24 +48,41 @@ func startSession(client *ssh.Client, cmd string, stderr io.Writer) (*sshStream,
 		sess.Close()
 		return nil, err
 	}
-	st := &sshStream{client: client, sess: sess, in: in, out: out, stopKeepAlive: func() {}}
+	st := &sshStream{client: client, sess: sess, in: in, out: out, stopKeepAlive: func() {}, writing: make(chan struct{}, 1)}
 	st.watch(sess.Wait)
 	return st, nil
 }
 
-func (s *sshStream) Read(p []byte) (int, error)  { return s.out.Read(p) }
-func (s *sshStream) Write(p []byte) (int, error) { return s.in.Write(p) }
+func (s *sshStream) Read(p []byte) (int, error) { return s.out.Read(p) }
+
+func (s *sshStream) Write(p []byte) (int, error) {
+	s.writing <- struct{}{}
+	defer func() { <-s.writing }()
+	if s.eof {
+		return 0, io.ErrClosedPipe
+	}
+	return s.in.Write(p)
+}
 
 // Close ends the far side's stdin (it closes its executor and exits),
 // waits for the session to end, at most the wait delay, and closes the
-// connection.
+// connection. A write stuck on a far side that stopped reading is cut
+// short by closing the connection, without the courtesy of an EOF.
 func (s *sshStream) Close() error {
 	s.once.Do(func() {
 		s.stopKeepAlive()
-		s.in.Close()
+		grace := time.NewTimer(s.wait)
+		defer grace.Stop()
 		select {
-		case <-s.exited:
-		case <-time.After(s.wait):
+		case s.writing <- struct{}{}:
+			s.eof = true
+			s.in.Close()
+			<-s.writing
+			select {
+			case <-s.exited:
+			case <-grace.C:
+			}
+		case <-grace.C:
 		}
 		s.client.Close()
 		<-s.exited
