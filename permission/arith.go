@@ -42,9 +42,23 @@ func (vs varSafety) scan(f *syntax.File) {
 			}
 		case *syntax.CallExpr:
 			vs.readersOf(n)
+		case *syntax.WordIter:
+			vs.loopVar(n)
 		}
 		return true
 	})
+}
+
+// loopVar notes a for loop's variable: safe when every item is a number.
+func (vs varSafety) loopVar(n *syntax.WordIter) {
+	if n.Name == nil {
+		return
+	}
+	safe := n.InPos.IsValid()
+	for _, w := range n.Items {
+		safe = safe && safeValue(w)
+	}
+	vs.note(n.Name.Value, safe)
 }
 
 func (vs varSafety) note(name string, safe bool) {
@@ -72,12 +86,18 @@ func (vs varSafety) readersOf(c *syntax.CallExpr) {
 	}
 }
 
-// safeValue reports whether an assigned word holds no code: it is static
-// and has no $ or backquote (which a later arithmetic would run).
+// safeValue reports whether an assigned word holds no code for a later
+// arithmetic: a number (a name would be evaluated in turn).
 func safeValue(w *syntax.Word) bool {
 	s, ok := staticWord(w, "")
-	return ok && !strings.ContainsAny(s, "$`")
+	return ok && numberRE.MatchString(s)
 }
+
+var numberRE = regexp.MustCompile(`^[-+]?(0[xX][0-9a-fA-F]+|[0-9]+(#[0-9a-zA-Z@_]+)?)$`)
+
+// bashNumbers are variables bash itself sets to numbers.
+var bashNumbers = map[string]bool{"RANDOM": true, "SRANDOM": true, "SECONDS": true, "LINENO": true,
+	"BASHPID": true, "PPID": true, "UID": true, "EUID": true, "EPOCHSECONDS": true, "OPTIND": true}
 
 func isAssignOp(op syntax.BinAritOperator) bool {
 	switch op {
@@ -100,9 +120,19 @@ func arithRoots(n syntax.Node) []syntax.ArithmExpr {
 	case *syntax.LetClause:
 		return n.Exprs
 	case *syntax.ParamExp:
-		return []syntax.ArithmExpr{n.Index}
+		roots := []syntax.ArithmExpr{n.Index}
+		if n.Slice != nil {
+			roots = append(roots, n.Slice.Offset, n.Slice.Length)
+		}
+		return roots
 	case *syntax.Assign:
 		return []syntax.ArithmExpr{n.Index}
+	case *syntax.ArrayElem:
+		return []syntax.ArithmExpr{n.Index}
+	case *syntax.UnaryTest:
+		if n.Op == syntax.TsVarSet {
+			return []syntax.ArithmExpr{asArithm(n.X)} // [[ -v a[i] ]] evaluates i
+		}
 	case *syntax.BinaryTest:
 		if n.Op >= syntax.TsEql && n.Op <= syntax.TsGtr {
 			return []syntax.ArithmExpr{asArithm(n.X), asArithm(n.Y)}
@@ -130,10 +160,13 @@ func (vs varSafety) unsafeArith(e syntax.ArithmExpr) string {
 			return false
 		}
 		switch n := n.(type) {
+		case *syntax.CmdSubst, *syntax.ProcSubst:
+			found = "the output of $(…)" // evaluated as an expression in turn
+			return false
 		case *syntax.Word:
 			found = vs.unsafeWord(n)
 		case *syntax.ParamExp:
-			if n.Param != nil && !vs[n.Param.Value] && !isNumberParam(n.Param.Value) {
+			if n.Param != nil && !vs.safe(n.Param.Value) && !isNumberParam(n.Param.Value) {
 				found = "$" + n.Param.Value
 			}
 		}
@@ -151,9 +184,12 @@ func isNumberParam(p string) bool { return p == "#" || p == "?" || p == "$" || p
 // could hold code.
 func (vs varSafety) unsafeWord(w *syntax.Word) string {
 	if lit := w.Lit(); lit != "" {
-		name, _, _ := strings.Cut(lit, "[")
-		if identRE.MatchString(name) && !vs[name] {
+		name, sub, indexed := strings.Cut(lit, "[")
+		switch {
+		case identRE.MatchString(name) && !vs.safe(name):
 			return name
+		case indexed && !numberRE.MatchString(strings.TrimSuffix(sub, "]")):
+			return lit // a subscript is an expression too
 		}
 		return ""
 	}
@@ -167,3 +203,6 @@ func (vs varSafety) unsafeWord(w *syntax.Word) string {
 	}
 	return ""
 }
+
+// safe reports whether name holds a number the script set, or bash did.
+func (vs varSafety) safe(name string) bool { return vs[name] || bashNumbers[name] }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"unicode"
 
@@ -61,9 +62,10 @@ type checker struct {
 	p                  *Policy
 	workdir, workspace string
 	v                  Verdict
-	structural         bool     // an ask no prefix rule could answer
-	prefixes           []string // of the simple commands asked about
-	changesDir         bool     // the script runs cd, pushd or popd
+	structural         bool            // an ask no prefix rule could answer
+	prefixes           []string        // of the simple commands asked about
+	changesDir         bool            // the script runs cd, pushd or popd
+	ints               map[string]bool // variables declared -i: their values are arithmetic
 }
 
 // raise keeps v if it is stronger than what was found so far.
@@ -80,7 +82,16 @@ func (c *checker) unknowable(cmd, reason string) {
 }
 
 // script parses a command (or a string bash would run) and checks it.
-func (c *checker) script(src string, depth int) {
+func (c *checker) script(src string, depth int) { c.scriptIn(src, depth, syntax.LangBash) }
+
+// scriptIn checks src as each of the shell languages given would read it.
+func (c *checker) scriptIn(src string, depth int, langs ...syntax.LangVariant) {
+	for _, lang := range langs {
+		c.parseAndCheck(src, depth, lang)
+	}
+}
+
+func (c *checker) parseAndCheck(src string, depth int, lang syntax.LangVariant) {
 	if depth > maxDepth {
 		c.unknowable(src, "it runs strings within strings too deeply to follow")
 		return
@@ -89,13 +100,15 @@ func (c *checker) script(src string, depth int) {
 		c.unknowable(src, why)
 		return
 	}
-	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(src), "")
+	f, err := syntax.NewParser(syntax.Variant(lang)).Parse(strings.NewReader(src), "")
 	if err != nil {
 		c.unknowable(src, fmt.Sprintf("it does not parse as bash (%v)", err))
 		return
 	}
 	vars := varSafety{}
 	vars.scan(f)
+	c.changesDir = c.changesDir || changesDir(f, c.p.Home)
+	c.ints = integerVars(f)
 	syntax.Walk(f, func(n syntax.Node) bool {
 		for _, e := range arithRoots(n) {
 			if v := vars.unsafeArith(e); v != "" {
@@ -103,6 +116,18 @@ func (c *checker) script(src string, depth int) {
 			}
 		}
 		switch n := n.(type) {
+		case *syntax.BinaryArithm:
+			if w, ok := n.X.(*syntax.Word); ok && isAssignOp(n.Op) {
+				c.setsVar(w.Lit())
+			}
+		case *syntax.UnaryArithm:
+			if w, ok := n.X.(*syntax.Word); ok && (n.Op == syntax.Inc || n.Op == syntax.Dec) {
+				c.setsVar(w.Lit())
+			}
+		case *syntax.CmdSubst, *syntax.ProcSubst:
+			if hasHeredoc(n) {
+				c.unknowable("$(… <<…)", "it has a here-document inside a substitution, which bash may end early")
+			}
 		case *syntax.ParamExp:
 			c.paramExp(n, vars)
 		case *syntax.WordIter:
@@ -141,6 +166,9 @@ func (c *checker) call(args []string, known, depth int) {
 		c.changesDir = true
 	}
 	c.fills(base, args, known)
+	if base == "test" || base == "[" {
+		c.testV(args, known)
+	}
 	if c.runs(base, args, known, depth) {
 		c.rules(args, known, text, wrappers[base].escalates) // else only rules naming the wrapper itself
 		return
@@ -278,8 +306,14 @@ var dangerousVars = map[string]bool{
 	"BASH_ALIASES": true, "BASH_CMDS": true, "BASH_LOADABLES_PATH": true, "EXECIGNORE": true,
 }
 
+// harmlessGitVars are the GIT_* variables that run nothing and point git
+// nowhere else; any other GIT_* may (GIT_TEST_FSMONITOR runs its value).
+var harmlessGitVars = map[string]bool{"GIT_AUTHOR_NAME": true, "GIT_AUTHOR_EMAIL": true, "GIT_AUTHOR_DATE": true,
+	"GIT_COMMITTER_NAME": true, "GIT_COMMITTER_EMAIL": true, "GIT_COMMITTER_DATE": true, "GIT_TERMINAL_PROMPT": true,
+	"GIT_MERGE_AUTOEDIT": true, "GIT_OPTIONAL_LOCKS": true, "GIT_FLUSH": true, "GIT_ADVICE": true}
+
 func dangerousVar(name string) bool {
-	return dangerousVars[name] || strings.HasPrefix(name, "LD_") || strings.HasPrefix(name, "GIT_CONFIG") || strings.HasPrefix(name, "GIT_TRACE") ||
+	return dangerousVars[name] || strings.HasPrefix(name, "LD_") || strings.HasPrefix(name, "GIT_") && !harmlessGitVars[name] ||
 		strings.HasPrefix(name, "BASH_FUNC_") || strings.HasPrefix(name, "DYLD_")
 }
 
@@ -287,10 +321,38 @@ func dangerousVar(name string) bool {
 // (naming one alone, as export PATH does, changes nothing).
 func (c *checker) assigns(as []*syntax.Assign) {
 	for _, a := range as {
-		if a.Name != nil && (a.Value != nil || a.Array != nil) {
-			c.setsVar(a.Name.Value)
+		if a.Name == nil || a.Value == nil && a.Array == nil {
+			continue
+		}
+		c.setsVar(a.Name.Value)
+		if c.ints[a.Name.Value] && (a.Array != nil || !safeValue(a.Value)) {
+			c.unknowable(a.Name.Value+"=…", fmt.Sprintf("%s is an integer variable: its value is evaluated as arithmetic, which can run commands", a.Name.Value))
 		}
 	}
+}
+
+// integerVars are the variables a script declares with -i.
+func integerVars(f *syntax.File) map[string]bool {
+	ints := map[string]bool{}
+	syntax.Walk(f, func(n syntax.Node) bool {
+		d, ok := n.(*syntax.DeclClause)
+		if !ok {
+			return true
+		}
+		integer := false
+		for _, a := range d.Args {
+			if a.Naked && a.Value != nil {
+				if s := a.Value.Lit(); strings.HasPrefix(s, "-") && strings.ContainsRune(s, 'i') {
+					integer = true
+				}
+			}
+			if integer && a.Name != nil {
+				ints[a.Name.Value] = true
+			}
+		}
+		return true
+	})
+	return ints
 }
 
 // setsVar asks about an assignment to a variable that changes what runs.
@@ -306,7 +368,13 @@ func (c *checker) paramExp(n *syntax.ParamExp, vars varSafety) {
 	if n.Exp != nil && n.Exp.Op == syntax.OtherParamOps && n.Exp.Word != nil && strings.Contains(n.Exp.Word.Lit(), "P") {
 		c.unknowable("${…@P}", "it expands a value as a prompt, which runs the commands it holds")
 	}
-	if n.Excl && n.Param != nil && !vars[n.Param.Value] && n.Index == nil && n.Names == 0 {
+	if n.Exp != nil && (n.Exp.Op == syntax.AssignUnset || n.Exp.Op == syntax.AssignUnsetOrNull) && n.Param != nil {
+		if n.Excl {
+			c.unknowable("${!"+n.Param.Value+":=…}", "it assigns the variable another one names")
+		}
+		c.setsVar(n.Param.Value)
+	}
+	if n.Excl && n.Param != nil && !vars.safe(n.Param.Value) && n.Index == nil && n.Names == 0 {
 		c.unknowable("${!"+n.Param.Value+"}", fmt.Sprintf("it expands the variable that %s names, which may run a command in a subscript", n.Param.Value))
 	}
 }
@@ -409,9 +477,10 @@ func (c *checker) writes(target string, static bool) {
 	}
 }
 
-func isFD(s string) bool {
-	return s != "" && strings.Trim(s, "0123456789-") == ""
-}
+// isFD reports whether a >& word is a descriptor (2, 3-) or - (close).
+func isFD(s string) bool { return fdRE.MatchString(s) }
+
+var fdRE = regexp.MustCompile(`^([0-9]+-?|-)$`)
 
 func within(p, dir string) bool {
 	dir = filepath.Clean(dir)
@@ -448,4 +517,52 @@ func appendNew(list []string, s string) []string {
 		}
 	}
 	return append(list, s)
+}
+
+// hasHeredoc reports whether a substitution holds a here-document.
+func hasHeredoc(n syntax.Node) bool {
+	found := false
+	syntax.Walk(n, func(m syntax.Node) bool {
+		if r, ok := m.(*syntax.Redirect); ok && (r.Op == syntax.Hdoc || r.Op == syntax.DashHdoc) {
+			found = true
+		}
+		return !found
+	})
+	return found
+}
+
+// changesDir reports whether a script changes its directory anywhere (cd,
+// pushd, popd, env -C): relative writes are then somewhere else, whatever
+// the order the walk meets them in.
+func changesDir(f *syntax.File, home string) bool {
+	found := false
+	syntax.Walk(f, func(n syntax.Node) bool {
+		call, ok := n.(*syntax.CallExpr)
+		if !ok || len(call.Args) == 0 || found {
+			return !found
+		}
+		args, known := argv(call.Args, home)
+		if known == 0 {
+			return true
+		}
+		switch path.Base(args[0]) {
+		case "cd", "pushd", "popd":
+			found = true
+		case "env":
+			for _, a := range args[1:] {
+				found = found || a == "-C" || strings.HasPrefix(a, "-C") || strings.HasPrefix(a, "--ch")
+			}
+		}
+		return !found
+	})
+	return found
+}
+
+// testV asks about test -v NAME[SUB]: the subscript is an expression.
+func (c *checker) testV(args []string, known int) {
+	for i := 1; i+1 < len(args); i++ {
+		if args[i] == "-v" && (i+1 >= known || strings.Contains(args[i+1], "[")) {
+			c.unknowable(commandText(args, known), "test -v evaluates a subscript, which can run commands")
+		}
+	}
 }

@@ -5,6 +5,8 @@ import (
 	"path"
 	"regexp"
 	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
 )
 
 // A wrapper runs the command in its arguments, after its own options;
@@ -19,7 +21,7 @@ type wrapper struct {
 }
 
 var wrappers = map[string]wrapper{
-	"env":     {valued: "-u --unset -C --chdir", assigns: true},
+	"env":     {valued: "-u --unset -C --chdir -S --split-string", assigns: true},
 	"command": {},
 	"builtin": {},
 	"exec":    {valued: "-a"},
@@ -37,11 +39,11 @@ var wrappers = map[string]wrapper{
 	"chrt":     {operands: 1},
 	"taskset":  {operands: 1},
 	"unbuffer": {},
-	"flock":    {valued: "-w --timeout -E --conflict-exit-code", operands: 1, lockFile: true},
+	"flock":    {valued: "-w --wait --timeout -E --conflict-exit-code", lockFile: true},
 }
 
 // shells run a string with -c.
-var shells = map[string]bool{"bash": true, "sh": true, "dash": true, "zsh": true, "ksh": true, "mksh": true, "ash": true, "busybox": false}
+var shells = map[string]bool{"bash": true, "sh": true, "dash": true, "ash": true}
 
 // runs checks what a wrapper, a shell given -c, eval, trap, alias or
 // find -exec runs, and reports whether the command only passes another on
@@ -51,8 +53,8 @@ func (c *checker) runs(base string, args []string, known, depth int) bool {
 		return c.wrapped(w, base, args, known, depth)
 	}
 	switch {
-	case shells[base]:
-		return c.shellC(args, known, depth)
+	case shells[base] || base == "zsh" || base == "ksh" || base == "mksh":
+		return c.shellC(base, args, known, depth)
 	case base == "eval":
 		c.strings(args[1:], known-1, depth, "eval")
 		return true
@@ -81,30 +83,35 @@ func (c *checker) wrapped(w wrapper, name string, args []string, known, depth in
 			return true
 		}
 		a := args[i]
-		switch {
-		case a == "--":
+		if a == "--" {
 			i++
-		case w.assigns && isAssign(a):
+			break
+		}
+		if w.assigns && isAssign(a) {
 			if v, _, _ := strings.Cut(a, "="); dangerousVar(v) {
 				c.unknowable(commandText(args, known), fmt.Sprintf("it sets %s, which changes what commands run", v))
 			}
 			continue
-		case name == "env" && (strings.HasPrefix(a, "--split-string") || !strings.HasPrefix(a, "--") && strings.HasPrefix(a, "-") && strings.ContainsRune(a, 'S')):
+		}
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			break
+		}
+		opt, value, used, ok := w.option(args, i, known)
+		if name == "env" && (opt == "--split-string" || !strings.HasPrefix(a, "--") && strings.ContainsRune(a, 'S')) {
 			c.unknowable(commandText(args, known), "env -S splits a string into a command")
 			return true
-		case strings.HasPrefix(a, "-") && a != "-":
-			if takesValue(w.valued, a) {
-				if takesValue(w.writes, a) && i+1 < len(args) {
-					c.writes(args[i+1], i+1 < known)
-				}
-				i++
-			}
-			continue
 		}
-		break
+		if ok && takesValue(w.writes, opt) {
+			c.writes(value, i+used-1 < known)
+		}
+		i += used - 1
 	}
 	if w.lockFile && i < len(args) {
 		c.writes(args[i], i < known)
+		if i+2 < len(args) && (args[i+1] == "-c" || args[i+1] == "--command") {
+			c.strings(args[i+2:i+3], known-i-2, depth, name)
+			return true
+		}
 	}
 	i += w.operands
 	if name == "command" && len(args) > 1 && (args[1] == "-v" || args[1] == "-V") {
@@ -115,6 +122,59 @@ func (c *checker) wrapped(w wrapper, name string, args []string, known, depth in
 	}
 	c.call(args[i:], max(known-i, 0), depth+1)
 	return true
+}
+
+// option reads the option at args[i] as getopt_long would: a long one by
+// any unambiguous prefix, with its value after = or in the next argument;
+// a short one with its value attached or in the next argument. It
+// returns the option's full name, its value (ok when it takes one) and
+// how many arguments it used.
+func (w wrapper) option(args []string, i, known int) (opt, value string, used int, ok bool) {
+	a := args[i]
+	if strings.HasPrefix(a, "--") {
+		name, v, hasValue := strings.Cut(a, "=")
+		opt = expandLong(name, w.valued+" "+w.writes)
+		switch {
+		case !takesValue(w.valued, opt):
+			return opt, "", 1, false
+		case hasValue:
+			return opt, v, 1, true
+		case i+1 < len(args):
+			return opt, args[i+1], 2, true
+		}
+		return opt, "", 1, false
+	}
+	opt = a[:min(2, len(a))]
+	switch {
+	case !takesValue(w.valued, opt):
+		return opt, "", 1, false
+	case len(a) > 2:
+		return opt, a[2:], 1, true
+	case i+1 < len(args):
+		return opt, args[i+1], 2, true
+	}
+	return opt, "", 1, false
+}
+
+// expandLong is the long option that name abbreviates, if exactly one
+// does (else name itself).
+func expandLong(name, options string) string {
+	match := ""
+	for _, o := range strings.Fields(options) {
+		if o == name {
+			return o
+		}
+		if strings.HasPrefix(o, "--") && strings.HasPrefix(o, name) {
+			if match != "" && match != o {
+				return name // ambiguous
+			}
+			match = o
+		}
+	}
+	if match == "" {
+		return name
+	}
+	return match
 }
 
 // takesValue reports whether option a takes the next argument.
@@ -136,7 +196,7 @@ func isAssign(a string) bool { return assignRE.MatchString(a) }
 
 // shellC checks the string of bash -c (and sh, zsh, …); without -c the
 // shell runs a file or its input, which the rules decide on.
-func (c *checker) shellC(args []string, known, depth int) bool {
+func (c *checker) shellC(shell string, args []string, known, depth int) bool {
 	hasC := false
 	for i := 1; i < len(args); i++ {
 		if i >= known {
@@ -160,7 +220,15 @@ func (c *checker) shellC(args []string, known, depth int) bool {
 			if !hasC {
 				return false // a script file
 			}
-			c.script(a, depth+1)
+			switch shell {
+			case "bash":
+				c.script(a, depth+1)
+			case "sh", "dash", "ash":
+				// sh may be dash: read it as both would.
+				c.scriptIn(a, depth+1, syntax.LangPOSIX, syntax.LangBash)
+			default:
+				c.unknowable(commandText(args, known), fmt.Sprintf("it runs a string in %s, which this checker does not read", shell))
+			}
 			return true
 		}
 	}

@@ -39,6 +39,8 @@ var defaultAllow = []string{
 	"ls", "pwd", "cat", "head", "tail", "wc", "grep", "rg", "echo", "printf", "true", "false",
 	"which", "type", "file", "stat", "du", "df", "sort", "uniq", "cut", "diff", "tree", "date",
 	"whoami", "id", "uname", "basename", "dirname", "realpath", "readlink", "test", "[", "cd",
+	":", "set", "shopt", "break", "continue", "exit", "return", "sleep", "nproc", "printenv", "command -v", "trap",
+	"git ls-files",
 	"git status", "git diff", "git log", "git show", "git branch", "git rev-parse", "git remote -v",
 	"go version", "go env", "go list", "go vet", "go build", "go test",
 }
