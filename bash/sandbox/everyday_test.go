@@ -38,7 +38,11 @@ func TestEverydayWork(t *testing.T) {
 			"lib/index.js":     "module.exports = 42;\n",
 		}, "npm install --offline --no-audit --no-fund >/dev/null && node -e 'console.log(require(\"lib\"))'"},
 		{"pip install --user", "pip3", map[string]string{"mkwheel.py": mkWheel},
-			"py=$(python3 -c 'import sys; print(sys.executable)') && $py mkwheel.py && $py -m pip install -q --user --disable-pip-version-check --no-index dshprobe-1.0-py3-none-any.whl && cd / && $py -c 'import dshprobe; print(dshprobe.X)'"},
+			"py=$(python3 -c 'import sys; print(sys.executable)') && $py mkwheel.py && " +
+				// A distribution's Python (PEP 668) refuses --user installs
+				// unless told: what an agent does there too.
+				"managed=$($py -c 'import sysconfig, os; print(os.path.exists(os.path.join(sysconfig.get_path(\"stdlib\"), \"EXTERNALLY-MANAGED\")) and \"--break-system-packages\" or \"\")') && " +
+				"$py -m pip install -q --user $managed --disable-pip-version-check --no-index dshprobe-1.0-py3-none-any.whl && cd / && $py -c 'import dshprobe; print(dshprobe.X)'"},
 		{"cargo build", "cargo", map[string]string{
 			"Cargo.toml":  "[package]\nname = \"probe\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
 			"src/main.rs": "fn main() { println!(\"built\"); }\n",
