@@ -20,6 +20,7 @@ func executorCmd(ctx context.Context, args []string, stdin io.Reader, stdout, st
 	if !parseNoArgs(fs, args, stderr) {
 		return 2
 	}
+	ef.serving = true
 	opts := ef.options()
 	opts.Cwd = *cwd
 	exec, ok := ef.executor(ctx, "executor", opts, stderr)

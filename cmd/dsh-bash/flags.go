@@ -29,6 +29,10 @@ type execFlags struct {
 	remote                                         remoteFlags
 	permissions                                    permissionFlags
 	config                                         string
+	// serving: this is dsh-bash executor, the far side itself. The config
+	// file's remote hosts are for clients: a far side that read them
+	// would pass commands on (to itself, even).
+	serving bool
 }
 
 func (f *execFlags) register(fs *flag.FlagSet) {
@@ -60,7 +64,9 @@ func (f *execFlags) loadConfig() error {
 	if err != nil {
 		return err
 	}
-	f.remote.merge(&c.Remote)
+	if !f.serving {
+		f.remote.merge(&c.Remote)
+	}
 	f.permissions.file, f.permissions.configPath = c.Permissions, path
 	return f.sandbox.merge(&c.Sandbox)
 }

@@ -105,3 +105,27 @@ func TestMCPOverExecutor(t *testing.T) {
 		t.Errorf("the far side's task outlived the MCP server: %v", err)
 	}
 }
+
+// TestExecutorIgnoresConfiguredRemotes: the far side's dsh-bash executor
+// runs commands itself, even when the configuration file there names
+// remote hosts (for the clients that read it).
+func TestExecutorIgnoresConfiguredRemotes(t *testing.T) {
+	cfg := t.TempDir() + "/config.json"
+	os.WriteFile(cfg, []byte(`{"remote": {"executorCmds": ["/nonexistent/relay executor"]}}`), 0o600)
+	cmd := &remote.Command{Argv: []string{binary, "executor", "--sandbox=off", "--config", cfg}, Stderr: os.Stderr}
+	e, err := remote.Dial(context.Background(), cmd.Dial, &remote.Options{Host: "far"})
+	if err != nil {
+		t.Fatalf("the far side did not serve: %v", err)
+	}
+	defer e.Close()
+	if h := e.Hello(); h.Containment == "" || strings.HasPrefix(h.Containment, "remote") {
+		t.Errorf("the far side relays: containment %q", h.Containment)
+	}
+	spec, err := e.Resolve(context.Background(), bash.ExecRequest{Command: "echo here"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := e.Run(context.Background(), spec); err != nil || res.Stdout.Text != "here\n" {
+		t.Errorf("%+v %v", res, err)
+	}
+}
