@@ -27,6 +27,7 @@ func TestMain(m *testing.M) {
 	if h := os.Getenv("DSH_TEST_HELPER"); h != "" {
 		os.Exit(runHelper(strings.Fields(h)))
 	}
+	proctest.QuickRaceExit()
 	code := m.Run()
 	if code == 0 {
 		if err := goleak.Find(); err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/dshgo/dsh/bash"
 	"github.com/dshgo/dsh/bash/bashtest"
 	"github.com/dshgo/dsh/bash/local"
+	"github.com/dshgo/dsh/internal/proctest"
 )
 
 var updateTranscript = flag.Bool("update", false, "rewrite bash/bashtest/testdata/transcript.txtar")
@@ -30,6 +31,7 @@ func TestMain(m *testing.M) {
 		// Run as "dsh-bash executor CONFIG", as an uploaded binary is.
 		os.Exit(serveForTest(os.Args[2]))
 	}
+	proctest.QuickRaceExit()
 	os.Exit(m.Run())
 }
 

@@ -71,6 +71,8 @@ func (s *sshd) start() {
 		os.MkdirAll("/run/sshd", 0o755)
 	}
 	cfg := filepath.Join(s.dir, "sshd_config")
+	home := filepath.Join(s.dir, "home")
+	os.Mkdir(home, 0o700)
 	os.WriteFile(cfg, []byte(strings.Join([]string{
 		fmt.Sprintf("Port %d", s.port),
 		"ListenAddress 127.0.0.1",
@@ -80,6 +82,10 @@ func (s *sshd) start() {
 		"StrictModes no", "UsePAM no", "PasswordAuthentication no", "KbdInteractiveAuthentication no",
 		"PermitRootLogin prohibit-password", "AllowTcpForwarding no", "X11Forwarding no",
 		"PrintMotd no", "LogLevel INFO",
+		// The far side's shell reads no ~/.bashrc of the machine's user
+		// (bash run by sshd does), and its programs skip the race
+		// detector's pause at exit (sshd passes no environment on).
+		fmt.Sprintf("SetEnv HOME=%s %q", home, "GORACE="+os.Getenv("GORACE")),
 	}, "\n")+"\n"), 0o600)
 	s.cmd = exec.Command(sshdPath, "-D", "-e", "-f", cfg)
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

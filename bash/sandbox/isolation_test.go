@@ -25,6 +25,7 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == probeArg {
 		os.Exit(probeSyscalls(os.Stdout))
 	}
+	proctest.QuickRaceExit()
 	code := m.Run()
 	if code == 0 {
 		if err := goleak.Find(); err != nil {
