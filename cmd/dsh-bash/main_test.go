@@ -29,7 +29,9 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	binary = filepath.Join(dir, "dsh-bash")
-	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
+	proctest.QuickRaceExit()
+	build := append(append([]string{"build"}, proctest.BuildFlags()...), "-o", binary, ".")
+	if out, err := exec.Command("go", build...).CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "build dsh-bash: %v\n%s", err, out)
 		os.Exit(1)
 	}
