@@ -5,13 +5,13 @@ package bashtest
 import (
 	"fmt"
 	"os"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/dshgo/dsh/bash"
-	"go.uber.org/goleak"
 )
 
 // Config holds the knobs the suite needs; a NewFunc maps them onto its
@@ -62,6 +62,9 @@ func SetsidEscapes() Option { return func(o *options) { o.setsidEscapes = true }
 const (
 	waitLimit   = 20 * time.Second
 	atOnceBound = 5 * time.Second
+	// leakBound is how long the goroutines of a closed executor may take
+	// to end (goleak allows about half of it).
+	leakBound = time.Second
 )
 
 // markerName names the environment variable that marks every command of
@@ -87,8 +90,8 @@ type harness struct {
 // edit, and registers its checked Close.
 func newHarness(t *testing.T, newExec NewFunc, opts options, edit func(*Config)) *harness {
 	t.Helper()
-	leaks := goleak.IgnoreCurrent()
 	id := fmt.Sprintf("%d.%d", os.Getpid(), harnessSeq.Add(1))
+	labelGoroutine(id)
 	c := Config{
 		Cwd:     t.TempDir(),
 		Timeout: 20 * time.Second, MaxTimeout: 60 * time.Second,
@@ -105,14 +108,15 @@ func newHarness(t *testing.T, newExec NewFunc, opts options, edit func(*Config))
 		t.Fatal("the NewFunc returned no executor")
 	}
 	h := &harness{t: t, e: e, cfg: c, id: id, opts: opts}
-	t.Cleanup(func() { h.finish(leaks) })
+	t.Cleanup(h.finish)
 	return h
 }
 
 // finish closes the executor (a second time if the test did) and checks
 // that nothing of it is left: no process, no goroutine.
-func (h *harness) finish(leaks goleak.Option) {
+func (h *harness) finish() {
 	t := h.t
+	unlabelGoroutine() // the test's own goroutine is not one the executor left
 	if err := h.e.Close(); err != nil {
 		t.Errorf("Close: %v", err)
 	}
@@ -125,8 +129,8 @@ func (h *harness) finish(leaks goleak.Option) {
 			_ = syscall.Kill(pid, syscall.SIGKILL) // ours (marked): keep the next tests clean
 		}
 	}
-	if err := goleak.Find(leaks); err != nil {
-		t.Errorf("goroutines left behind after Close: %v", err)
+	if left := goroutinesLeft(h.id, leakBound); len(left) > 0 {
+		t.Errorf("goroutines left behind after Close:\n%s", strings.Join(left, "\n\n"))
 	}
 }
 

@@ -13,10 +13,10 @@ import (
 )
 
 func (s *suite) closeTests(t *testing.T) {
-	t.Run("kills every task's whole tree and waits", s.closeKills)
-	t.Run("Start and Run after Close are ErrClosed", s.afterClose)
-	t.Run("removes spill files", s.closeSpills)
-	t.Run("concurrent use", s.concurrent)
+	parallel(t, "kills every task's whole tree and waits", s.closeKills)
+	parallel(t, "Start and Run after Close are ErrClosed", s.afterClose)
+	parallel(t, "removes spill files", s.closeSpills)
+	parallel(t, "concurrent use", s.concurrent)
 }
 
 // closeKills: Close stops background and adopted tasks with their whole

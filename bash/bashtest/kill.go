@@ -11,13 +11,13 @@ import (
 )
 
 func (s *suite) killTests(t *testing.T) {
-	t.Run("running task: true, SIGTERM", s.killRunning)
-	t.Run("finished task: false", s.killFinished)
-	t.Run("whole tree, waited for", s.killTree)
-	t.Run("grandchild that called setsid", s.killSetsid)
-	t.Run("TERM ignored: SIGKILL after the grace", s.killIgnored)
-	t.Run("stopped processes", s.killStopped)
-	t.Run("done context: the task is still stopped", s.killCtxDone)
+	parallel(t, "running task: true, SIGTERM", s.killRunning)
+	parallel(t, "finished task: false", s.killFinished)
+	parallel(t, "whole tree, waited for", s.killTree)
+	parallel(t, "grandchild that called setsid", s.killSetsid)
+	parallel(t, "TERM ignored: SIGKILL after the grace", s.killIgnored)
+	parallel(t, "stopped processes", s.killStopped)
+	parallel(t, "done context: the task is still stopped", s.killCtxDone)
 }
 
 // kill kills a task that must be running.

@@ -12,8 +12,8 @@ import (
 )
 
 func (s *suite) limitTests(t *testing.T) {
-	t.Run("per owner and per executor", s.taskLimits)
-	t.Run("ended tasks do not count", s.endedDoNotCount)
+	parallel(t, "per owner and per executor", s.taskLimits)
+	parallel(t, "ended tasks do not count", s.endedDoNotCount)
 }
 
 // startRefused checks that Start of a command for owner is refused with a

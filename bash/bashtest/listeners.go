@@ -9,10 +9,10 @@ import (
 )
 
 func (s *suite) listenerTests(t *testing.T) {
-	t.Run("exactly once per task of every kind", s.exactlyOnce)
-	t.Run("a panicking listener does not starve the others", s.panickingListener)
-	t.Run("unsubscribe", s.unsubscribe)
-	t.Run("never once Close has begun", s.noneAfterClose)
+	parallel(t, "exactly once per task of every kind", s.exactlyOnce)
+	parallel(t, "a panicking listener does not starve the others", s.panickingListener)
+	parallel(t, "unsubscribe", s.unsubscribe)
+	parallel(t, "never once Close has begun", s.noneAfterClose)
 }
 
 // exactlyOnce: two listeners each hear once of a completed, a killed, an

@@ -15,13 +15,13 @@ import (
 )
 
 func (s *suite) outputTests(t *testing.T) {
-	t.Run("OnOutput pieces are whole, serial, before Run returns", s.onOutput)
-	t.Run("run output past MaxOutputBytes keeps its tail and spills", s.runSpill)
-	t.Run("SpillAfter asks for a spill file sooner", s.spillAfter)
-	t.Run("task read past MaxOutputBytes is lossy and spills", s.readSpill)
+	parallel(t, "OnOutput pieces are whole, serial, before Run returns", s.onOutput)
+	parallel(t, "run output past MaxOutputBytes keeps its tail and spills", s.runSpill)
+	parallel(t, "SpillAfter asks for a spill file sooner", s.spillAfter)
+	parallel(t, "task read past MaxOutputBytes is lossy and spills", s.readSpill)
 	t.Run("invalid UTF-8 reads as U+FFFD, spill keeps raw bytes", s.invalidUTF8)
-	t.Run("a cut never splits a character", s.cutChars)
-	t.Run("a read never splits a character", s.readChars)
+	parallel(t, "a cut never splits a character", s.cutChars)
+	parallel(t, "a read never splits a character", s.readChars)
 }
 
 // observer records OnOutput calls and what is wrong with them.
@@ -91,7 +91,7 @@ func (s *suite) onOutput(t *testing.T) {
 		{"invalid bytes", `printf 'x\xffy\n'; printf '\xc3(\n' >&2`},
 		{"leftovers not watched", `echo before; (sleep 0.3; echo after) &`},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
+		parallel(t, tc.name, func(t *testing.T) {
 			cmd := tc.cmd
 			h := s.harness(t, nil)
 			o := newObserver()

@@ -14,13 +14,13 @@ import (
 )
 
 func (s *suite) resolveTests(t *testing.T) {
-	t.Run("workdir defaults", s.workdirDefaults)
-	t.Run("workdir with no configured default is the process cwd", s.workdirNoDefault)
-	t.Run("timeout defaults and cap", s.timeoutDefaults)
-	t.Run("negative timeout is a TimeoutError", s.negativeTimeout)
-	t.Run("command and owner kept", s.commandKept)
-	t.Run("empty command is a CommandError", s.emptyCommand)
-	t.Run("NUL in the command is a CommandError and starts nothing", s.nulCommand)
+	parallel(t, "workdir defaults", s.workdirDefaults)
+	parallel(t, "workdir with no configured default is the process cwd", s.workdirNoDefault)
+	parallel(t, "timeout defaults and cap", s.timeoutDefaults)
+	parallel(t, "negative timeout is a TimeoutError", s.negativeTimeout)
+	parallel(t, "command and owner kept", s.commandKept)
+	parallel(t, "empty command is a CommandError", s.emptyCommand)
+	parallel(t, "NUL in the command is a CommandError and starts nothing", s.nulCommand)
 }
 
 // pwd is where a spec's command runs, as `pwd -P` prints it.

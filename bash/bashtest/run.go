@@ -17,19 +17,19 @@ import (
 )
 
 func (s *suite) runTests(t *testing.T) {
-	t.Run("exit code is a result", s.exitCodes)
-	t.Run("stdout and stderr apart", s.streamsApart)
-	t.Run("a long command runs whole", s.longCommand)
-	t.Run("death by signal is a result", s.signalDeaths)
-	t.Run("timeout is a result, SIGTERM", s.timeout)
-	t.Run("timeout with TERM trapped and exit 0 is still TimedOut", s.timeoutTrapped)
-	t.Run("timeout with TERM ignored ends in SIGKILL after the grace", s.timeoutIgnored)
-	t.Run("cancelled context aborts and keeps the output", s.abort)
-	t.Run("context already done starts nothing", s.ctxDone)
-	t.Run("unusable workdir is a WorkdirError", s.badWorkdir)
-	t.Run("leftovers are adopted as a task of the owner", s.adopted)
-	t.Run("adopted leftovers are killable", s.adoptedKill)
-	t.Run("leftovers killed at the owner's task limit", s.leftoversKilled)
+	parallel(t, "exit code is a result", s.exitCodes)
+	parallel(t, "stdout and stderr apart", s.streamsApart)
+	parallel(t, "a long command runs whole", s.longCommand)
+	parallel(t, "death by signal is a result", s.signalDeaths)
+	parallel(t, "timeout is a result, SIGTERM", s.timeout)
+	parallel(t, "timeout with TERM trapped and exit 0 is still TimedOut", s.timeoutTrapped)
+	parallel(t, "timeout with TERM ignored ends in SIGKILL after the grace", s.timeoutIgnored)
+	parallel(t, "cancelled context aborts and keeps the output", s.abort)
+	parallel(t, "context already done starts nothing", s.ctxDone)
+	parallel(t, "unusable workdir is a WorkdirError", s.badWorkdir)
+	parallel(t, "leftovers are adopted as a task of the owner", s.adopted)
+	parallel(t, "adopted leftovers are killable", s.adoptedKill)
+	parallel(t, "leftovers killed at the owner's task limit", s.leftoversKilled)
 }
 
 // checkResult checks the fields of a result every test looks at.

@@ -33,3 +33,13 @@ func (s *suite) harness(t *testing.T, edit func(*Config)) *harness {
 	t.Helper()
 	return newHarness(t, s.newExec, s.opts, edit)
 }
+
+// parallel runs a leaf test of the suite side by side with the others:
+// each has an executor of its own, and most of their time goes on waiting
+// for processes (grace periods, drain delays, timeouts).
+func parallel(t *testing.T, name string, f func(*testing.T)) {
+	t.Run(name, func(t *testing.T) {
+		t.Parallel()
+		f(t)
+	})
+}

@@ -15,14 +15,14 @@ import (
 )
 
 func (s *suite) taskTests(t *testing.T) {
-	t.Run("Start returns at once with a running task", s.startAtOnce)
-	t.Run("no timeout applies to a background task", s.noTimeout)
-	t.Run("owner is stored and never changes", s.ownerStored)
-	t.Run("List is oldest first", s.listOrder)
-	t.Run("ReadOutput is incremental, the final read holds the rest", s.incrementalReads)
-	t.Run("a task ends with its last process, not its shell", s.endsWithTree)
-	t.Run("unknown task id is an UnknownTaskError", s.unknownTask)
-	t.Run("failed Start is a StartError and a failed task", s.failedStart)
+	parallel(t, "Start returns at once with a running task", s.startAtOnce)
+	parallel(t, "no timeout applies to a background task", s.noTimeout)
+	parallel(t, "owner is stored and never changes", s.ownerStored)
+	parallel(t, "List is oldest first", s.listOrder)
+	parallel(t, "ReadOutput is incremental, the final read holds the rest", s.incrementalReads)
+	parallel(t, "a task ends with its last process, not its shell", s.endsWithTree)
+	parallel(t, "unknown task id is an UnknownTaskError", s.unknownTask)
+	parallel(t, "failed Start is a StartError and a failed task", s.failedStart)
 }
 
 func (s *suite) startAtOnce(t *testing.T) {
