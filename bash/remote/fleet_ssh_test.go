@@ -24,6 +24,7 @@ import (
 // session gets errors naming the host, the others keep working; the host
 // is restarted and used again, by its session and by a new one.
 func TestFleetOverSSH(t *testing.T) {
+	t.Parallel()
 	servers, f := sshFleet(t, 3)
 	ctx := context.Background()
 	tags := map[string]string{}

@@ -49,9 +49,11 @@ func overSSH(s *sshd) bashtest.NewFunc {
 // TestSSHConformance runs the executor contract over SSH to a real
 // OpenSSH server on loopback, and the shared transcript through it.
 func TestSSHConformance(t *testing.T) {
+	t.Parallel()
 	s := startSSHD(t)
 	t.Run("suite", func(t *testing.T) { bashtest.Run(t, overSSH(s)) })
 	t.Run("transcript", func(t *testing.T) {
+		t.Parallel()
 		bashtest.Transcript(t, overSSH(s), "../bashtest/testdata/transcript.txtar", false)
 	})
 }
@@ -60,6 +62,7 @@ func TestSSHConformance(t *testing.T) {
 // an error that says which and what to do; so is a key the host does not
 // accept.
 func TestSSHHostKeys(t *testing.T) {
+	t.Parallel()
 	s := startSSHD(t)
 	ctx := context.Background()
 	empty := t.TempDir() + "/known_hosts"
@@ -92,6 +95,7 @@ func TestSSHHostKeys(t *testing.T) {
 }
 
 func TestParseURL(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		raw, user, host, ws, err string
 		port                     int

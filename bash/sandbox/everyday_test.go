@@ -28,6 +28,7 @@ import (
 // toolchain that cannot run here at all is skipped with the reason, except
 // under CI=true for those .ci/run provides (go, git).
 func TestEverydayWork(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name, tool string
 		ci         bool // .ci/run provides it: required under CI=true

@@ -49,8 +49,12 @@ func TestExecutorConformance(t *testing.T) {
 
 func TestExecutorTranscript(t *testing.T) {
 	const golden = "../../bash/bashtest/testdata/transcript.txtar"
-	t.Run("local", func(t *testing.T) { bashtest.Transcript(t, overExecutor("--sandbox=off"), golden, false) })
+	t.Run("local", func(t *testing.T) {
+		t.Parallel()
+		bashtest.Transcript(t, overExecutor("--sandbox=off"), golden, false)
+	})
 	t.Run("sandbox", func(t *testing.T) {
+		t.Parallel()
 		requireBwrap(t)
 		bashtest.Transcript(t, overExecutor("--sandbox=on"), golden, false)
 	})
