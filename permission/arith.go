@@ -19,9 +19,6 @@ type varSafety map[string]bool
 
 var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
-// readers assign what they read to the variables named in their arguments.
-var readers = map[string]bool{"read": true, "mapfile": true, "readarray": true, "getopts": true}
-
 // scan records the script's assignments.
 func (vs varSafety) scan(f *syntax.File) {
 	syntax.Walk(f, func(n syntax.Node) bool {

@@ -1,6 +1,11 @@
 package permission
 
-import "fmt"
+import (
+	"fmt"
+	"path"
+	"regexp"
+	"strings"
+)
 
 // rules applies the rules to one simple command; unmatched says whether
 // Policy.Unmatched applies when none matches.
@@ -46,6 +51,56 @@ func (c *checker) rules(args []string, known int, text string, unmatched bool) {
 		}
 	}
 }
+
+// match reports whether the rule matches argv. known is how many of
+// argv's leading words are known statically; a rule that needs a word
+// beyond them cannot tell, which maybe says.
+func (r *Rule) match(argv []string, known int) (ok, maybe bool) {
+	for i, w := range r.words {
+		if w == "*" && i == len(r.words)-1 {
+			return true, false
+		}
+		if i >= len(argv) {
+			return false, false
+		}
+		if i >= known {
+			return false, true
+		}
+		a := argv[i]
+		if i == 0 && !strings.Contains(w, "/") {
+			if r.Decision == Allow && strings.Contains(a, "/") {
+				// An allowed name is the program PATH finds, not any
+				// file of that name (./ls, /tmp/evil/ls).
+				return false, false
+			}
+			a = path.Base(a)
+		}
+		if ok, _ := path.Match(w, a); !ok {
+			return false, false
+		}
+	}
+	return true, false
+}
+
+// suggest is the narrowest useful prefix to allow for a command: its name,
+// and its first argument when the command has subcommands (git push) and
+// that is one, or the script an interpreter runs.
+func suggest(args []string, known int) string {
+	if known == 0 {
+		return ""
+	}
+	name := path.Base(args[0])
+	if known == 1 || len(args) == 1 {
+		return name
+	}
+	first := args[1]
+	if withSubcommands[name] && subcommand.MatchString(first) || interpreters[name] && !strings.HasPrefix(first, "-") {
+		return name + " " + first
+	}
+	return name
+}
+
+var subcommand = regexp.MustCompile(`^[a-z][a-z0-9_:-]*$`)
 
 func quoteCmd(s string) string { return "`" + s + "`" }
 

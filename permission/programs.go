@@ -20,3 +20,17 @@ func (c *checker) gitArgs(args []string, known int) ([]string, int) {
 	out = append(out, args[i:]...)
 	return out, known - (i - 1)
 }
+
+// withSubcommands are the commands whose first argument says what they do.
+var withSubcommands = map[string]bool{
+	"git": true, "go": true, "npm": true, "pnpm": true, "yarn": true, "bun": true, "npx": true, "cargo": true,
+	"docker": true, "podman": true, "kubectl": true, "helm": true, "pip": true, "pip3": true, "uv": true,
+	"poetry": true, "gh": true, "terraform": true, "make": true, "just": true, "dotnet": true, "mvn": true,
+	"gradle": true, "rustup": true, "brew": true, "apt": true, "apt-get": true, "systemctl": true,
+	"composer": true, "bundle": true, "rake": true, "deno": true, "nix": true, "conda": true,
+}
+
+// interpreters run the file named by their first argument: allowing them
+// alone would allow any program.
+var interpreters = map[string]bool{"python": true, "python3": true, "node": true, "ruby": true, "perl": true,
+	"bash": true, "sh": true, "zsh": true, "deno": true, "bun": true, "php": true, "Rscript": true}

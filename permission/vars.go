@@ -128,6 +128,9 @@ func (c *checker) paramExp(n *syntax.ParamExp, vars varSafety) {
 	}
 }
 
+// readers assign what they read to the variables named in their arguments.
+var readers = map[string]bool{"read": true, "mapfile": true, "readarray": true, "getopts": true}
+
 // fills asks about read, mapfile, getopts and printf -v filling a
 // variable that changes what runs, or a subscript (which can run code).
 func (c *checker) fills(base string, args []string, known int) {

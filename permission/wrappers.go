@@ -2,7 +2,6 @@ package permission
 
 import (
 	"fmt"
-	"path"
 	"regexp"
 	"strings"
 
@@ -124,72 +123,6 @@ func (c *checker) wrapped(w wrapper, name string, args []string, known, depth in
 	return true
 }
 
-// option reads the option at args[i] as getopt_long would: a long one by
-// any unambiguous prefix, with its value after = or in the next argument;
-// a short one with its value attached or in the next argument. It
-// returns the option's full name, its value (ok when it takes one) and
-// how many arguments it used.
-func (w wrapper) option(args []string, i, known int) (opt, value string, used int, ok bool) {
-	a := args[i]
-	if strings.HasPrefix(a, "--") {
-		name, v, hasValue := strings.Cut(a, "=")
-		opt = expandLong(name, w.valued+" "+w.writes)
-		switch {
-		case !takesValue(w.valued, opt):
-			return opt, "", 1, false
-		case hasValue:
-			return opt, v, 1, true
-		case i+1 < len(args):
-			return opt, args[i+1], 2, true
-		}
-		return opt, "", 1, false
-	}
-	opt = a[:min(2, len(a))]
-	switch {
-	case !takesValue(w.valued, opt):
-		return opt, "", 1, false
-	case len(a) > 2:
-		return opt, a[2:], 1, true
-	case i+1 < len(args):
-		return opt, args[i+1], 2, true
-	}
-	return opt, "", 1, false
-}
-
-// expandLong is the long option that name abbreviates, if exactly one
-// does (else name itself).
-func expandLong(name, options string) string {
-	match := ""
-	for _, o := range strings.Fields(options) {
-		if o == name {
-			return o
-		}
-		if strings.HasPrefix(o, "--") && strings.HasPrefix(o, name) {
-			if match != "" && match != o {
-				return name // ambiguous
-			}
-			match = o
-		}
-	}
-	if match == "" {
-		return name
-	}
-	return match
-}
-
-// takesValue reports whether option a takes the next argument.
-func takesValue(valued, a string) bool {
-	if strings.Contains(a, "=") {
-		return false
-	}
-	for _, v := range strings.Fields(valued) {
-		if a == v {
-			return true
-		}
-	}
-	return false
-}
-
 var assignRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`)
 
 func isAssign(a string) bool { return assignRE.MatchString(a) }
@@ -304,37 +237,3 @@ func (c *checker) findExec(args []string, known, depth int) {
 		i = end
 	}
 }
-
-// suggest is the narrowest useful prefix to allow for a command: its name,
-// and its first argument when the command has subcommands (git push) and
-// that is one, or the script an interpreter runs.
-func suggest(args []string, known int) string {
-	if known == 0 {
-		return ""
-	}
-	name := path.Base(args[0])
-	if known == 1 || len(args) == 1 {
-		return name
-	}
-	first := args[1]
-	if withSubcommands[name] && subcommand.MatchString(first) || interpreters[name] && !strings.HasPrefix(first, "-") {
-		return name + " " + first
-	}
-	return name
-}
-
-var subcommand = regexp.MustCompile(`^[a-z][a-z0-9_:-]*$`)
-
-// withSubcommands are the commands whose first argument says what they do.
-var withSubcommands = map[string]bool{
-	"git": true, "go": true, "npm": true, "pnpm": true, "yarn": true, "bun": true, "npx": true, "cargo": true,
-	"docker": true, "podman": true, "kubectl": true, "helm": true, "pip": true, "pip3": true, "uv": true,
-	"poetry": true, "gh": true, "terraform": true, "make": true, "just": true, "dotnet": true, "mvn": true,
-	"gradle": true, "rustup": true, "brew": true, "apt": true, "apt-get": true, "systemctl": true,
-	"composer": true, "bundle": true, "rake": true, "deno": true, "nix": true, "conda": true,
-}
-
-// interpreters run the file named by their first argument: allowing them
-// alone would allow any program.
-var interpreters = map[string]bool{"python": true, "python3": true, "node": true, "ruby": true, "perl": true,
-	"bash": true, "sh": true, "zsh": true, "deno": true, "bun": true, "php": true, "Rscript": true}
