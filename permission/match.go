@@ -7,6 +7,14 @@ import (
 	"strings"
 )
 
+// matchCommand decides by the rules on a simple command that runs no
+// other, once its arguments are in the form rules are written in (see
+// canonical).
+func (c *checker) matchCommand(base string, args []string, known int, text string) {
+	args, known = c.canonical(base, args, known)
+	c.rules(args, known, text, true)
+}
+
 // rules applies the rules to one simple command; unmatched says whether
 // Policy.Unmatched applies when none matches.
 func (c *checker) rules(args []string, known int, text string, unmatched bool) {

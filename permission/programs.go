@@ -1,5 +1,15 @@
 package permission
 
+// canonical rewrites a program's arguments into the form rules are
+// written in, without the options that change nothing a rule cares
+// about, so that rules match however the command spells them.
+func (c *checker) canonical(base string, args []string, known int) ([]string, int) {
+	if base == "git" {
+		return c.gitArgs(args, known)
+	}
+	return args, known
+}
+
 // gitArgs drops git's options that change nothing a rule cares about
 // before its subcommand (--no-pager, -P, -C DIR within the workspace), so
 // that git --no-pager diff matches "git diff". Others (-c, --git-dir, -C

@@ -40,6 +40,29 @@ func (c *checker) setsVar(name string) {
 	}
 }
 
+// arithAssign asks about arithmetic that assigns a variable that changes
+// what runs: ((PATH=0)), let BASH_ENV++ (a number is enough: a relative
+// PATH, a file named 0).
+func (c *checker) arithAssign(n syntax.Node) {
+	switch n := n.(type) {
+	case *syntax.BinaryArithm:
+		if w, ok := n.X.(*syntax.Word); ok && isAssignOp(n.Op) {
+			c.setsVar(w.Lit())
+		}
+	case *syntax.UnaryArithm:
+		if w, ok := n.X.(*syntax.Word); ok && (n.Op == syntax.Inc || n.Op == syntax.Dec) {
+			c.setsVar(w.Lit())
+		}
+	}
+}
+
+// loopVar asks about a for loop whose variable changes what runs.
+func (c *checker) loopVar(n *syntax.WordIter) {
+	if n.Name != nil && dangerousVar(n.Name.Value) {
+		c.unknowable("for "+n.Name.Value, fmt.Sprintf("its loop sets %s, which changes what commands run", n.Name.Value))
+	}
+}
+
 // assigns asks about assignments to variables that change what runs
 // (naming one alone, as export PATH does, changes nothing).
 func (c *checker) assigns(as []*syntax.Assign) {
