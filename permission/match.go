@@ -15,48 +15,75 @@ func (c *checker) matchCommand(base string, args []string, known int, text strin
 	c.rules(args, known, text, true)
 }
 
-// rules applies the rules to one simple command; unmatched says whether
-// Policy.Unmatched applies when none matches.
+// rules decides on one simple command by the rules; unmatched says
+// whether Policy.Unmatched applies when none matches. A rule stronger
+// than the one that matches, which could match once the arguments only
+// known when it runs are, makes it an ask.
 func (c *checker) rules(args []string, known int, text string, unmatched bool) {
-	best := Verdict{Decision: -1}
-	var maybe *Rule
-	for i := range c.p.Rules {
-		r := &c.p.Rules[i]
-		ok, unsure := r.match(args, known)
+	best, maybe := c.p.ruleFor(args, known)
+	switch {
+	case maybe != nil && maybe.Decision > strength(best):
+		c.unknowable(text, fmt.Sprintf("it may match rule %s: an argument is only known when it runs", maybe))
+	case best != nil:
+		c.matched(best, args, known, text)
+	case unmatched:
+		c.noneMatched(args, known, text)
+	}
+}
+
+// ruleFor finds the rules that decide on argv: best, the first of the
+// strongest rules that match it, and maybe, the first of the strongest
+// rules, other than allow, that cannot tell (they need a word only known
+// when it runs).
+func (p *Policy) ruleFor(argv []string, known int) (best, maybe *Rule) {
+	for i := range p.Rules {
+		r := &p.Rules[i]
+		ok, unsure := r.match(argv, known)
 		switch {
-		case ok && r.Decision > best.Decision:
-			best = Verdict{Decision: r.Decision, Rule: r, Command: text}
+		case ok && r.Decision > strength(best):
+			best = r
 		case unsure && r.Decision != Allow && (maybe == nil || r.Decision > maybe.Decision):
 			maybe = r
 		}
 	}
-	if maybe != nil && maybe.Decision > best.Decision {
-		c.unknowable(text, fmt.Sprintf("it may match rule %s: an argument is only known when it runs", maybe))
-		return
+	return best, maybe
+}
+
+// strength is the decision of r, weaker than any when there is none.
+func strength(r *Rule) Decision {
+	if r == nil {
+		return -1
 	}
-	if best.Rule != nil {
-		best.Reason = fmt.Sprintf("%s matches rule %s", quoteCmd(text), best.Rule)
-		c.raise(best)
-		if best.Decision == Ask {
-			c.prefixes = appendNew(c.prefixes, suggest(args, known))
-		}
-		return
+	return r.Decision
+}
+
+// matched takes the decision of the rule that matched; an ask offers the
+// prefix that would allow the command.
+func (c *checker) matched(r *Rule, args []string, known int, text string) {
+	c.raise(Verdict{Decision: r.Decision, Rule: r, Command: text,
+		Reason: fmt.Sprintf("%s matches rule %s", quoteCmd(text), r)})
+	if r.Decision == Ask {
+		c.prefixes = appendNew(c.prefixes, suggest(args, known))
 	}
-	if !unmatched {
-		return
-	}
+}
+
+// noneMatched takes Policy.Unmatched for a command no rule matches; an
+// ask offers the prefix that would allow the command or, when there is
+// none to offer, is one no prefix rule could answer.
+func (c *checker) noneMatched(args []string, known int, text string) {
 	d := c.p.Unmatched
 	reason := fmt.Sprintf("no rule allows %s", quoteCmd(text))
 	if d == Allow {
 		reason = ""
 	}
 	c.raise(Verdict{Decision: d, Command: text, Reason: reason})
-	if d == Ask {
-		if p := suggest(args, known); p != "" {
-			c.prefixes = appendNew(c.prefixes, p)
-		} else {
-			c.structural = true
-		}
+	if d != Ask {
+		return
+	}
+	if p := suggest(args, known); p != "" {
+		c.prefixes = appendNew(c.prefixes, p)
+	} else {
+		c.structural = true
 	}
 }
 
