@@ -24,19 +24,9 @@ func (vs varSafety) scan(f *syntax.File) {
 	syntax.Walk(f, func(n syntax.Node) bool {
 		switch n := n.(type) {
 		case *syntax.Assign:
-			if n.Name != nil {
-				vs.note(n.Name.Value, n.Value == nil && n.Array == nil || n.Value != nil && safeValue(n.Value))
-			}
-		case *syntax.BinaryArithm:
-			if w, ok := n.X.(*syntax.Word); ok && isAssignOp(n.Op) {
-				if name := w.Lit(); identRE.MatchString(name) {
-					vs.note(name, true) // its value is what the expression computes
-				}
-			}
-		case *syntax.UnaryArithm:
-			if w, ok := n.X.(*syntax.Word); ok && (n.Op == syntax.Inc || n.Op == syntax.Dec) {
-				vs.note(w.Lit(), true)
-			}
+			vs.assign(n)
+		case *syntax.BinaryArithm, *syntax.UnaryArithm:
+			vs.arithAssign(n)
 		case *syntax.CallExpr:
 			vs.readersOf(n)
 		case *syntax.WordIter:
@@ -44,6 +34,31 @@ func (vs varSafety) scan(f *syntax.File) {
 		}
 		return true
 	})
+}
+
+// assign notes an assignment: safe when it gives no value (export x) or
+// a number.
+func (vs varSafety) assign(n *syntax.Assign) {
+	if n.Name != nil {
+		vs.note(n.Name.Value, n.Value == nil && n.Array == nil || n.Value != nil && safeValue(n.Value))
+	}
+}
+
+// arithAssign notes a variable arithmetic assigns (x=1, x+=y, x++): safe,
+// its value being the number the expression computes.
+func (vs varSafety) arithAssign(n syntax.Node) {
+	switch n := n.(type) {
+	case *syntax.BinaryArithm:
+		if w, ok := n.X.(*syntax.Word); ok && isAssignOp(n.Op) {
+			if name := w.Lit(); identRE.MatchString(name) {
+				vs.note(name, true)
+			}
+		}
+	case *syntax.UnaryArithm:
+		if w, ok := n.X.(*syntax.Word); ok && (n.Op == syntax.Inc || n.Op == syntax.Dec) {
+			vs.note(w.Lit(), true)
+		}
+	}
 }
 
 // loopVar notes a for loop's variable: safe when every item is a number.
