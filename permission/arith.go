@@ -17,6 +17,7 @@ import (
 // makes to it is safe (false once one is not).
 type varSafety map[string]bool
 
+// identRE matches a variable name.
 var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // scan records the script's assignments.
@@ -73,6 +74,8 @@ func (vs varSafety) loopVar(n *syntax.WordIter) {
 	vs.note(n.Name.Value, safe)
 }
 
+// note records one assignment to name; a variable stays safe only while
+// every assignment to it is.
 func (vs varSafety) note(name string, safe bool) {
 	if prev, ok := vs[name]; ok {
 		safe = safe && prev
@@ -105,12 +108,15 @@ func safeValue(w *syntax.Word) bool {
 	return ok && numberRE.MatchString(s)
 }
 
+// numberRE matches the numbers bash reads in arithmetic: decimal, hex,
+// octal and base#digits.
 var numberRE = regexp.MustCompile(`^[-+]?(0[xX][0-9a-fA-F]+|[0-9]+(#[0-9a-zA-Z@_]+)?)$`)
 
 // bashNumbers are variables bash itself sets to numbers.
 var bashNumbers = map[string]bool{"RANDOM": true, "SRANDOM": true, "SECONDS": true, "LINENO": true,
 	"BASHPID": true, "PPID": true, "UID": true, "EUID": true, "EPOCHSECONDS": true, "OPTIND": true}
 
+// isAssignOp reports whether op assigns its left operand (=, +=, …).
 func isAssignOp(op syntax.BinAritOperator) bool {
 	switch op {
 	case syntax.Assgn, syntax.AddAssgn, syntax.SubAssgn, syntax.MulAssgn, syntax.QuoAssgn, syntax.RemAssgn,
@@ -153,6 +159,8 @@ func arithRoots(n syntax.Node) []syntax.ArithmExpr {
 	return nil
 }
 
+// asArithm is a test operand as the arithmetic expression bash evaluates
+// it as, when it is a word.
 func asArithm(e syntax.TestExpr) syntax.ArithmExpr {
 	if w, ok := e.(*syntax.Word); ok {
 		return w

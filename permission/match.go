@@ -135,10 +135,13 @@ func suggest(args []string, known int) string {
 	return name
 }
 
+// subcommand matches a word that looks like a subcommand (push, run:dev).
 var subcommand = regexp.MustCompile(`^[a-z][a-z0-9_:-]*$`)
 
+// quoteCmd quotes a command for a message.
 func quoteCmd(s string) string { return "`" + s + "`" }
 
+// appendNew appends s to list unless list holds it.
 func appendNew(list []string, s string) []string {
 	for _, x := range list {
 		if x == s {

@@ -1,5 +1,10 @@
 package permission
 
+// What the checker knows of particular programs' arguments, for matching
+// them against the rules: the options that change nothing a rule cares
+// about (canonical), and which programs take a subcommand or run a
+// script (the prefixes an ask offers).
+
 // canonical rewrites a program's arguments into the form rules are
 // written in, without the options that change nothing a rule cares
 // about, so that rules match however the command spells them.

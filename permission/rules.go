@@ -19,6 +19,7 @@ const (
 	Deny
 )
 
+// String is the decision as rules and messages write it.
 func (d Decision) String() string {
 	switch d {
 	case Allow:

@@ -2,6 +2,7 @@ package permission
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -28,6 +29,9 @@ var harmlessGitVars = map[string]bool{"GIT_AUTHOR_NAME": true, "GIT_AUTHOR_EMAIL
 	"GIT_COMMITTER_NAME": true, "GIT_COMMITTER_EMAIL": true, "GIT_COMMITTER_DATE": true, "GIT_TERMINAL_PROMPT": true,
 	"GIT_MERGE_AUTOEDIT": true, "GIT_OPTIONAL_LOCKS": true, "GIT_FLUSH": true, "GIT_ADVICE": true}
 
+// dangerousVar reports whether assigning name changes what commands run
+// or how bash reads them: the table, and the LD_, DYLD_, BASH_FUNC_ and
+// GIT_ families (harmless GIT_ variables aside).
 func dangerousVar(name string) bool {
 	return dangerousVars[name] || strings.HasPrefix(name, "LD_") || strings.HasPrefix(name, "GIT_") && !harmlessGitVars[name] ||
 		strings.HasPrefix(name, "BASH_FUNC_") || strings.HasPrefix(name, "DYLD_")
@@ -167,7 +171,7 @@ func (c *checker) fills(base string, args []string, known int) {
 				targets = append(targets, args[i+1])
 			}
 		}
-		if known < len(args) && slicesContains(args[1:known], "-v") {
+		if known < len(args) && slices.Contains(args[1:known], "-v") {
 			c.unknowable("printf -v …", "it fills a variable named only when it runs")
 		}
 	}
@@ -177,15 +181,6 @@ func (c *checker) fills(base string, args []string, known int) {
 			c.unknowable(base+" "+t, fmt.Sprintf("it fills %s, which changes what commands run or holds a subscript", t))
 		}
 	}
-}
-
-func slicesContains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // testV asks about test -v NAME[SUB]: the subscript is an expression.

@@ -19,6 +19,7 @@ type wrapper struct {
 	lockFile  bool   // its first operand is a file it creates (flock)
 }
 
+// wrappers are the commands that run the command in their arguments.
 var wrappers = map[string]wrapper{
 	"env":     {valued: "-u --unset -C --chdir -S --split-string", assigns: true},
 	"command": {},
@@ -163,6 +164,7 @@ func (c *checker) lockCommand(name string, args []string, i, known, depth int) b
 	return false
 }
 
+// assignRE matches a NAME=VALUE argument.
 var assignRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`)
 
 // isAssign reports whether a is a NAME=VALUE argument.

@@ -63,8 +63,10 @@ func (c *checker) writes(target string, static bool) {
 // isFD reports whether a >& word is a descriptor (2, 3-) or - (close).
 func isFD(s string) bool { return fdRE.MatchString(s) }
 
+// fdRE matches the word of >& that is a descriptor, not a file.
 var fdRE = regexp.MustCompile(`^([0-9]+-?|-)$`)
 
+// within reports whether the clean path p is dir or under it.
 func within(p, dir string) bool {
 	dir = filepath.Clean(dir)
 	return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
