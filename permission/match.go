@@ -16,9 +16,9 @@ func (c *checker) matchCommand(base string, args []string, known int, text strin
 }
 
 // rules decides on one simple command by the rules; unmatched says
-// whether Policy.Unmatched applies when none matches. A rule stronger
-// than the one that matches, which could match once the arguments only
-// known when it runs are, makes it an ask.
+// whether Policy.Unmatched applies when none matches. A rule, other than
+// allow, that is stronger than any that matches and cannot tell for a
+// word only known when it runs, makes it an ask.
 func (c *checker) rules(args []string, known int, text string, unmatched bool) {
 	best, maybe := c.p.ruleFor(args, known)
 	switch {
