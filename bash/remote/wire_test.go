@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sourcegraph/jsonrpc2"
 
@@ -108,15 +109,16 @@ func TestLineStreamBound(t *testing.T) {
 // character boundaries and counts them, and once the link moves sends the
 // rest in order, each piece tagged with its stream.
 func TestLiveOutputBounded(t *testing.T) {
-	const bound = 1000
+	const bound = 1001                                                 // odd, so that cutting whole é takes care
 	char := map[bash.Stream]string{bash.Stdout: "é", bash.Stderr: "€"} // the text of each stream
 	f := &floodExec{flooded: make(chan struct{})}
 	var full strings.Builder
 	for i := range 10000 {
-		// 100 bytes on stdout, 99 on stderr every 50th: runs of stdout
-		// are longer than the bound.
+		// 100 bytes on stdout, 99 on stderr every 50th, then every other
+		// in the tail that goes out: runs of stdout longer than the
+		// bound, and both streams in what is kept.
 		o := observed{bash.Stdout, strings.Repeat(char[bash.Stdout], 50)}
-		if i%50 == 0 {
+		if i%50 == 0 || i > 9990 && i%2 == 0 {
 			o = observed{bash.Stderr, strings.Repeat(char[bash.Stderr], 33)}
 		}
 		f.adds = append(f.adds, o)
@@ -128,7 +130,7 @@ func TestLiveOutputBounded(t *testing.T) {
 		pos += int(n.Skipped)
 		skipped += n.Skipped
 		end := pos + len(n.Text)
-		if n.Text == "" || len(n.Text) > bound || end > full.Len() || full.String()[pos:end] != n.Text ||
+		if n.Text == "" || len(n.Text) > bound || !utf8.ValidString(n.Text) || end > full.Len() || full.String()[pos:end] != n.Text ||
 			strings.ReplaceAll(n.Text, char[n.Stream], "") != "" {
 			t.Fatalf("note %d (%s, %d bytes after %d skipped) is not the output of %s from byte %d", i, n.Stream, len(n.Text), n.Skipped, n.Stream, pos)
 		}

@@ -246,7 +246,19 @@ func TestSkipsAfterATake(t *testing.T) {
 		}
 	}
 	close(g.next)
-	s.Close()
+	closed := make(chan struct{})
+	go func() {
+		s.Close()
+		close(closed)
+	}()
+	for {
+		select {
+		case p := <-g.sent:
+			t.Errorf("a piece more: %+v", p)
+		case <-closed:
+			return
+		}
+	}
 }
 
 // TestStreamsLikeTheModel: whatever is added, of whatever streams, a
