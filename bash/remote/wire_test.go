@@ -109,7 +109,8 @@ func TestLineStreamBound(t *testing.T) {
 // character boundaries and counts them, and once the link moves sends the
 // rest in order, each piece tagged with its stream.
 func TestLiveOutputBounded(t *testing.T) {
-	const bound = 1001                                                 // odd, so that cutting whole é takes care
+	// An odd bound: a cut at the bound itself would split an é.
+	const bound = 1001
 	char := map[bash.Stream]string{bash.Stdout: "é", bash.Stderr: "€"} // the text of each stream
 	f := &floodExec{flooded: make(chan struct{})}
 	var full strings.Builder
