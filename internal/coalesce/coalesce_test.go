@@ -469,7 +469,8 @@ func numbered(n int) string {
 }
 
 // BenchmarkAdd measures Add with a consumer that keeps up ("free") and one
-// that is stuck, so that every Add drops old text ("stuck").
+// that is stuck, so that every Add drops old text ("stuck"); and AddTo of
+// two streams in turn, so that every text starts a run ("streams/...").
 func BenchmarkAdd(b *testing.B) {
 	for _, size := range []int{16, 4 << 10, 1 << 20} {
 		chunk := []byte(numbered(size)[:size])
@@ -489,6 +490,30 @@ func BenchmarkAdd(b *testing.B) {
 			b.SetBytes(int64(size))
 			for b.Loop() {
 				s.Add(chunk)
+			}
+			close(c.release)
+			s.Close()
+		})
+		b.Run(fmt.Sprintf("streams/free/%d", size), func(b *testing.B) {
+			s := New(func(Piece) {}, nil)
+			b.SetBytes(int64(size))
+			i := 0
+			for b.Loop() {
+				s.AddTo([]string{"out", "err"}[i%2], chunk)
+				i++
+			}
+			s.Close()
+		})
+		b.Run(fmt.Sprintf("streams/stuck/%d", size), func(b *testing.B) {
+			c := newStuck()
+			s := New(c.send, nil)
+			s.Add([]byte("x"))
+			<-c.first
+			b.SetBytes(int64(size))
+			i := 0
+			for b.Loop() {
+				s.AddTo([]string{"out", "err"}[i%2], chunk)
+				i++
 			}
 			close(c.release)
 			s.Close()
