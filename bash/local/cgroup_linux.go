@@ -292,6 +292,11 @@ func (l *cgLeaf) check() {
 	}
 }
 
+func (l *cgLeaf) live() bool {
+	populated, err := l.populated()
+	return err != nil || populated
+}
+
 func (l *cgLeaf) populated() (bool, error) {
 	var buf [64]byte
 	n, err := l.d.events.ReadAt(buf[:], 0)

@@ -116,7 +116,9 @@
 // (RunResult.Adopted), which ReadOutput, Kill and Close handle like any
 // other; it completes when the last of them exits, with the shell's exit
 // code. If the owner is at its task limit they are killed instead
-// (RunResult.LeftoversKilled).
+// (RunResult.LeftoversKilled). Only live processes are adopted: a command
+// that has ended whole, but whose output is still being read when the
+// delay is over (a loaded machine), is waited for (up to ReapBound more).
 //
 // # After a crash
 //

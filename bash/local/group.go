@@ -28,6 +28,9 @@ type group interface {
 	// empty is closed once no process of the command is alive (zombies do not
 	// count). It is valid after a successful start.
 	empty() <-chan struct{}
+	// live reports whether any process of the command is alive now; when
+	// it cannot tell, it says true.
+	live() bool
 	// release frees what the group holds; it is called once, after empty.
 	release()
 }

@@ -60,7 +60,10 @@ type Options struct {
 	ReapBound time.Duration
 	// DrainDelay is how long a foreground run waits, after its shell exited,
 	// for the pipes to close and the processes to end before it adopts what
-	// is left as a background task. Default 250 ms.
+	// is left as a background task. If by then no process of the command is
+	// alive, it waits up to ReapBound more for its output to be read (the
+	// readers may be behind on a loaded machine) and adopts only what still
+	// holds the pipes then. Default 250 ms.
 	DrainDelay time.Duration
 	// MaxTasksPerOwner and MaxTasks limit running background tasks (adopted
 	// ones included), per owner token and in all. Defaults 16 and 64.

@@ -91,4 +91,6 @@ func (g *pgroup) empty() <-chan struct{} {
 	return g.gone.c
 }
 
+func (g *pgroup) live() bool { return g.pgid > 0 && g.alive(g.pgid) }
+
 func (g *pgroup) release() {}

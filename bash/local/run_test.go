@@ -370,6 +370,38 @@ func TestLeftoversAdopted(t *testing.T) {
 	}
 }
 
+// TestSlowReaderNotAdopted: a command that has ended, with nothing of it
+// left alive, is not adopted as leftovers because its output is still
+// being read when the drain delay is over (as on a loaded machine, where
+// the readers run late): its result is whole, and it has no task.
+func TestSlowReaderNotAdopted(t *testing.T) {
+	t.Parallel()
+	const drain = 20 * time.Millisecond
+	for name, mode := range modes(t) {
+		t.Run(name, func(t *testing.T) {
+			e := newExec(t, &Options{Containment: mode, DrainDelay: drain, ReapBound: 20 * time.Second})
+			spec, err := e.Resolve(context.Background(), bash.ExecRequest{Command: "echo first; echo second >&2; exit 3"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var once sync.Once
+			spec.OnOutput = func(bash.Stream, []byte) {
+				// The stand-in for a reader that runs late: it holds the
+				// output until long after the drain delay. (An observer
+				// must not block; this one does on purpose.)
+				once.Do(func() { time.Sleep(10 * drain) })
+			}
+			res, err := e.Run(context.Background(), spec)
+			if err != nil || res.Adopted != "" || res.ExitCode != 3 || res.Stdout.Text != "first\n" || res.Stderr.Text != "second\n" {
+				t.Fatalf("Run = %+v, %v; want exit 3 with its whole output and no adopted task", res, err)
+			}
+			if tasks, _ := e.List(context.Background()); len(tasks) != 0 {
+				t.Errorf("tasks %+v; want none", tasks)
+			}
+		})
+	}
+}
+
 // TestLeftoversOutputRead: output the leftovers print after the foreground
 // result is read with ReadOutput, and the task completes with the shell's
 // exit code once they end.

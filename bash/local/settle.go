@@ -13,7 +13,7 @@ type settler struct {
 	e *Executor
 
 	stopReq, shellDone, pipesDone, empty <-chan struct{}
-	graceC, reapC, lingerC               <-chan time.Time
+	graceC, reapC, lingerC, drainC       <-chan time.Time
 	timers                               []*time.Timer
 
 	shell, pipes, gone, asked bool
@@ -51,7 +51,9 @@ func (s *settler) step() {
 	case <-s.shellDone:
 		s.onShell()
 	case <-s.lingerC:
-		s.lingerC = nil
+		s.onLinger()
+	case <-s.drainC:
+		s.drainC = nil
 		close(s.p.lingering)
 	case <-s.pipesDone:
 		s.pipesDone, s.pipes = nil, true
@@ -63,9 +65,24 @@ func (s *settler) step() {
 // onStop sends SIGTERM and starts the grace period; a foreground run that
 // is being stopped no longer lingers.
 func (s *settler) onStop() {
-	s.stopReq, s.lingerC = nil, nil
+	s.stopReq, s.lingerC, s.drainC = nil, nil, nil
 	s.p.grp.signal(syscall.SIGTERM)
 	s.graceC = s.timer(s.e.grace)
+}
+
+// onLinger ends a foreground run's wait for leftovers: processes of the
+// command still alive are adopted (Run takes lingering as its cue). When
+// none is, there is nothing to adopt, only output still to read: on a
+// loaded machine the readers may be behind the shell's exit. Then the run
+// waits for its pipes up to ReapBound more, and adopts only what holds
+// them after that (a process outside the command's group).
+func (s *settler) onLinger() {
+	s.lingerC = nil
+	if s.p.grp.live() {
+		close(s.p.lingering)
+		return
+	}
+	s.drainC = s.timer(s.e.reapBound)
 }
 
 // onGrace sends SIGKILL and starts the reap bound.
