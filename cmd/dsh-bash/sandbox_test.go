@@ -21,8 +21,10 @@ import (
 // clean up: the jail goes with the server. Without the sandbox it survives
 // (until the next dsh-bash's start-up clean-up), which shows the test can
 // tell.
+//
+// Not parallel: a dsh-bash starting meanwhile would clean up after the
+// killed one, and the unsandboxed leftover would die of that.
 func TestSandboxDiesWithServer(t *testing.T) {
-	t.Parallel()
 	requireBwrap(t)
 	for _, mode := range []string{"on", "off"} {
 		t.Run(mode, func(t *testing.T) {

@@ -229,8 +229,9 @@ func TestSecretsOutOfReach(t *testing.T) {
 // TestStartupCleansAfterKilled: a dsh-bash that was SIGKILLed leaves its
 // cgroup (with the processes in it) and its spill directory behind; the
 // next dsh-bash started beside it removes both and kills the processes.
+//
+// Not parallel: any dsh-bash starting meanwhile would clean up first.
 func TestStartupCleansAfterKilled(t *testing.T) {
-	t.Parallel()
 	m := startRawMCP(t)
 	pidFile := filepath.Join(t.TempDir(), "pid")
 	m.call(1, "sleep 300 & echo $! > "+pidFile+"; disown; seq 100000 >&2", false)
