@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/dshgo/dsh/bash"
+	"github.com/dshgo/dsh/internal/testwait"
 )
 
 // TestErrorRoundTrip: every typed error of package bash crosses the wire
@@ -118,7 +119,7 @@ func TestOutboxBounded(t *testing.T) {
 		mu.Unlock()
 	})
 	o.add(bash.Stdout, []byte("head"))
-	<-stuck // the first piece is out, and stuck
+	testwait.Recv(t, stuck, "send of the first piece") // it is out, and stuck
 	total := 0
 	for i := 0; i < 10000; i++ {
 		stream := bash.Stdout

@@ -20,17 +20,28 @@ import (
 const Limit = 20 * time.Second
 
 // Recv receives a value from ch. If none comes within Limit, the test
-// fails, saying it waited for what (a noun phrase: "the end of Serve").
+// fails, saying it waited for what (a noun phrase: "end of Serve").
 func Recv[T any](t testing.TB, ch <-chan T, what string) T {
 	t.Helper()
+	v, err := Wait(ch, what)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// Wait is Recv for a wait that cannot fail the test itself (a Close, or
+// off the test's goroutine): if no value comes within Limit, it returns
+// an error saying it waited for what.
+func Wait[T any](ch <-chan T, what string) (T, error) {
 	timer := time.NewTimer(Limit)
 	defer timer.Stop()
 	select {
 	case v := <-ch:
-		return v
+		return v, nil
 	case <-timer.C:
-		t.Fatalf("no %s within %v", what, Limit)
-		panic("unreachable")
+		var zero T
+		return zero, fmt.Errorf("no %s within %v", what, Limit)
 	}
 }
 
@@ -45,6 +56,16 @@ func Call(what string, call func(ctx context.Context) error) error {
 		return fmt.Errorf("no reply to %s within %v: %w", what, Limit, err)
 	}
 	return err
+}
+
+// Reply is Call for a call that returns a value.
+func Reply[T any](what string, call func(ctx context.Context) (T, error)) (T, error) {
+	var v T
+	err := Call(what, func(ctx context.Context) (err error) {
+		v, err = call(ctx)
+		return err
+	})
+	return v, err
 }
 
 // Exit waits for the started cmd to exit and returns what Wait returned.
