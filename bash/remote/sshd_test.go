@@ -111,14 +111,15 @@ func (s *sshd) start() {
 }
 
 // stop kills the server (its connections' processes go with their
-// connections).
+// connections), within testwait.Limit.
 func (s *sshd) stop() {
 	if s.cmd == nil || s.cmd.Process == nil {
 		return
 	}
 	_ = s.cmd.Process.Signal(syscall.SIGTERM)
-	_ = s.cmd.Wait()
+	cmd := s.cmd
 	s.cmd = nil
+	_ = testwait.Exit(s.t, cmd, "sshd, after SIGTERM,")
 }
 
 // dialer is an SSH dialer for this server that runs command there.
