@@ -130,10 +130,8 @@ func (r *rig) initialize(t testing.TB, terminal bool) {
 
 func (r *rig) newSession(t testing.TB, cwd string) acp.SessionId {
 	t.Helper()
-	var res acp.NewSessionResponse
-	err := testwait.Call("session/new", func(ctx context.Context) (err error) {
-		res, err = r.conn.NewSession(ctx, acp.NewSessionRequest{Cwd: cwd, McpServers: []acp.McpServer{}})
-		return err
+	res, err := testwait.Reply("session/new", func(ctx context.Context) (acp.NewSessionResponse, error) {
+		return r.conn.NewSession(ctx, acp.NewSessionRequest{Cwd: cwd, McpServers: []acp.McpServer{}})
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -155,10 +153,8 @@ func (r *rig) prompt(t testing.TB, sid acp.SessionId, text string) acp.StopReaso
 // promptErr is prompt for a goroutine other than the test's: it returns
 // the error instead of failing the test.
 func (r *rig) promptErr(sid acp.SessionId, text string) (acp.StopReason, error) {
-	var res acp.PromptResponse
-	err := testwait.Call("session/prompt "+strconv.Quote(text), func(ctx context.Context) (err error) {
-		res, err = r.conn.Prompt(ctx, acp.PromptRequest{SessionId: sid, Prompt: []acp.ContentBlock{acp.TextBlock(text)}})
-		return err
+	res, err := testwait.Reply("session/prompt "+strconv.Quote(text), func(ctx context.Context) (acp.PromptResponse, error) {
+		return r.conn.Prompt(ctx, acp.PromptRequest{SessionId: sid, Prompt: []acp.ContentBlock{acp.TextBlock(text)}})
 	})
 	return res.StopReason, err
 }

@@ -87,10 +87,8 @@ func (r *rig) connect(t *testing.T, copts *mcp.ClientOptions, roots ...string) *
 // connectClient connects c over the transport, within testwait.Limit.
 func connectClient(t *testing.T, c *mcp.Client, tr mcp.Transport) *mcp.ClientSession {
 	t.Helper()
-	var cs *mcp.ClientSession
-	err := testwait.Call("initialize", func(ctx context.Context) (err error) {
-		cs, err = c.Connect(ctx, tr, nil)
-		return err
+	cs, err := testwait.Reply("initialize", func(ctx context.Context) (*mcp.ClientSession, error) {
+		return c.Connect(ctx, tr, nil)
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -111,12 +109,10 @@ func call(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]any)
 
 // callErr is call for a goroutine other than the test's: it returns the
 // error instead of failing the test.
-func callErr(cs *mcp.ClientSession, tool string, args map[string]any) (res *mcp.CallToolResult, err error) {
-	err = testwait.Call("tools/call "+tool, func(ctx context.Context) error {
-		res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
-		return err
+func callErr(cs *mcp.ClientSession, tool string, args map[string]any) (*mcp.CallToolResult, error) {
+	return testwait.Reply("tools/call "+tool, func(ctx context.Context) (*mcp.CallToolResult, error) {
+		return cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
 	})
-	return res, err
 }
 
 func texts(res *mcp.CallToolResult) []string {
@@ -142,10 +138,8 @@ func bashArgs(cmd string, kv ...any) map[string]any {
 func TestListTools(t *testing.T) {
 	r := newRig(t, nil)
 	cs := r.connect(t, nil)
-	var res *mcp.ListToolsResult
-	err := testwait.Call("tools/list", func(ctx context.Context) (err error) {
-		res, err = cs.ListTools(ctx, nil)
-		return err
+	res, err := testwait.Reply("tools/list", func(ctx context.Context) (*mcp.ListToolsResult, error) {
+		return cs.ListTools(ctx, nil)
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -371,12 +365,9 @@ func TestHTTPSessions(t *testing.T) {
 	connect := func(token string) (*mcp.ClientSession, error) {
 		hc := &http.Client{Transport: bearer{token, http.DefaultTransport}}
 		c := mcp.NewClient(&mcp.Implementation{Name: "c"}, nil)
-		var cs *mcp.ClientSession
-		err := testwait.Call("initialize", func(ctx context.Context) (err error) {
-			cs, err = c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: hs.URL, HTTPClient: hc}, nil)
-			return err
+		return testwait.Reply("initialize", func(ctx context.Context) (*mcp.ClientSession, error) {
+			return c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: hs.URL, HTTPClient: hc}, nil)
 		})
-		return cs, err
 	}
 	for _, bad := range []string{"", "wrong"} {
 		if cs, err := connect(bad); err == nil {
@@ -519,12 +510,10 @@ func TestProgress(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		var res result
-		res.err = testwait.Call("tools/call bash", func(ctx context.Context) (err error) {
-			res.res, err = cs.CallTool(ctx, params)
-			return err
+		res, err := testwait.Reply("tools/call bash", func(ctx context.Context) (*mcp.CallToolResult, error) {
+			return cs.CallTool(ctx, params)
 		})
-		done <- res
+		done <- result{res, err}
 	}()
 	// The command is blocked on the FIFO: this comes live.
 	if n := testwait.Recv(t, notes, "progress notification while the command ran"); n.message != "building" || n.progress != float64(len("building\n")) {

@@ -49,18 +49,14 @@ func TestACPBinary(t *testing.T) {
 		t.Fatal(err)
 	}
 	cwd := t.TempDir()
-	var sess acp.NewSessionResponse
-	err = testwait.Call("session/new", func(ctx context.Context) (err error) {
-		sess, err = conn.NewSession(ctx, acp.NewSessionRequest{Cwd: cwd, McpServers: []acp.McpServer{}})
-		return err
+	sess, err := testwait.Reply("session/new", func(ctx context.Context) (acp.NewSessionResponse, error) {
+		return conn.NewSession(ctx, acp.NewSessionRequest{Cwd: cwd, McpServers: []acp.McpServer{}})
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var res acp.PromptResponse
-	err = testwait.Call("session/prompt", func(ctx context.Context) (err error) {
-		res, err = conn.Prompt(ctx, acp.PromptRequest{SessionId: sess.SessionId, Prompt: []acp.ContentBlock{acp.TextBlock("run things")}})
-		return err
+	res, err := testwait.Reply("session/prompt", func(ctx context.Context) (acp.PromptResponse, error) {
+		return conn.Prompt(ctx, acp.PromptRequest{SessionId: sess.SessionId, Prompt: []acp.ContentBlock{acp.TextBlock("run things")}})
 	})
 	if err != nil || res.StopReason != acp.StopReasonEndTurn {
 		t.Fatalf("prompt: %v %v", res, err)

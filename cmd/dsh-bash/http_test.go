@@ -114,12 +114,10 @@ func clientFor(t *testing.T, s *httpServer, token string, sse bool) (*mcp.Client
 }
 
 // connect connects a client over tr, within testwait.Limit.
-func connect(tr mcp.Transport) (cs *mcp.ClientSession, err error) {
-	err = testwait.Call("initialize", func(ctx context.Context) error {
-		cs, err = mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(ctx, tr, nil)
-		return err
+func connect(tr mcp.Transport) (*mcp.ClientSession, error) {
+	return testwait.Reply("initialize", func(ctx context.Context) (*mcp.ClientSession, error) {
+		return mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(ctx, tr, nil)
 	})
-	return cs, err
 }
 
 func mustClient(t *testing.T, s *httpServer, token string) *mcp.ClientSession {

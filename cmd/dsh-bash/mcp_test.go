@@ -25,10 +25,8 @@ func mcpClient(t *testing.T, args ...string) (*mcp.ClientSession, *exec.Cmd) {
 	// closed: wait far longer, so that only the server's own handling of
 	// stdin EOF can pass TestMCPStdioClientGone (which bounds the wait).
 	tr := &mcp.CommandTransport{Command: cmd, TerminateDuration: 10 * time.Minute}
-	var cs *mcp.ClientSession
-	err := testwait.Call("initialize", func(ctx context.Context) (err error) {
-		cs, err = mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(ctx, tr, nil)
-		return err
+	cs, err := testwait.Reply("initialize", func(ctx context.Context) (*mcp.ClientSession, error) {
+		return mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(ctx, tr, nil)
 	})
 	if err != nil {
 		if cmd.Process != nil {
@@ -66,10 +64,8 @@ func execCommand(args ...string) *exec.Cmd { return exec.Command(binary, args...
 
 func callText(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]any) string {
 	t.Helper()
-	var res *mcp.CallToolResult
-	err := testwait.Call("tools/call "+tool, func(ctx context.Context) (err error) {
-		res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
-		return err
+	res, err := testwait.Reply("tools/call "+tool, func(ctx context.Context) (*mcp.CallToolResult, error) {
+		return cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
 	})
 	if err != nil {
 		t.Fatal(err)

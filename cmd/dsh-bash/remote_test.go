@@ -42,10 +42,8 @@ func overExecutor(extra ...string) bashtest.NewFunc {
 // testwait.Limit.
 func dial(t *testing.T, cmd *remote.Command, host string) *remote.Executor {
 	t.Helper()
-	var e *remote.Executor
-	err := testwait.Call("hello of "+host, func(ctx context.Context) (err error) {
-		e, err = remote.Dial(ctx, cmd.Dial, &remote.Options{Host: host})
-		return err
+	e, err := testwait.Reply("hello of "+host, func(ctx context.Context) (*remote.Executor, error) {
+		return remote.Dial(ctx, cmd.Dial, &remote.Options{Host: host})
 	})
 	if err != nil {
 		t.Fatalf("the far side did not serve: %v", err)
