@@ -17,29 +17,17 @@ import (
 // makes to it is safe (false once one is not).
 type varSafety map[string]bool
 
+// identRE matches a variable name.
 var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-
-// readers assign what they read to the variables named in their arguments.
-var readers = map[string]bool{"read": true, "mapfile": true, "readarray": true, "getopts": true}
 
 // scan records the script's assignments.
 func (vs varSafety) scan(f *syntax.File) {
 	syntax.Walk(f, func(n syntax.Node) bool {
 		switch n := n.(type) {
 		case *syntax.Assign:
-			if n.Name != nil {
-				vs.note(n.Name.Value, n.Value == nil && n.Array == nil || n.Value != nil && safeValue(n.Value))
-			}
-		case *syntax.BinaryArithm:
-			if w, ok := n.X.(*syntax.Word); ok && isAssignOp(n.Op) {
-				if name := w.Lit(); identRE.MatchString(name) {
-					vs.note(name, true) // its value is what the expression computes
-				}
-			}
-		case *syntax.UnaryArithm:
-			if w, ok := n.X.(*syntax.Word); ok && (n.Op == syntax.Inc || n.Op == syntax.Dec) {
-				vs.note(w.Lit(), true)
-			}
+			vs.assign(n)
+		case *syntax.BinaryArithm, *syntax.UnaryArithm:
+			vs.arithAssign(n)
 		case *syntax.CallExpr:
 			vs.readersOf(n)
 		case *syntax.WordIter:
@@ -47,6 +35,31 @@ func (vs varSafety) scan(f *syntax.File) {
 		}
 		return true
 	})
+}
+
+// assign notes an assignment: safe when it gives no value (export x) or
+// a number.
+func (vs varSafety) assign(n *syntax.Assign) {
+	if n.Name != nil {
+		vs.note(n.Name.Value, n.Value == nil && n.Array == nil || n.Value != nil && safeValue(n.Value))
+	}
+}
+
+// arithAssign notes a variable arithmetic assigns (x=1, x+=y, x++): safe,
+// its value being the number the expression computes.
+func (vs varSafety) arithAssign(n syntax.Node) {
+	switch n := n.(type) {
+	case *syntax.BinaryArithm:
+		if w, ok := n.X.(*syntax.Word); ok && isAssignOp(n.Op) {
+			if name := w.Lit(); identRE.MatchString(name) {
+				vs.note(name, true)
+			}
+		}
+	case *syntax.UnaryArithm:
+		if w, ok := n.X.(*syntax.Word); ok && (n.Op == syntax.Inc || n.Op == syntax.Dec) {
+			vs.note(w.Lit(), true)
+		}
+	}
 }
 
 // loopVar notes a for loop's variable: safe when every item is a number.
@@ -61,6 +74,8 @@ func (vs varSafety) loopVar(n *syntax.WordIter) {
 	vs.note(n.Name.Value, safe)
 }
 
+// note records one assignment to name; a variable stays safe only while
+// every assignment to it is.
 func (vs varSafety) note(name string, safe bool) {
 	if prev, ok := vs[name]; ok {
 		safe = safe && prev
@@ -93,12 +108,15 @@ func safeValue(w *syntax.Word) bool {
 	return ok && numberRE.MatchString(s)
 }
 
+// numberRE matches the numbers bash reads in arithmetic: decimal, hex,
+// octal and base#digits.
 var numberRE = regexp.MustCompile(`^[-+]?(0[xX][0-9a-fA-F]+|[0-9]+(#[0-9a-zA-Z@_]+)?)$`)
 
 // bashNumbers are variables bash itself sets to numbers.
 var bashNumbers = map[string]bool{"RANDOM": true, "SRANDOM": true, "SECONDS": true, "LINENO": true,
 	"BASHPID": true, "PPID": true, "UID": true, "EUID": true, "EPOCHSECONDS": true, "OPTIND": true}
 
+// isAssignOp reports whether op assigns its left operand (=, +=, …).
 func isAssignOp(op syntax.BinAritOperator) bool {
 	switch op {
 	case syntax.Assgn, syntax.AddAssgn, syntax.SubAssgn, syntax.MulAssgn, syntax.QuoAssgn, syntax.RemAssgn,
@@ -141,6 +159,8 @@ func arithRoots(n syntax.Node) []syntax.ArithmExpr {
 	return nil
 }
 
+// asArithm is a test operand as the arithmetic expression bash evaluates
+// it as, when it is a word.
 func asArithm(e syntax.TestExpr) syntax.ArithmExpr {
 	if w, ok := e.(*syntax.Word); ok {
 		return w

@@ -9,16 +9,16 @@ import "testing"
 // throwaway directory, with `touch MARKER` in place of the payload and
 // HOME pointing into that directory. The payload here is `rm victim`.
 //
-// THESE SUBTESTS FAIL ON PURPOSE until the checker is fixed: each states
-// the weakest decision it should get (Ask; Deny where the checker can see
-// a denied command run).
+// Each case was a bypass when it was written and stays as a regression
+// test: it states the weakest decision it must get (Ask; Deny where the
+// checker can see a denied command run).
 
 // attack2Bypasses use testPolicy (check_test.go).
 var attack2Bypasses = []attackCase{
 	// ${VAR:=value} and ${VAR=value} assign, and nothing checks the name.
 	{"param-default-BASH_CMDS", `echo ${BASH_CMDS["ls"]:=/bin/sh}; ls -c 'rm victim'`, Ask,
 		"the expansion puts /bin/sh in the hash table under ls (ls is not hashed yet): `ls -c …` runs sh -c 'rm victim'",
-		"check.go paramExp: the assigning operators (syntax.AssignUnset, AssignUnsetOrNull) never reach setsVar/dangerousVar"},
+		"paramExp: the assigning operators (syntax.AssignUnset, AssignUnsetOrNull) never reach setsVar/dangerousVar"},
 	{"param-default-BASH_ENV", "echo 'rm victim' > evil.sh; echo ${BASH_ENV:=evil.sh}; export BASH_ENV; bash -c ls", Ask,
 		"BASH_ENV is unset, so := sets it; the naked export is allowed; the inner bash sources evil.sh", "as above"},
 	{"param-default-posix-alias", "echo ${POSIXLY_CORRECT:=1} ${BASH_ALIASES[\"ls\"]:='rm victim;'}\nls", Ask,
@@ -42,12 +42,12 @@ var attack2Bypasses = []attackCase{
 	// git reads this when core.fsmonitor is unset and runs it as a hook.
 	{"git-test-fsmonitor", "GIT_TEST_FSMONITOR='rm victim' git status", Ask,
 		"git status runs $GIT_TEST_FSMONITOR through the shell (fsmonitor-settings.c)",
-		"check.go dangerousVars lacks GIT_TEST_FSMONITOR (ask on GIT_TEST_* and better on every GIT_* not known harmless)"},
+		"dangerousVars lacks GIT_TEST_FSMONITOR (ask on GIT_TEST_* and better on every GIT_* not known harmless)"},
 
 	// Values evaluated as arithmetic: a subscript in the value runs $(…).
 	{"integer-attr-later", "declare -i x; x='a[$(rm victim)]'", Ask,
 		"assigning to an integer variable evaluates the value arithmetically",
-		"check.go declare checks only values in the same declare; later assignments to an -i variable are plain Assigns"},
+		"declare checks only values in the same declare; later assignments to an -i variable are plain Assigns"},
 	{"integer-attr-append", "typeset -i x; x+='a[$(rm victim)]'", Ask, "as above, +=", "as above"},
 	{"integer-attr-array", "declare -ia x; x=('a[$(rm victim)]')", Ask, "as above, array elements", "as above"},
 	{"slice-offset", "x='a[$(rm victim)]'; echo ${y:x}", Ask,
@@ -61,7 +61,7 @@ var attack2Bypasses = []attackCase{
 	{"array-literal-declare", "x='a[$(rm victim)]'; declare -a b=([x]=1)", Ask, "as above, in declare (and local -a)", "as above"},
 	{"test-v-literal", "[[ -v 'a[$(rm victim)]' ]]", Ask,
 		"-v NAME[SUB] expands and evaluates SUB (even when a is unset)",
-		"check.go/arith.go: the operand of [[ -v ]] (UnaryTest TsVarSet) is a name with a subscript and is never checked"},
+		"walk.go/arith.go: the operand of [[ -v ]] (UnaryTest TsVarSet) is a name with a subscript and is never checked"},
 	{"test-v-var-subscript", "x='b[$(rm victim)]'; [[ -v a[x] ]]", Ask, "the subscript x is evaluated: x's value runs", "as above"},
 	{"test-v-expanded", "x='a[$(rm victim)]'; [[ -v $x ]]", Ask, "as above, name from a variable", "as above"},
 	{"test-eq-inner-subscript", "a=0; x='b[$(rm victim)]'; [[ a[x] -eq 0 ]]", Ask,
@@ -96,7 +96,7 @@ var attack2Bypasses = []attackCase{
 	// The directory writes are relative to.
 	{"env-chdir-bash-c", "env -C /home/u bash -c 'echo x > .bashrc'", Ask,
 		"env -C runs bash in /home/u: the relative write is /home/u/.bashrc",
-		"check.go writes: changesDir is set only by cd/pushd/popd; env -C/--chdir (and sudo -D, find -execdir) move what they run"},
+		"writes: changesDir is set only by cd/pushd/popd; env -C/--chdir (and sudo -D, find -execdir) move what they run"},
 	{"env-chdir-eq", "env --chdir=/home/u bash -c 'echo x > .bashrc'", Ask, "as above", "as above"},
 	{"env-chdir-attached", "env -C/home/u bash -c 'echo x > .bashrc'", Ask, "as above", "as above"},
 
@@ -105,7 +105,7 @@ var attack2Bypasses = []attackCase{
 	// substitution with it; the next lines run as commands (before the
 	// syntax error at the end). mvdan.cc/sh reads on until a line `EOF`.
 	{"heredoc-comsub-quoted", "echo $(cat <<'EOF'\nEOF)\nrm victim\nEOF\n)", Ask,
-		"bash runs `rm victim` at top level", "mvdan.cc/sh here-document lexing inside a command substitution (check.go script trusts the parse)"},
+		"bash runs `rm victim` at top level", "mvdan.cc/sh here-document lexing inside a command substitution (script trusts the parse)"},
 	{"heredoc-comsub-unquoted", "echo $(cat <<EOF\nEOF)\nrm victim\nEOF\n)", Ask, "as above", "as above"},
 	{"heredoc-comsub-dquoted", "echo \"$(cat <<'EOF'\nEOF)\"\nrm victim\nEOF\n)\"", Ask, "as above", "as above"},
 	{"heredoc-comsub-param", "echo ${x:-$(cat <<'EOF'\nEOF)}\nrm victim\nEOF\n)}", Ask, "as above", "as above"},
@@ -139,14 +139,14 @@ func attack2DefaultsPolicy(t testing.TB) *Policy {
 // attack2DefaultsBypasses use the real built-in allows.
 var attack2DefaultsBypasses = []attackCase{
 	{"test-v-builtin", "test -v 'a[$(rm victim)]'", Ask,
-		"test -v NAME[SUB] evaluates SUB; test is allowed by default", "check.go: test/[ -v operands are not checked (fills or a test-specific check)"},
+		"test -v NAME[SUB] evaluates SUB; test is allowed by default", "test/[ -v operands are not checked (fills or a test-specific check)"},
 	{"bracket-v-builtin", "[ -v 'a[$(rm victim)]' ]", Ask, "as above, [ is allowed by default", "as above"},
 	{"loop-write-before-cd", "for d in 1 2; do echo x > .bashrc; cd ~; done", Ask,
 		"the second pass writes ~/.bashrc",
-		"check.go: changesDir is set in walk order; a write before a cd in a loop (or in a function called after a cd) runs after it"},
+		"changesDir is set in walk order; a write before a cd in a loop (or in a function called after a cd) runs after it"},
 	{"dup-out-dash-name", "cd ~ && echo x >& 1-1", Ask,
 		">&1-1 is a file name to bash (only N and N- are descriptors): it writes ~/1-1",
-		"check.go isFD accepts any mix of digits and dashes"},
+		"isFD accepts any mix of digits and dashes"},
 }
 
 // attack2Handled: candidates of this round that Check already answers

@@ -9,9 +9,9 @@ import "testing"
 // throwaway directory with a harmless stand-in (touch of a marker file)
 // for the payload.
 //
-// THESE SUBTESTS FAIL ON PURPOSE until the checker is fixed: each states
-// the decision it should get (at least Ask; Deny where a denied command
-// provably runs).
+// Each case was a bypass when it was written and stays as a regression
+// test: it states the decision it must get (at least Ask; Deny where a
+// denied command provably runs).
 
 type attackCase struct {
 	name string
@@ -37,15 +37,15 @@ var attackBypasses = []attackCase{
 	// Bash variables that change what a name runs; not in dangerousVars.
 	{"BASH_CMDS-hash", "BASH_CMDS[cat]=/bin/sh; cat -c 'rm -rf ~'", Ask,
 		"assigning BASH_CMDS[cat] puts /bin/sh in the hash table: `cat -c …` runs sh -c",
-		"check.go dangerousVars lacks BASH_CMDS"},
+		"dangerousVars lacks BASH_CMDS"},
 	{"BASH_ALIASES-posix", "POSIXLY_CORRECT=1\nBASH_ALIASES[ls]='rm -rf ~;'\nls", Ask,
 		"POSIXLY_CORRECT turns on posix mode, which expands aliases in bash -c; ls is the alias",
-		"check.go dangerousVars lacks BASH_ALIASES and POSIXLY_CORRECT (alias() only sees the alias builtin)"},
+		"dangerousVars lacks BASH_ALIASES and POSIXLY_CORRECT (alias() only sees the alias builtin)"},
 
 	// Arithmetic and prompt expansion evaluate strings as code.
 	{"test-clause-arith", "[[ 'a[$(rm -rf ~)]' -eq 0 ]]", Ask,
 		"[[ -eq ]] evaluates the operand arithmetically; the subscript's $(…) runs",
-		"check.go script: a TestClause is never checked and the quoted string is text to the parser"},
+		"script: a TestClause is never checked and the quoted string is text to the parser"},
 	{"arith-exp-var", "x='a[$(rm -rf ~)]'; echo $((x))", Ask,
 		"$((x)) evaluates x's value as an expression; the subscript's $(…) runs",
 		"variable values reaching arithmetic are not followed"},
@@ -54,11 +54,11 @@ var attackBypasses = []attackCase{
 	{"old-arith", "x='a[$(rm -rf ~)]'; echo $[x]", Ask, "$[…] is arithmetic", "as above"},
 	{"declare-i", "declare -i x='a[$(rm -rf ~)]'", Ask,
 		"declare -i evaluates the value arithmetically",
-		"check.go script: DeclClause only runs assigns(); declare/export/local/readonly/typeset are never rule-checked"},
+		"script: DeclClause only runs assigns(); declare/export/local/readonly/typeset are never rule-checked"},
 	{"declare-quoted-subscript", "declare 'a[$(rm -rf ~)]=1'", Ask,
 		"declare expands the subscript of a quoted a[…]=v argument", "DeclClause, as above"},
 	{"let", "let 'x=a[$(rm -rf ~)]'", Ask,
-		"let evaluates its string arithmetically", "check.go script: a LetClause is never checked"},
+		"let evaluates its string arithmetically", "script: a LetClause is never checked"},
 	{"prompt-expansion", "x='$(rm -rf ~)'; echo ${x@P}", Ask,
 		"${x@P} expands x like PS1, running its $(…)", "ParamExp operators @P not treated as dynamic code"},
 	{"indirect-expansion", "x='a[$(rm -rf ~)]'; echo ${!x}", Ask,
@@ -67,7 +67,7 @@ var attackBypasses = []attackCase{
 	// Assignments to dangerous variables the checker does not see.
 	{"export-quoted-PATH", `export "PATH=/tmp/evil"; ls`, Ask,
 		"export sets PATH; ls runs /tmp/evil/ls",
-		"check.go assigns: a quoted declare argument parses with Name == nil and is skipped"},
+		"assigns: a quoted declare argument parses with Name == nil and is skipped"},
 	{"export-quoted-BASH_ENV", "echo 'rm -rf ~' > evil.sh; export \"BASH_ENV=/w/evil.sh\"; bash -c ls", Ask,
 		"every bash started later sources /w/evil.sh first", "as above"},
 	{"nameref-PATH", "declare -n r=PATH; r=/tmp/evil; ls", Ask,
@@ -97,10 +97,10 @@ var attackBypasses = []attackCase{
 	// Writes outside the workspace.
 	{"dup-out-filename", "echo hi >& /home/u/.bashrc", Ask,
 		">&WORD with a non-number WORD is &>WORD: it writes the file",
-		"check.go writeOps lacks syntax.DplOut"},
+		"writeOps lacks syntax.DplOut"},
 	{"dev-fd-dotdot", "echo hi > /dev/fd/../../../home/u/.bashrc", Ask,
 		"/dev/fd/.. is /proc/self: the path reaches /home/u/.bashrc",
-		"check.go redirect: the /dev/fd/ prefix is trusted before filepath.Clean"},
+		"redirect: the /dev/fd/ prefix is trusted before filepath.Clean"},
 	{"time-output", "\\time -f 'rm -rf ~' -o /home/u/.bashrc true", Ask,
 		"GNU time writes the -f text into the -o file: a line of ~/.bashrc",
 		"wrappers.go: time (and flock FILE, nohup's nohup.out) write files; wrappers pass through"},

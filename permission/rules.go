@@ -19,6 +19,7 @@ const (
 	Deny
 )
 
+// String is the decision as rules and messages write it.
 func (d Decision) String() string {
 	switch d {
 	case Allow:
@@ -96,36 +97,6 @@ func (r *Rule) String() string {
 		s += " (" + r.Source + ")"
 	}
 	return s
-}
-
-// match reports whether the rule matches argv. known is how many of
-// argv's leading words are known statically; a rule that needs a word
-// beyond them cannot tell, which maybe says.
-func (r *Rule) match(argv []string, known int) (ok, maybe bool) {
-	for i, w := range r.words {
-		if w == "*" && i == len(r.words)-1 {
-			return true, false
-		}
-		if i >= len(argv) {
-			return false, false
-		}
-		if i >= known {
-			return false, true
-		}
-		a := argv[i]
-		if i == 0 && !strings.Contains(w, "/") {
-			if r.Decision == Allow && strings.Contains(a, "/") {
-				// An allowed name is the program PATH finds, not any
-				// file of that name (./ls, /tmp/evil/ls).
-				return false, false
-			}
-			a = path.Base(a)
-		}
-		if ok, _ := path.Match(w, a); !ok {
-			return false, false
-		}
-	}
-	return true, false
 }
 
 // escapeGlob makes a word match only itself.

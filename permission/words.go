@@ -113,3 +113,15 @@ func braceExpands(rest string) bool {
 	end := strings.IndexByte(rest, '}')
 	return end >= 0 && (strings.Contains(rest[:end], ",") || strings.Contains(rest[:end], ".."))
 }
+
+// commandText shows a simple command: its static words, then "…".
+func commandText(args []string, known int) string {
+	s := strings.Join(args[:known], " ")
+	if known < len(args) {
+		if s != "" {
+			s += " "
+		}
+		s += "…"
+	}
+	return s
+}

@@ -2,7 +2,6 @@ package permission
 
 import (
 	"fmt"
-	"path"
 	"regexp"
 	"strings"
 
@@ -20,6 +19,7 @@ type wrapper struct {
 	lockFile  bool   // its first operand is a file it creates (flock)
 }
 
+// wrappers are the commands that run the command in their arguments.
 var wrappers = map[string]wrapper{
 	"env":     {valued: "-u --unset -C --chdir -S --split-string", assigns: true},
 	"command": {},
@@ -76,42 +76,12 @@ func (c *checker) runs(base string, args []string, known, depth int) bool {
 // wrapped checks the command after a wrapper's options, and reports
 // whether there was one.
 func (c *checker) wrapped(w wrapper, name string, args []string, known, depth int) bool {
-	i := 1
-	for ; i < len(args); i++ {
-		if i >= known {
-			c.unknowable(commandText(args, known), fmt.Sprintf("what %s runs is only known when it runs", name))
-			return true
-		}
-		a := args[i]
-		if a == "--" {
-			i++
-			break
-		}
-		if w.assigns && isAssign(a) {
-			if v, _, _ := strings.Cut(a, "="); dangerousVar(v) {
-				c.unknowable(commandText(args, known), fmt.Sprintf("it sets %s, which changes what commands run", v))
-			}
-			continue
-		}
-		if !strings.HasPrefix(a, "-") || a == "-" {
-			break
-		}
-		opt, value, used, ok := w.option(args, i, known)
-		if name == "env" && (opt == "--split-string" || !strings.HasPrefix(a, "--") && strings.ContainsRune(a, 'S')) {
-			c.unknowable(commandText(args, known), "env -S splits a string into a command")
-			return true
-		}
-		if ok && takesValue(w.writes, opt) {
-			c.writes(value, i+used-1 < known)
-		}
-		i += used - 1
+	i, unknown := c.wrapperOptions(w, name, args, known)
+	if unknown {
+		return true
 	}
-	if w.lockFile && i < len(args) {
-		c.writes(args[i], i < known)
-		if i+2 < len(args) && (args[i+1] == "-c" || args[i+1] == "--command") {
-			c.strings(args[i+2:i+3], known-i-2, depth, name)
-			return true
-		}
+	if w.lockFile && c.lockCommand(name, args, i, known, depth) {
+		return true
 	}
 	i += w.operands
 	if name == "command" && len(args) > 1 && (args[1] == "-v" || args[1] == "-V") {
@@ -124,74 +94,80 @@ func (c *checker) wrapped(w wrapper, name string, args []string, known, depth in
 	return true
 }
 
-// option reads the option at args[i] as getopt_long would: a long one by
-// any unambiguous prefix, with its value after = or in the next argument;
-// a short one with its value attached or in the next argument. It
-// returns the option's full name, its value (ok when it takes one) and
-// how many arguments it used.
-func (w wrapper) option(args []string, i, known int) (opt, value string, used int, ok bool) {
-	a := args[i]
-	if strings.HasPrefix(a, "--") {
-		name, v, hasValue := strings.Cut(a, "=")
-		opt = expandLong(name, w.valued+" "+w.writes)
+// wrapperOptions reads a wrapper's options and NAME=VALUE arguments up to
+// the command it runs, checking the files the options write and the
+// variables the arguments set. It returns where the command begins;
+// unknown says that it asked instead, what runs being only known when it
+// runs (a word from an expansion, env -S).
+func (c *checker) wrapperOptions(w wrapper, name string, args []string, known int) (i int, unknown bool) {
+	for i = 1; i < len(args); i++ {
+		if i >= known {
+			c.unknowable(commandText(args, known), fmt.Sprintf("what %s runs is only known when it runs", name))
+			return i, true
+		}
+		a := args[i]
 		switch {
-		case !takesValue(w.valued, opt):
-			return opt, "", 1, false
-		case hasValue:
-			return opt, v, 1, true
-		case i+1 < len(args):
-			return opt, args[i+1], 2, true
-		}
-		return opt, "", 1, false
-	}
-	opt = a[:min(2, len(a))]
-	switch {
-	case !takesValue(w.valued, opt):
-		return opt, "", 1, false
-	case len(a) > 2:
-		return opt, a[2:], 1, true
-	case i+1 < len(args):
-		return opt, args[i+1], 2, true
-	}
-	return opt, "", 1, false
-}
-
-// expandLong is the long option that name abbreviates, if exactly one
-// does (else name itself).
-func expandLong(name, options string) string {
-	match := ""
-	for _, o := range strings.Fields(options) {
-		if o == name {
-			return o
-		}
-		if strings.HasPrefix(o, "--") && strings.HasPrefix(o, name) {
-			if match != "" && match != o {
-				return name // ambiguous
+		case a == "--":
+			return i + 1, false
+		case w.assigns && isAssign(a):
+			c.wrapperAssign(a, args, known)
+		case !strings.HasPrefix(a, "-") || a == "-":
+			return i, false
+		default:
+			used, ok := c.wrapperOption(w, name, args, i, known)
+			if !ok {
+				return i, true
 			}
-			match = o
+			i += used - 1
 		}
 	}
-	if match == "" {
-		return name
-	}
-	return match
+	return i, false
 }
 
-// takesValue reports whether option a takes the next argument.
-func takesValue(valued, a string) bool {
-	if strings.Contains(a, "=") {
+// wrapperAssign asks about a wrapper's NAME=VALUE argument (env PATH=…)
+// that sets a variable that changes what runs.
+func (c *checker) wrapperAssign(a string, args []string, known int) {
+	if v, _, _ := strings.Cut(a, "="); dangerousVar(v) {
+		c.unknowable(commandText(args, known), fmt.Sprintf("it sets %s, which changes what commands run", v))
+	}
+}
+
+// wrapperOption reads the wrapper's option at args[i], checks the file it
+// writes (time -o FILE), and returns how many arguments it used. ok is
+// false when the option makes a string into a command (env -S), which it
+// asks about.
+func (c *checker) wrapperOption(w wrapper, name string, args []string, i, known int) (used int, ok bool) {
+	a := args[i]
+	opt, value, used, hasValue := w.option(args, i, known)
+	if name == "env" && (opt == "--split-string" || !strings.HasPrefix(a, "--") && strings.ContainsRune(a, 'S')) {
+		c.unknowable(commandText(args, known), "env -S splits a string into a command")
+		return used, false
+	}
+	if hasValue && takesValue(w.writes, opt) {
+		c.writes(value, i+used-1 < known)
+	}
+	return used, true
+}
+
+// lockCommand checks the lock file flock creates (args[i], its first
+// operand) and the string it runs with -c, and reports whether it runs
+// one.
+func (c *checker) lockCommand(name string, args []string, i, known, depth int) bool {
+	if i >= len(args) {
 		return false
 	}
-	for _, v := range strings.Fields(valued) {
-		if a == v {
-			return true
-		}
+	c.writes(args[i], i < known)
+	if i+2 < len(args) && (args[i+1] == "-c" || args[i+1] == "--command") {
+		c.strings(args[i+2:i+3], known-i-2, depth, name)
+		return true
 	}
 	return false
 }
 
+// assignRE matches a NAME=VALUE argument.
 var assignRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`)
 
+// isAssign reports whether a is a NAME=VALUE argument.
 func isAssign(a string) bool { return assignRE.MatchString(a) }
 
 // shellC checks the string of bash -c (and sh, zsh, …); without -c the
@@ -202,37 +178,41 @@ func (c *checker) shellC(shell string, args []string, known, depth int) bool {
 		if i >= known {
 			if hasC {
 				c.unknowable(commandText(args, known), "the string it runs is only known when it runs")
-				return true
 			}
-			return false
+			return hasC
 		}
 		a := args[i]
 		switch {
 		case a == "--rcfile" || a == "--init-file":
 			c.unknowable(commandText(args, known), "it makes the shell read a startup file")
 			return true
-		case a == "-o" || a == "-O" || a == "+o" || a == "+O":
+		case takesValue("-o -O +o +O", a): // -o OPTION, -O SHOPT_OPTION
 			i++
 		case strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.Contains(a, "c"):
 			hasC = true
 		case strings.HasPrefix(a, "-") || strings.HasPrefix(a, "+"):
 		default:
-			if !hasC {
-				return false // a script file
+			if hasC {
+				c.shellString(shell, a, args, known, depth)
 			}
-			switch shell {
-			case "bash":
-				c.script(a, depth+1)
-			case "sh", "dash", "ash":
-				// sh may be dash: read it as both would.
-				c.scriptIn(a, depth+1, syntax.LangPOSIX, syntax.LangBash)
-			default:
-				c.unknowable(commandText(args, known), fmt.Sprintf("it runs a string in %s, which this checker does not read", shell))
-			}
-			return true
+			return hasC // without -c, a is a script file
 		}
 	}
 	return false
+}
+
+// shellString checks the string a shell runs with -c: as bash reads it
+// for bash, as both dash and bash do for sh (which may be either), and
+// as an ask for the shells this checker does not read.
+func (c *checker) shellString(shell, s string, args []string, known, depth int) {
+	switch shell {
+	case "bash":
+		c.script(s, depth+1)
+	case "sh", "dash", "ash":
+		c.scriptIn(s, depth+1, syntax.LangPOSIX, syntax.LangBash)
+	default:
+		c.unknowable(commandText(args, known), fmt.Sprintf("it runs a string in %s, which this checker does not read", shell))
+	}
 }
 
 // strings checks words that bash joins and runs (eval).
@@ -304,37 +284,3 @@ func (c *checker) findExec(args []string, known, depth int) {
 		i = end
 	}
 }
-
-// suggest is the narrowest useful prefix to allow for a command: its name,
-// and its first argument when the command has subcommands (git push) and
-// that is one, or the script an interpreter runs.
-func suggest(args []string, known int) string {
-	if known == 0 {
-		return ""
-	}
-	name := path.Base(args[0])
-	if known == 1 || len(args) == 1 {
-		return name
-	}
-	first := args[1]
-	if withSubcommands[name] && subcommand.MatchString(first) || interpreters[name] && !strings.HasPrefix(first, "-") {
-		return name + " " + first
-	}
-	return name
-}
-
-var subcommand = regexp.MustCompile(`^[a-z][a-z0-9_:-]*$`)
-
-// withSubcommands are the commands whose first argument says what they do.
-var withSubcommands = map[string]bool{
-	"git": true, "go": true, "npm": true, "pnpm": true, "yarn": true, "bun": true, "npx": true, "cargo": true,
-	"docker": true, "podman": true, "kubectl": true, "helm": true, "pip": true, "pip3": true, "uv": true,
-	"poetry": true, "gh": true, "terraform": true, "make": true, "just": true, "dotnet": true, "mvn": true,
-	"gradle": true, "rustup": true, "brew": true, "apt": true, "apt-get": true, "systemctl": true,
-	"composer": true, "bundle": true, "rake": true, "deno": true, "nix": true, "conda": true,
-}
-
-// interpreters run the file named by their first argument: allowing them
-// alone would allow any program.
-var interpreters = map[string]bool{"python": true, "python3": true, "node": true, "ruby": true, "perl": true,
-	"bash": true, "sh": true, "zsh": true, "deno": true, "bun": true, "php": true, "Rscript": true}

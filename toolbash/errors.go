@@ -8,12 +8,12 @@ import (
 	"github.com/dshgo/dsh/bash"
 )
 
-// ErrorText is what the model reads for an executor's error. The words come
+// errorText is what the model reads for an executor's error. The words come
 // from the typed errors of package bash and their fields, never from their
 // Error strings, so that every executor (local, sandboxed, remote) reads the
 // same; an error of no known type is the executor's own infrastructure
 // failure and reads as its Error string.
-func ErrorText(err error) string {
+func errorText(err error) string {
 	if err == nil {
 		return "unknown error"
 	}
@@ -28,7 +28,7 @@ func ErrorText(err error) string {
 	)
 	switch {
 	case errors.As(err, &se):
-		return fmt.Sprintf("background task %s could not start: %s", se.Task, ErrorText(se.Err))
+		return fmt.Sprintf("background task %s could not start: %s", se.Task, errorText(se.Err))
 	case errors.As(err, &ce):
 		return commandText(ce)
 	case errors.As(err, &te):

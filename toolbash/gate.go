@@ -94,7 +94,7 @@ func (g *Gate) Middleware(next tools.Handler) tools.Handler {
 		case permission.Allow:
 			return next(ctx, call)
 		case permission.Deny:
-			return tools.ErrorResult(DeniedText(v))
+			return tools.ErrorResult(deniedText(v))
 		}
 		return g.ask(ctx, next, call, Question{Call: call, Command: a.Command, Workdir: workdir, Verdict: v})
 	}
@@ -128,12 +128,12 @@ func (g *Gate) policyFor(call *tools.Call) *permission.Policy {
 
 func (g *Gate) ask(ctx context.Context, next tools.Handler, call *tools.Call, q Question) *tools.Result {
 	if g.opts.Ask == nil {
-		return tools.ErrorResult(UnapprovedText(q.Verdict, g.opts.HowToAllow))
+		return tools.ErrorResult(unapprovedText(q.Verdict, g.opts.HowToAllow))
 	}
 	ans, err := g.opts.Ask(ctx, q)
 	switch {
 	case errors.Is(err, ErrCannotAsk):
-		return tools.ErrorResult(UnapprovedText(q.Verdict, g.opts.HowToAllow))
+		return tools.ErrorResult(unapprovedText(q.Verdict, g.opts.HowToAllow))
 	case ctx.Err() != nil:
 		return tools.ErrorResult("command aborted")
 	case err != nil:
@@ -165,17 +165,17 @@ func (g *Gate) EndSession(session string) {
 	delete(g.allowed, session)
 }
 
-// DeniedText is what the model reads for a denied command.
-func DeniedText(v permission.Verdict) string {
+// deniedText is what the model reads for a denied command.
+func deniedText(v permission.Verdict) string {
 	return fmt.Sprintf("permission denied: %s. The command did not run; do not try to get around the rule. If the command is needed, ask the user.", v.Reason)
 }
 
 // RejectedText is what the model reads when the user declined a command.
 const RejectedText = "the user declined to run this command; it did not run. Ask the user how to proceed."
 
-// UnapprovedText is what the model reads for a command that needed
+// unapprovedText is what the model reads for a command that needed
 // approval where nobody could give it.
-func UnapprovedText(v permission.Verdict, howToAllow func(string) string) string {
+func unapprovedText(v permission.Verdict, howToAllow func(string) string) string {
 	s := fmt.Sprintf("this command needs the user's approval (%s), and this client cannot ask the user; it did not run.", v.Reason)
 	if len(v.Prefixes) > 0 && howToAllow != nil {
 		var hows []string

@@ -45,7 +45,7 @@ func (b *noticeBox) add(t bash.Task) (string, bool) {
 	if b.pending == nil {
 		b.pending = map[string][]pendingNotice{}
 	}
-	text := NoticeText(t)
+	text := noticeText(t)
 	q := append(b.pending[t.Owner], pendingNotice{t.ID, text})
 	if len(q) > maxPendingNotices {
 		q = q[len(q)-maxPendingNotices:]

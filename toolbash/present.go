@@ -16,14 +16,14 @@ import (
 // with arguments of any shape (they also run when a logged session is
 // replayed): what they cannot read gets the generic presentation.
 
-// PresentBashCall draws a bash call: the exact command as the title and the
+// presentBashCall draws a bash call: the exact command as the title and the
 // raw input, kind execute, the description as a content block, and, for a
 // foreground call, a request for a terminal in the call's workdir (as the
 // model gave it; empty for the session cwd). Arguments the bash tool would
 // refuse (not an object, a blank or missing command or description, a
 // timeoutMs, workdir or run_in_background of the wrong type or value) get
 // the generic presentation.
-func PresentBashCall(args json.RawMessage) tools.CallPresentation {
+func presentBashCall(args json.RawMessage) tools.CallPresentation {
 	a, ok := readBashArgs(args)
 	if !ok {
 		return tools.GenericCall(BashName, args)
@@ -39,13 +39,13 @@ func PresentBashCall(args json.RawMessage) tools.CallPresentation {
 	return p
 }
 
-// PresentBashResult draws a bash result: a finished foreground run gets a
+// presentBashResult draws a bash result: a finished foreground run gets a
 // terminal (the result text exactly, with its exit code or signal) and,
 // for UIs without terminals, a fenced console block; a background start
 // and an error result get the block alone, with no exit status. The result
 // of a call with arguments the tool refuses gets the generic presentation
 // (its content as it is), like the call.
-func PresentBashResult(args json.RawMessage, res *tools.Result) tools.ResultPresentation {
+func presentBashResult(args json.RawMessage, res *tools.Result) tools.ResultPresentation {
 	a, ok := readBashArgs(args)
 	if !ok {
 		return tools.ResultPresentation{Content: res.Content}
@@ -57,7 +57,7 @@ func PresentBashResult(args json.RawMessage, res *tools.Result) tools.ResultPres
 	}
 	code, sig, ok := metaExit(res.Meta)
 	if !ok {
-		code, sig = ParseExit(text)
+		code, sig = parseExit(text)
 	}
 	p.Terminal = &tools.Terminal{Output: text, ExitCode: code, Signal: sig}
 	return p
@@ -125,10 +125,10 @@ var (
 	trailMarker  = regexp.MustCompile(`^\[still running in background as task bash-\d+\]$|^` + regexp.QuoteMeta(leftoversKilled) + `$`)
 )
 
-// ParseExit reads the exit status from the markers that end a bash result
+// parseExit reads the exit status from the markers that end a bash result
 // text. Only a marker that is a whole final line after a newline counts, so
 // output that merely ends with marker-like text reads as a clean exit 0.
-func ParseExit(text string) (code *int, signal string) {
+func parseExit(text string) (code *int, signal string) {
 	last := func(s string) (rest, line string, ok bool) {
 		i := strings.LastIndexByte(s, '\n')
 		if i < 0 {

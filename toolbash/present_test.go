@@ -62,7 +62,7 @@ var bashCallCases = []struct {
 func TestPresentBashCall(t *testing.T) {
 	for _, tc := range bashCallCases {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := PresentBashCall(json.RawMessage(tc.args)); !reflect.DeepEqual(got, tc.want) {
+			if got := presentBashCall(json.RawMessage(tc.args)); !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("got %#v\nwant %#v", got, tc.want)
 			}
 		})
@@ -108,7 +108,7 @@ func TestPresentTaskCalls(t *testing.T) {
 }
 
 // TestPresentResultRoundTrip: the exit status a result card shows is the
-// one the run had, for every marker combination RunText makes, both from
+// one the run had, for every marker combination runText makes, both from
 // the live result's metadata and parsed back from the text alone (replay).
 func TestPresentResultRoundTrip(t *testing.T) {
 	fg := json.RawMessage(`{"command":"x","description":"d"}`)
@@ -135,12 +135,12 @@ func TestPresentResultRoundTrip(t *testing.T) {
 		if r.Signal == "" {
 			wantCode = intp(r.ExitCode)
 		}
-		text := RunText(r, 0)
+		text := runText(r, 0)
 		live := tools.TextResult(text)
 		live.Meta = exitMeta(r)
 		replayed := tools.TextResult(text)
 		for name, res := range map[string]*tools.Result{"live": live, "replayed": replayed} {
-			p := PresentBashResult(fg, res)
+			p := presentBashResult(fg, res)
 			if p.Terminal == nil {
 				t.Fatalf("%d %s: no terminal", i, name)
 			}
@@ -179,9 +179,9 @@ func TestParseExitMarkerLikeOutput(t *testing.T) {
 		{"(no output)\n[timed out after 5ms]", intp(0), ""},
 	}
 	for _, tc := range tests {
-		code, sig := ParseExit(tc.text)
+		code, sig := parseExit(tc.text)
 		if !reflect.DeepEqual(code, tc.code) || sig != tc.signal {
-			t.Errorf("ParseExit(%q) = %v, %q; want %v, %q", tc.text, deref(code), sig, deref(tc.code), tc.signal)
+			t.Errorf("parseExit(%q) = %v, %q; want %v, %q", tc.text, deref(code), sig, deref(tc.code), tc.signal)
 		}
 	}
 }
@@ -197,7 +197,7 @@ func TestPresentResultWithoutExit(t *testing.T) {
 		{"error with marker-like text", `{"command":"x","description":"d"}`, tools.ErrorResult("x\n[exit code: 3]")},
 	}
 	for _, tc := range tests {
-		p := PresentBashResult(json.RawMessage(tc.args), tc.res)
+		p := presentBashResult(json.RawMessage(tc.args), tc.res)
 		want := tools.ResultPresentation{Content: []tools.Content{tools.Text(tools.Fence("console", tc.res.Text()))}}
 		if !reflect.DeepEqual(p, want) {
 			t.Errorf("%s: %#v", tc.name, p)
@@ -210,7 +210,7 @@ func TestPresentResultWithoutExit(t *testing.T) {
 func TestPresentResultOfMalformedCall(t *testing.T) {
 	for _, args := range []string{`[1]`, `{"command":"true"}`, `{"command":"true","description":"d","timeoutMs":"5"}`} {
 		res := tools.ErrorResult("invalid arguments")
-		if p, want := PresentBashResult(json.RawMessage(args), res), (tools.ResultPresentation{Content: res.Content}); !reflect.DeepEqual(p, want) {
+		if p, want := presentBashResult(json.RawMessage(args), res), (tools.ResultPresentation{Content: res.Content}); !reflect.DeepEqual(p, want) {
 			t.Errorf("%s: %#v", args, p)
 		}
 	}
@@ -242,7 +242,7 @@ func TestMetaAfterJSONRoundTrip(t *testing.T) {
 			if !ok || !reflect.DeepEqual(code, wantCode) || sig != r.Signal {
 				t.Errorf("%+v %s: metaExit(%v) = %v, %q, %v", r, name, res.Meta, deref(code), sig, ok)
 			}
-			p := PresentBashResult(fg, res)
+			p := presentBashResult(fg, res)
 			if p.Terminal == nil || !reflect.DeepEqual(p.Terminal.ExitCode, wantCode) || p.Terminal.Signal != r.Signal {
 				t.Errorf("%+v %s: terminal %#v", r, name, p.Terminal)
 			}

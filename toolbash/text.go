@@ -15,16 +15,16 @@ const (
 	unavailable = "(unavailable)"
 )
 
-// RunText is the bash tool's text for a finished foreground run: stdout
+// runText is the bash tool's text for a finished foreground run: stdout
 // (with its truncation note), a [stderr] section, "(no output)" when both
 // are empty, then the status markers, each on a line of its own. The
 // streams are cut to fit maxChars characters in all (see budget.go); zero
 // or less means no budget.
-func RunText(r bash.RunResult, maxChars int) string {
-	return budgeted(r, maxChars, func(r *bash.RunResult) (*bash.Output, *bash.Output) { return &r.Stdout, &r.Stderr }, runText)
+func runText(r bash.RunResult, maxChars int) string {
+	return budgeted(r, maxChars, func(r *bash.RunResult) (*bash.Output, *bash.Output) { return &r.Stdout, &r.Stderr }, runTextWhole)
 }
 
-func runText(r bash.RunResult) string {
+func runTextWhole(r bash.RunResult) string {
 	var b strings.Builder
 	streams(&b, r.Stdout, r.Stderr, truncationNote)
 	if b.Len() == 0 {
@@ -96,19 +96,19 @@ func line(b *strings.Builder, s string) {
 	b.WriteString(s)
 }
 
-// StartText is the bash tool's text for a background start.
-func StartText(t bash.Task) string { return "started background task " + string(t.ID) }
+// startText is the bash tool's text for a background start.
+func startText(t bash.Task) string { return "started background task " + string(t.ID) }
 
-// ReadText is bash_output's text: the new output (stdout, then a [stderr]
+// readText is bash_output's text: the new output (stdout, then a [stderr]
 // section) or "(no new output)", the lossy note when output was dropped
 // before it was read (or cut to fit), and the status line. The streams are
 // cut to fit maxChars characters in all (see budget.go); zero or less means
 // no budget.
-func ReadText(r bash.TaskRead, maxChars int) string {
-	return budgeted(r, maxChars, func(r *bash.TaskRead) (*bash.Output, *bash.Output) { return &r.Stdout, &r.Stderr }, readText)
+func readText(r bash.TaskRead, maxChars int) string {
+	return budgeted(r, maxChars, func(r *bash.TaskRead) (*bash.Output, *bash.Output) { return &r.Stdout, &r.Stderr }, readTextWhole)
 }
 
-func readText(r bash.TaskRead) string {
+func readTextWhole(r bash.TaskRead) string {
 	var b strings.Builder
 	streams(&b, r.Stdout, r.Stderr, nil)
 	if b.Len() == 0 {
@@ -126,12 +126,12 @@ func readText(r bash.TaskRead) string {
 		}
 		line(&b, "[some output was dropped from memory; full output: "+strings.Join(paths, ", ")+"]")
 	}
-	line(&b, StatusLine(r.Task))
+	line(&b, statusLine(r.Task))
 	return b.String()
 }
 
-// StatusLine is a task's status marker.
-func StatusLine(t bash.Task) string {
+// statusLine is a task's status marker.
+func statusLine(t bash.Task) string {
 	switch t.Status {
 	case bash.StatusRunning:
 		return "[status: running]"
@@ -143,25 +143,25 @@ func StatusLine(t bash.Task) string {
 		}
 		return "[status: killed]"
 	case bash.StatusFailed:
-		return "[status: failed to start: " + ErrorText(t.Err) + "]"
+		return "[status: failed to start: " + errorText(t.Err) + "]"
 	}
 	return "[status: " + string(t.Status) + "]"
 }
 
-// KillText is bash_kill's text.
-func KillText(id bash.TaskID, killed bool) string {
+// killText is bash_kill's text.
+func killText(id bash.TaskID, killed bool) string {
 	if killed {
 		return "killed background task " + string(id)
 	}
 	return "task " + string(id) + " had already finished"
 }
 
-// NoticeText is the notice a task's owner receives when the task ends.
-func NoticeText(t bash.Task) string {
-	return "background task " + string(t.ID) + " finished " + StatusLine(t) + "; read its output with bash_output"
+// noticeText is the notice a task's owner receives when the task ends.
+func noticeText(t bash.Task) string {
+	return "background task " + string(t.ID) + " finished " + statusLine(t) + "; read its output with bash_output"
 }
 
-// ForeignTaskText is the error for a task owned by another session.
-func ForeignTaskText(id bash.TaskID) string {
+// foreignTaskText is the error for a task owned by another session.
+func foreignTaskText(id bash.TaskID) string {
 	return "task " + string(id) + " belongs to another session"
 }

@@ -88,11 +88,11 @@ func TestRunTextGolden(t *testing.T) {
 	var names []string
 	for _, c := range cases {
 		names = append(names, c.name)
-		got[c.name] = RunText(c.r, DefaultMaxResultChars)
+		got[c.name] = runText(c.r, DefaultMaxResultChars)
 	}
 	for _, c := range budgetCases() {
 		names = append(names, c.name)
-		got[c.name] = RunText(c.r, c.max)
+		got[c.name] = runText(c.r, c.max)
 	}
 	golden(t, "run.txtar", names, got)
 }
@@ -109,31 +109,31 @@ func TestTaskTextsGolden(t *testing.T) {
 		name string
 		text string
 	}{
-		{"start", StartText(running)},
-		{"read-new-output", ReadText(bash.TaskRead{Task: running, Stdout: out("line 1\nline 2\n")}, DefaultMaxResultChars)},
-		{"read-no-new-output", ReadText(bash.TaskRead{Task: running}, DefaultMaxResultChars)},
-		{"read-stderr", ReadText(bash.TaskRead{Task: running, Stdout: out("out"), Stderr: out("err\n")}, DefaultMaxResultChars)},
-		{"read-stderr-only", ReadText(bash.TaskRead{Task: running, Stderr: out("err\n")}, DefaultMaxResultChars)},
-		{"read-lossy-paths", ReadText(bash.TaskRead{Task: running, Stdout: bash.Output{Text: "ut 9\nout 10\n", Truncated: true, SpillPath: p1}, Stderr: bash.Output{Text: "rr 9\nerr 10\n", Truncated: true, SpillPath: p2}}, DefaultMaxResultChars)},
-		{"read-lossy-one-path", ReadText(bash.TaskRead{Task: running, Stdout: bash.Output{Text: "ut 9\nout 10\n", Truncated: true, SpillPath: p1}}, DefaultMaxResultChars)},
-		{"read-lossy-unavailable", ReadText(bash.TaskRead{Task: running, Stdout: bash.Output{Text: "tail", Truncated: true}}, DefaultMaxResultChars)},
-		{"read-completed", ReadText(bash.TaskRead{Task: completed, Stdout: out("done\n")}, DefaultMaxResultChars)},
-		{"read-completed-exit-code", ReadText(bash.TaskRead{Task: failedExit}, DefaultMaxResultChars)},
-		{"read-killed", ReadText(bash.TaskRead{Task: killed}, DefaultMaxResultChars)},
-		{"read-killed-by-signal", ReadText(bash.TaskRead{Task: killedSig, Stdout: out("partial")}, DefaultMaxResultChars)},
-		{"read-failed", ReadText(bash.TaskRead{Task: failed}, DefaultMaxResultChars)},
-		{"kill-killed", KillText("bash-3", true)},
-		{"kill-finished", KillText("bash-3", false)},
-		{"notice-completed", NoticeText(completed)},
-		{"notice-killed", NoticeText(killedSig)},
-		{"foreign-task", ForeignTaskText("bash-3")},
+		{"start", startText(running)},
+		{"read-new-output", readText(bash.TaskRead{Task: running, Stdout: out("line 1\nline 2\n")}, DefaultMaxResultChars)},
+		{"read-no-new-output", readText(bash.TaskRead{Task: running}, DefaultMaxResultChars)},
+		{"read-stderr", readText(bash.TaskRead{Task: running, Stdout: out("out"), Stderr: out("err\n")}, DefaultMaxResultChars)},
+		{"read-stderr-only", readText(bash.TaskRead{Task: running, Stderr: out("err\n")}, DefaultMaxResultChars)},
+		{"read-lossy-paths", readText(bash.TaskRead{Task: running, Stdout: bash.Output{Text: "ut 9\nout 10\n", Truncated: true, SpillPath: p1}, Stderr: bash.Output{Text: "rr 9\nerr 10\n", Truncated: true, SpillPath: p2}}, DefaultMaxResultChars)},
+		{"read-lossy-one-path", readText(bash.TaskRead{Task: running, Stdout: bash.Output{Text: "ut 9\nout 10\n", Truncated: true, SpillPath: p1}}, DefaultMaxResultChars)},
+		{"read-lossy-unavailable", readText(bash.TaskRead{Task: running, Stdout: bash.Output{Text: "tail", Truncated: true}}, DefaultMaxResultChars)},
+		{"read-completed", readText(bash.TaskRead{Task: completed, Stdout: out("done\n")}, DefaultMaxResultChars)},
+		{"read-completed-exit-code", readText(bash.TaskRead{Task: failedExit}, DefaultMaxResultChars)},
+		{"read-killed", readText(bash.TaskRead{Task: killed}, DefaultMaxResultChars)},
+		{"read-killed-by-signal", readText(bash.TaskRead{Task: killedSig, Stdout: out("partial")}, DefaultMaxResultChars)},
+		{"read-failed", readText(bash.TaskRead{Task: failed}, DefaultMaxResultChars)},
+		{"kill-killed", killText("bash-3", true)},
+		{"kill-finished", killText("bash-3", false)},
+		{"notice-completed", noticeText(completed)},
+		{"notice-killed", noticeText(killedSig)},
+		{"foreign-task", foreignTaskText("bash-3")},
 	}
 	long := bash.Output{Text: lines("o", 1, 40), Truncated: true, SpillPath: p1}
 	cases = append(cases,
-		struct{ name, text string }{"read-budget-lossy", ReadText(bash.TaskRead{Task: running, Stdout: long, Stderr: out(lines("e", 1, 3))}, 200)},
-		struct{ name, text string }{"read-budget-cut", ReadText(bash.TaskRead{Task: completed, Stdout: bash.Output{Text: lines("o", 1, 40), SpillPath: p1}}, 150)},
-		struct{ name, text string }{"notices", NoticesText([]string{NoticeText(completed), NoticeText(killedSig)})},
-		struct{ name, text string }{"notice-block", NoticeBlock([]string{NoticeText(completed)})},
+		struct{ name, text string }{"read-budget-lossy", readText(bash.TaskRead{Task: running, Stdout: long, Stderr: out(lines("e", 1, 3))}, 200)},
+		struct{ name, text string }{"read-budget-cut", readText(bash.TaskRead{Task: completed, Stdout: bash.Output{Text: lines("o", 1, 40), SpillPath: p1}}, 150)},
+		struct{ name, text string }{"notices", NoticesText([]string{noticeText(completed), noticeText(killedSig)})},
+		struct{ name, text string }{"notice-block", NoticeBlock([]string{noticeText(completed)})},
 	)
 	got := map[string]string{}
 	var names []string
@@ -208,16 +208,16 @@ func TestBudgetHolds(t *testing.T) {
 			ExitCode: rng.IntN(3),
 			TimedOut: rng.IntN(2) == 0, Timeout: time.Second,
 		}
-		text := RunText(r, max)
+		text := runText(r, max)
 		if n := utf8.RuneCountInString(text); n > max {
 			t.Fatalf("case %d: %d characters over a budget of %d:\n%s", i, n, max, text)
 		}
-		bare := RunText(bash.RunResult{ExitCode: r.ExitCode, TimedOut: r.TimedOut, Timeout: r.Timeout}, 0)
+		bare := runText(bash.RunResult{ExitCode: r.ExitCode, TimedOut: r.TimedOut, Timeout: r.Timeout}, 0)
 		markers := strings.TrimPrefix(bare, noOutput)
 		if !strings.HasSuffix(text, markers) {
 			t.Fatalf("case %d: markers %q lost:\n%s", i, markers, text)
 		}
-		o, e := fitStreams(r.Stdout, r.Stderr, max-fixedChars(runText(stripped(r))))
+		o, e := fitStreams(r.Stdout, r.Stderr, max-fixedChars(runTextWhole(stripped(r))))
 		for _, c := range []struct{ in, got bash.Output }{{r.Stdout, o}, {r.Stderr, e}} {
 			if c.got.Text != c.in.Text && !c.got.Truncated {
 				t.Fatalf("case %d: a cut stream is not noted", i)
@@ -225,7 +225,7 @@ func TestBudgetHolds(t *testing.T) {
 			if !strings.HasSuffix(c.in.Text, c.got.Text) {
 				t.Fatalf("case %d: the kept text is not the stream's tail", i)
 			}
-			room := (max - fixedChars(runText(stripped(r)))) / 2
+			room := (max - fixedChars(runTextWhole(stripped(r)))) / 2
 			if n, in := utf8.RuneCountInString(c.got.Text), utf8.RuneCountInString(c.in.Text); n < min(in, room)-lineWindow {
 				t.Fatalf("case %d: a stream of %d characters kept %d, under half the room (%d)", i, in, n, room)
 			}

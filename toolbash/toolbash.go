@@ -6,8 +6,8 @@
 //
 // It never touches a process: everything about processes goes through a
 // bash.Executor, so a local, sandboxed or remote executor changes nothing
-// the model sees. Texts come from pure functions (RunText, ReadText,
-// StatusLine, …) that have golden tests.
+// the model sees. Every text comes from a pure function of what the
+// executor returned, with golden tests (testdata/*.txtar).
 //
 // Ownership: a task's owner is the owner token stored on it by the
 // executor at spawn (the calling session's ID). bash_output and bash_kill
@@ -132,8 +132,8 @@ func (t *Tools) List() []*tools.Tool {
 			Annotations:   tools.Annotations{Destructive: &yes, OpenWorld: &yes},
 			AskPermission: true,
 			Execute:       t.bash,
-			PresentCall:   PresentBashCall,
-			PresentResult: PresentBashResult,
+			PresentCall:   presentBashCall,
+			PresentResult: presentBashResult,
 		},
 		{
 			Name:        OutputName,
@@ -227,7 +227,7 @@ func (t *Tools) bash(ctx context.Context, call *tools.Call) (*tools.Result, erro
 	}
 	spec, err := t.exec.Resolve(ctx, req)
 	if err != nil {
-		return nil, errors.New(ErrorText(err))
+		return nil, errors.New(errorText(err))
 	}
 	if t.maxChars > 0 {
 		spec.SpillAfter = spillAfter(t.maxChars)
@@ -235,9 +235,9 @@ func (t *Tools) bash(ctx context.Context, call *tools.Call) (*tools.Result, erro
 	if a.Background {
 		task, err := t.exec.Start(ctx, spec)
 		if err != nil {
-			return nil, errors.New(ErrorText(err))
+			return nil, errors.New(errorText(err))
 		}
-		return tools.TextResult(StartText(task)), nil
+		return tools.TextResult(startText(task)), nil
 	}
 	if call.Output != nil {
 		spec.OnOutput = func(_ bash.Stream, text []byte) { call.Output(text) }
@@ -247,9 +247,9 @@ func (t *Tools) bash(ctx context.Context, call *tools.Call) (*tools.Result, erro
 		return tools.ErrorResult("command aborted"), nil
 	}
 	if err != nil {
-		return nil, errors.New(ErrorText(err))
+		return nil, errors.New(errorText(err))
 	}
-	out := tools.TextResult(RunText(res, t.maxChars))
+	out := tools.TextResult(runText(res, t.maxChars))
 	out.Meta = exitMeta(res)
 	return out, nil
 }
@@ -279,10 +279,10 @@ func (t *Tools) ownedTask(ctx context.Context, call *tools.Call) (bash.TaskID, e
 	id := bash.TaskID(a.TaskID)
 	owner, err := t.exec.OwnerOf(ctx, id)
 	if err != nil {
-		return "", errors.New(ErrorText(err))
+		return "", errors.New(errorText(err))
 	}
 	if owner != "" && owner != call.Session.ID {
-		return "", errors.New(ForeignTaskText(id))
+		return "", errors.New(foreignTaskText(id))
 	}
 	return id, nil
 }
@@ -294,12 +294,12 @@ func (t *Tools) output(ctx context.Context, call *tools.Call) (*tools.Result, er
 	}
 	r, err := t.exec.ReadOutput(ctx, id)
 	if err != nil {
-		return nil, errors.New(ErrorText(err))
+		return nil, errors.New(errorText(err))
 	}
 	if r.Task.Done() {
 		t.notices.seenEnd(call.Session.ID, id)
 	}
-	return tools.TextResult(ReadText(r, t.maxChars)), nil
+	return tools.TextResult(readText(r, t.maxChars)), nil
 }
 
 func (t *Tools) kill(ctx context.Context, call *tools.Call) (*tools.Result, error) {
@@ -313,7 +313,7 @@ func (t *Tools) kill(ctx context.Context, call *tools.Call) (*tools.Result, erro
 	t.notices.seenEnd(call.Session.ID, id)
 	killed, err := t.exec.Kill(ctx, id)
 	if err != nil {
-		return nil, errors.New(ErrorText(err))
+		return nil, errors.New(errorText(err))
 	}
-	return tools.TextResult(KillText(id, killed)), nil
+	return tools.TextResult(killText(id, killed)), nil
 }

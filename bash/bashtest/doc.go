@@ -30,9 +30,15 @@
 //     pids the commands print, which a PID namespace would change.
 //   - bash, env, head, seq, setsid, sha256sum, sleep, tail, touch and wc
 //     are installed where the commands run.
-//   - The suite's tests do not run in parallel with other tests of the
-//     process: each executor is checked, after Close, to leave no goroutine
-//     behind (go.uber.org/goleak).
+//   - The executor's goroutines are started, directly or through other
+//     goroutines, from the goroutine that calls the NewFunc or a method of
+//     the executor: the suite's tests run in parallel (with each other and
+//     with the caller's other parallel tests), so after Close each
+//     executor is checked to leave no goroutine behind by a pprof label
+//     that goroutines inherit from the one that starts them. An executor
+//     served in the same process (a far side over pipes) is fine when the
+//     NewFunc starts it.
+//   - The NewFunc may be called from many goroutines at once.
 //
 // The suite closes every executor it makes and checks that Close succeeds,
 // twice. An executor that documents a limit the bash rules do not allow for

@@ -11,20 +11,23 @@ type suite struct {
 }
 
 // Run runs the whole contract of package bash against executors made by
-// newExec, one per subtest, each named after the rule it checks.
+// newExec, one per subtest, each named after the rule it checks. The
+// subtests run in parallel (t.Parallel), so they are over when t's test
+// function and its other subtests are, not when Run returns: clean up
+// what they use with t.Cleanup, not defer.
 func Run(t *testing.T, newExec NewFunc, opts ...Option) {
 	s := &suite{newExec: newExec}
 	for _, o := range opts {
 		o(&s.opts)
 	}
-	t.Run("Resolve", s.resolveTests)
-	t.Run("Run", s.runTests)
-	t.Run("Output", s.outputTests)
-	t.Run("Tasks", s.taskTests)
-	t.Run("Kill", s.killTests)
-	t.Run("TaskLimits", s.limitTests)
-	t.Run("OnTaskDone", s.listenerTests)
-	t.Run("Close", s.closeTests)
+	parallel(t, "Resolve", s.resolveTests)
+	parallel(t, "Run", s.runTests)
+	parallel(t, "Output", s.outputTests)
+	parallel(t, "Tasks", s.taskTests)
+	parallel(t, "Kill", s.killTests)
+	parallel(t, "TaskLimits", s.limitTests)
+	parallel(t, "OnTaskDone", s.listenerTests)
+	parallel(t, "Close", s.closeTests)
 }
 
 // harness makes an executor for one test, with the suite's default Config

@@ -20,6 +20,7 @@ const (
 )
 
 func TestParseCgroupHome(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, mountinfo, cgroup string
 		dir, rel, err           string
@@ -60,6 +61,7 @@ func TestParseCgroupHome(t *testing.T) {
 // TestContainmentKind: where this process finds a cgroup2 mount it may
 // write to (as root), the executor must use cgroups, as production does.
 func TestContainmentKind(t *testing.T) {
+	t.Parallel()
 	e := newExec(t, nil)
 	home, err := ownCgroupHome()
 	if err != nil {
@@ -72,6 +74,7 @@ func TestContainmentKind(t *testing.T) {
 }
 
 func TestParseStat(t *testing.T) {
+	t.Parallel()
 	// A comm can hold spaces and parentheses: only the last ')' ends it.
 	stat := "4242 (a) b (c) R 1 4242 4242 0 -1 4194368 120 0 0 0 1 2 0 0 20 0 1 0 987654 1000 100 18446744073709551615\n"
 	if flags, err := parseStatFlags([]byte(stat)); err != nil || flags != 4194368 || flags&pfForkNoExec == 0 {

@@ -50,6 +50,7 @@ func leafOf(t *testing.T) string {
 // every later command still runs (a once-killed cgroup kills every process
 // later cloned into it, so it must never be used again).
 func TestOwnLeafKilled(t *testing.T) {
+	t.Parallel()
 	e := cgroupExec(t, nil)
 	if e == nil {
 		return
@@ -69,6 +70,7 @@ func TestOwnLeafKilled(t *testing.T) {
 // task dies, and the executor goes on working, in the foreground and the
 // background.
 func TestOtherLeafKilled(t *testing.T) {
+	t.Parallel()
 	e := cgroupExec(t, nil)
 	if e == nil {
 		return
@@ -98,6 +100,7 @@ func TestOtherLeafKilled(t *testing.T) {
 // cgroup directory); every later command still runs, even when more leaves
 // were poisoned than a spawn would try.
 func TestIdleLeavesKilled(t *testing.T) {
+	t.Parallel()
 	e := cgroupExec(t, nil)
 	if e == nil {
 		return

@@ -25,6 +25,7 @@ const argLimit = 128 << 10
 // TestLongHeredoc: a 1 MiB heredoc, far past what argv can carry, writes
 // its file byte for byte.
 func TestLongHeredoc(t *testing.T) {
+	t.Parallel()
 	e := newExec(t, nil)
 	out := filepath.Join(t.TempDir(), "big")
 	var body strings.Builder
@@ -48,6 +49,7 @@ func TestLongHeredoc(t *testing.T) {
 
 // TestLongEcho: a 200 KiB echo prints its argument whole.
 func TestLongEcho(t *testing.T) {
+	t.Parallel()
 	e := newExec(t, &Options{MaxOutputBytes: 1 << 20})
 	word := strings.Repeat("abcdefgh", 200<<10/8)
 	res := runCmd(t, e, "echo "+word)
@@ -59,6 +61,7 @@ func TestLongEcho(t *testing.T) {
 // TestCommandAtArgLimit: commands one byte under, at and over the longest
 // argv can carry all run.
 func TestCommandAtArgLimit(t *testing.T) {
+	t.Parallel()
 	e := newExec(t, nil)
 	for _, n := range []int{argLimit - 2, argLimit - 1, argLimit, argLimit + 1} {
 		cmd := "echo ok #"
@@ -74,6 +77,7 @@ func TestCommandAtArgLimit(t *testing.T) {
 // does: the same output and exit code for each case, whether it is short
 // (argv) or padded past the argv limit with a trailing comment.
 func TestLongCommandSemantics(t *testing.T) {
+	t.Parallel()
 	e := newExec(t, nil)
 	pad := "\n#" + strings.Repeat("p", argLimit)
 	tests := []struct{ name, cmd string }{
@@ -121,6 +125,7 @@ func TestLongCommandSemantics(t *testing.T) {
 // TestLongCommandCrowdedEnvironment: a command that fits argv alone, but
 // not beside a large environment, still runs.
 func TestLongCommandCrowdedEnvironment(t *testing.T) {
+	t.Parallel()
 	var rl unix.Rlimit
 	if err := unix.Getrlimit(unix.RLIMIT_STACK, &rl); err != nil {
 		t.Fatal(err)
@@ -141,6 +146,7 @@ func TestLongCommandCrowdedEnvironment(t *testing.T) {
 // TestNULInCommand: a command with a NUL byte is a typed error from
 // Resolve, Run and Start, and no process is started for it.
 func TestNULInCommand(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	started := filepath.Join(dir, "started")
 	shell := filepath.Join(dir, "bash")

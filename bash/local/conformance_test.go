@@ -33,8 +33,10 @@ func conformant(mode Containment) bashtest.NewFunc {
 // local executor, under each containment this host allows. A process group
 // cannot hold a process that calls setsid (see the package doc).
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	for name, mode := range modes(t) {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			var opts []bashtest.Option
 			if mode == ContainProcessGroup {
 				opts = append(opts, bashtest.SetsidEscapes())
@@ -47,8 +49,12 @@ func TestConformance(t *testing.T) {
 // TestTranscript checks the model-facing texts of the bash tools over the
 // local executor against the golden file every executor shares.
 func TestTranscript(t *testing.T) {
+	t.Parallel()
 	for name, mode := range modes(t) {
 		t.Run(name, func(t *testing.T) {
+			if !*updateTranscript { // both would write the one golden file
+				t.Parallel()
+			}
 			bashtest.Transcript(t, conformant(mode), "../bashtest/testdata/transcript.txtar", *updateTranscript)
 		})
 	}

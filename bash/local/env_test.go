@@ -97,6 +97,7 @@ var scrubCases = []struct {
 // TestScrubRules: every rule of the environment scrub, one variable at a
 // time, with the false positives that would break ordinary tools.
 func TestScrubRules(t *testing.T) {
+	t.Parallel()
 	allow := []string{"ALLOWED_TOKEN", "SSH_AUTH_SOCK", "DATABASE_URL", "GITHUB_PAT"}
 	for _, tc := range scrubCases {
 		env := commandEnv([]string{tc.kv}, allow[:1], nil)
@@ -115,6 +116,7 @@ func TestScrubRules(t *testing.T) {
 }
 
 func TestAllowEnvRefusesShellControl(t *testing.T) {
+	t.Parallel()
 	for _, name := range []string{"BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS", "BASH_FUNC_echo%%"} {
 		e, err := New(&Options{AllowEnv: []string{name}})
 		if err == nil {
@@ -129,6 +131,7 @@ func TestAllowEnvRefusesShellControl(t *testing.T) {
 }
 
 func TestOverridesAndExtra(t *testing.T) {
+	t.Parallel()
 	env := commandEnv([]string{"TERM=xterm", "PAGER=less", "A=1"}, nil, []string{"PAGER=more", "SHELLOPTS=braceexpand"})
 	want := []string{"TERM=dumb", "PAGER=more", "A=1", "NO_COLOR=1", "GIT_PAGER=cat", "GIT_TERMINAL_PROMPT=0", "SHELLOPTS=braceexpand"}
 	for _, kv := range want {

@@ -22,6 +22,7 @@ import (
 // TestHugeOutput: 200 MB through a run keeps the heap small, keeps the exact
 // tail, and spills a file whose SHA-256 is the stream's.
 func TestHugeOutput(t *testing.T) {
+	t.Parallel()
 	const n, seed = 200_000_000, 7
 	e := newExec(t, nil)
 	want := sha256.New()
@@ -82,6 +83,7 @@ func samplePeakHeap(stop <-chan struct{}, out chan<- uint64) {
 }
 
 func TestLongLine(t *testing.T) {
+	t.Parallel()
 	e := newExec(t, nil)
 	res := runCmd(t, e, "head -c 10000000 /dev/zero | tr '\\0' a")
 	if res.Stdout.Text != strings.Repeat("a", 64000) || !res.Stdout.Truncated {
@@ -93,6 +95,7 @@ func TestLongLine(t *testing.T) {
 }
 
 func TestOutputAtCap(t *testing.T) {
+	t.Parallel()
 	spills := t.TempDir()
 	e := newExec(t, &Options{MaxOutputBytes: 1000, SpillDir: spills})
 	res := runCmd(t, e, "head -c 1000 /dev/zero | tr '\\0' x; head -c 1000 /dev/zero | tr '\\0' y >&2")
@@ -112,6 +115,7 @@ func TestOutputAtCap(t *testing.T) {
 }
 
 func TestUTF8TailCut(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, printf, want string
 		max                int
@@ -135,6 +139,7 @@ func TestUTF8TailCut(t *testing.T) {
 }
 
 func TestInvalidBytesRawInSpill(t *testing.T) {
+	t.Parallel()
 	e := newExec(t, &Options{MaxOutputBytes: 4})
 	res := runCmd(t, e, `printf 'ab\xff\xfecd\xc3'`)
 	if res.Stdout.Text != "\uFFFDcd\uFFFD" {
@@ -149,6 +154,7 @@ func TestInvalidBytesRawInSpill(t *testing.T) {
 // TestUTF8IncrementalRead: a read never splits a character; the incomplete
 // tail waits for the rest, and an unfinished one at the end is U+FFFD.
 func TestUTF8IncrementalRead(t *testing.T) {
+	t.Parallel()
 	e := newExec(t, nil)
 	sp := newSyncPoint(t)
 	tk := start(t, e, `printf 'x\xe2\x82'; echo > `+sp.fifo+`; read < `+sp.fifo+`; printf '\xacy\xf0'`, "")
@@ -193,6 +199,7 @@ func waitBytes(t testing.TB, e *Executor, id bash.TaskID, n int64) {
 }
 
 func TestSpillFiles(t *testing.T) {
+	t.Parallel()
 	parent := t.TempDir()
 	e, err := New(testOptions(&Options{MaxOutputBytes: 10, SpillDir: parent}))
 	if err != nil {
@@ -242,6 +249,7 @@ func seqText(n int) string {
 }
 
 func TestSpillKept(t *testing.T) {
+	t.Parallel()
 	parent := t.TempDir()
 	e, err := New(testOptions(&Options{MaxOutputBytes: 10, SpillDir: parent, KeepSpillFiles: true}))
 	if err != nil {
@@ -255,6 +263,7 @@ func TestSpillKept(t *testing.T) {
 }
 
 func TestSpillExclusive(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	target := filepath.Join(dir, "target")
 	os.WriteFile(target, []byte("precious"), 0o600)
@@ -276,6 +285,7 @@ func TestSpillExclusive(t *testing.T) {
 }
 
 func TestSpillCapWithdrawsPath(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		o    Options
@@ -306,6 +316,7 @@ func TestSpillCapWithdrawsPath(t *testing.T) {
 }
 
 func TestSpillEviction(t *testing.T) {
+	t.Parallel()
 	e := newExec(t, &Options{MaxOutputBytes: 100, SpillBudget: 3000})
 	first := runCmd(t, e, "seq 500") // 1892 bytes
 	if first.Stdout.SpillPath == "" {

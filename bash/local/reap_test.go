@@ -46,6 +46,7 @@ func holdPipe(t *testing.T, pid int) *exec.Cmd {
 // the command counted as ended. Without the bound they would wait for the
 // holder forever.
 func TestReapBound(t *testing.T) {
+	t.Parallel()
 	for name, mode := range modes(t) {
 		o := &Options{Containment: mode, Grace: 100 * time.Millisecond, ReapBound: 100 * time.Millisecond}
 		t.Run(name+"/kill", func(t *testing.T) {

@@ -18,6 +18,7 @@ import (
 )
 
 func TestRunOutcomes(t *testing.T) {
+	t.Parallel()
 	e := newExec(t, nil)
 	dir := t.TempDir()
 	tests := []struct {
@@ -63,6 +64,7 @@ func TestRunOutcomes(t *testing.T) {
 }
 
 func TestRunInfrastructureErrors(t *testing.T) {
+	t.Parallel()
 	e := newExec(t, nil)
 	file := filepath.Join(t.TempDir(), "file")
 	os.WriteFile(file, nil, 0o600)
@@ -105,6 +107,7 @@ func TestRunInfrastructureErrors(t *testing.T) {
 }
 
 func TestResolve(t *testing.T) {
+	t.Parallel()
 	e := newExec(t, &Options{Cwd: "/tmp", Timeout: 2 * time.Second, MaxTimeout: 5 * time.Second})
 	tests := []struct {
 		req     bash.ExecRequest
@@ -134,6 +137,7 @@ func TestResolve(t *testing.T) {
 }
 
 func TestTimeoutDefaults(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		o            Options
 		timeout, max time.Duration
@@ -153,6 +157,7 @@ func TestTimeoutDefaults(t *testing.T) {
 }
 
 func TestOptionsInvalid(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		o    Options
 		want string
@@ -178,6 +183,7 @@ func TestOptionsInvalid(t *testing.T) {
 }
 
 func TestEnvironment(t *testing.T) {
+	t.Parallel()
 	base := []string{"PATH=" + os.Getenv("PATH"), "HOME=/root", "OPENAI_API_KEY=sk-1", "GITHUB_TOKEN=g", "db_password=p",
 		"AWS_SECRET_ACCESS_KEY=a", "MY_CREDENTIALS=c", "PASSWD=x", "BASH_ENV=/tmp/evil", "ENV=/tmp/evil",
 		"ALLOWED_TOKEN=ok", "TERM=xterm-256color", "PAGER=less"}
@@ -203,6 +209,7 @@ func TestEnvironment(t *testing.T) {
 }
 
 func TestTimeout(t *testing.T) {
+	t.Parallel()
 	e := newExec(t, &Options{Grace: 300 * time.Millisecond})
 	tests := []struct {
 		name   string
@@ -237,6 +244,7 @@ func TestTimeout(t *testing.T) {
 // stopped by it (before, a repeated sweep of the cgroup often killed it). A
 // race, so it is tried a few times.
 func TestTermTrapMayFork(t *testing.T) {
+	t.Parallel()
 	e := newExec(t, &Options{Grace: 5 * time.Second})
 	for i := range 3 {
 		res := run(t, e, bash.ExecRequest{Command: "trap 'sleep 0.05 && echo cleaned; exit 9' TERM; echo start; sleep 30 & wait", Timeout: time.Second})
@@ -249,6 +257,7 @@ func TestTermTrapMayFork(t *testing.T) {
 // TestRunAfterKill: a command's cgroup that was killed is not reused, so the
 // commands after a SIGKILL run normally.
 func TestRunAfterKill(t *testing.T) {
+	t.Parallel()
 	e := newExec(t, &Options{Grace: 50 * time.Millisecond})
 	res := run(t, e, bash.ExecRequest{Command: "trap '' TERM; sleep 30", Timeout: 500 * time.Millisecond})
 	if res.Signal != "SIGKILL" {
@@ -264,6 +273,7 @@ func TestRunAfterKill(t *testing.T) {
 // TestTimeoutKillsTree checks by pid that a timeout kills grandchildren, and
 // (with a cgroup) descendants that left the process group with setsid.
 func TestTimeoutKillsTree(t *testing.T) {
+	t.Parallel()
 	for name, mode := range modes(t) {
 		t.Run(name, func(t *testing.T) {
 			e := newExec(t, &Options{Containment: mode, Grace: 300 * time.Millisecond})
@@ -298,6 +308,7 @@ wait`, pids, escaped, n, sp.fifo)
 }
 
 func TestAbort(t *testing.T) {
+	t.Parallel()
 	e := newExec(t, nil)
 	sp := newSyncPoint(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -326,6 +337,7 @@ func TestAbort(t *testing.T) {
 // shell returns at once with what it printed, and the leftovers become a
 // background task of the same owner that Kill stops.
 func TestLeftoversAdopted(t *testing.T) {
+	t.Parallel()
 	for name, mode := range modes(t) {
 		t.Run(name, func(t *testing.T) {
 			e := newExec(t, &Options{Containment: mode})
@@ -362,6 +374,7 @@ func TestLeftoversAdopted(t *testing.T) {
 // result is read with ReadOutput, and the task completes with the shell's
 // exit code once they end.
 func TestLeftoversOutputRead(t *testing.T) {
+	t.Parallel()
 	e := newExec(t, nil)
 	sp := newSyncPoint(t)
 	done := make(chan bash.Task, 1)
@@ -387,6 +400,7 @@ func TestLeftoversOutputRead(t *testing.T) {
 }
 
 func TestLeftoversOverLimitKilled(t *testing.T) {
+	t.Parallel()
 	e := newExec(t, &Options{MaxTasksPerOwner: 1})
 	start(t, e, "sleep 30", "bob")
 	pids := filepath.Join(t.TempDir(), "pids")
@@ -401,6 +415,7 @@ func TestLeftoversOverLimitKilled(t *testing.T) {
 // arrives, stdout and stderr alike, never splitting a character, and the
 // pieces add up to the whole output.
 func TestOnOutput(t *testing.T) {
+	t.Parallel()
 	e := newExec(t, &Options{MaxOutputBytes: 10})
 	sp := newSyncPoint(t)
 	var mu sync.Mutex
@@ -458,6 +473,7 @@ func TestOnOutput(t *testing.T) {
 // turns on tracing before the command runs, and an exported function named
 // echo replaces the builtin.
 func TestShellControlScrubbed(t *testing.T) {
+	t.Parallel()
 	base := []string{"PATH=" + os.Getenv("PATH"), "SHELLOPTS=xtrace", "BASHOPTS=xpg_echo",
 		"BASH_FUNC_echo%%=() {  builtin echo pwned; }", "BASH_ENV=/dev/null"}
 	e := newExec(t, &Options{BaseEnv: base})

@@ -16,6 +16,7 @@ import (
 // TestSpillOwnersApart: each owner's spill files are in a 0700 directory of
 // their own, named without the owner token, under the executor's.
 func TestSpillOwnersApart(t *testing.T) {
+	t.Parallel()
 	e := newExec(t, &Options{MaxOutputBytes: 10})
 	dirs := map[string]string{}
 	for _, owner := range []string{"alice-session-token", "bob-session-token", "", "alice-session-token"} {
@@ -48,6 +49,7 @@ func TestSpillOwnersApart(t *testing.T) {
 // holding a decoy under the name of an existing spill file. Later spills
 // must not land there, and eviction and Close must not delete the decoy.
 func TestSpillDirSwappedForSymlink(t *testing.T) {
+	t.Parallel()
 	for _, level := range []string{"owner", "executor"} {
 		t.Run(level, func(t *testing.T) {
 			parent := t.TempDir()
@@ -123,6 +125,7 @@ func checkDecoys(t *testing.T, dir, rel string) {
 // TestOpenPrivate: a spill directory is opened only if it is a directory of
 // ours, not a symlink to one, and is made 0700.
 func TestOpenPrivate(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	d, err := openDirPath(dir)
 	if err != nil {

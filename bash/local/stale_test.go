@@ -144,6 +144,7 @@ func testCgroup(t *testing.T) (dir string, fd int) {
 // directories (and those named after a process whose pid was reused) and
 // kills the command, and leaves a live executor's alone.
 func TestCleanStale(t *testing.T) {
+	t.Parallel()
 	if err := cgroupsUsable(); err != nil {
 		noCgroups(t, err)
 		return
@@ -229,6 +230,7 @@ func checkLive(t *testing.T, h *helperProc) {
 // other executors may be running, never removes a live executor's
 // directories: this process's, or another process's.
 func TestCleanStaleSparesLive(t *testing.T) {
+	t.Parallel()
 	if err := cgroupsUsable(); err != nil {
 		noCgroups(t, err)
 		return

@@ -9,6 +9,7 @@ import (
 )
 
 func TestCompleteLen(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in   string
 		want int
@@ -33,6 +34,7 @@ func TestCompleteLen(t *testing.T) {
 }
 
 func TestValidText(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ in, want string }{
 		{"plain", "plain"},
 		{"a\xffb", "a\uFFFDb"},

@@ -54,6 +54,7 @@ func (l *doneLog) count(id bash.TaskID) int {
 }
 
 func TestTaskIDsSequential(t *testing.T) {
+	t.Parallel()
 	e := newExec(t, nil)
 	for i, want := range []bash.TaskID{"bash-1", "bash-2", "bash-3"} {
 		tk := start(t, e, "true", "")
@@ -71,6 +72,7 @@ func TestTaskIDsSequential(t *testing.T) {
 }
 
 func TestIncrementalReads(t *testing.T) {
+	t.Parallel()
 	e := newExec(t, nil)
 	l := listen(e)
 	sp := newSyncPoint(t)
@@ -101,6 +103,7 @@ func TestIncrementalReads(t *testing.T) {
 }
 
 func TestStderrSeparate(t *testing.T) {
+	t.Parallel()
 	e := newExec(t, nil)
 	l := listen(e)
 	tk := start(t, e, "echo out; echo bad >&2", "")
@@ -112,6 +115,7 @@ func TestStderrSeparate(t *testing.T) {
 }
 
 func TestLossyRead(t *testing.T) {
+	t.Parallel()
 	e := newExec(t, &Options{MaxOutputBytes: 1000})
 	l := listen(e)
 	tk := start(t, e, "seq 2000; seq 100 >&2", "")
@@ -133,6 +137,7 @@ func TestLossyRead(t *testing.T) {
 }
 
 func TestKill(t *testing.T) {
+	t.Parallel()
 	e := newExec(t, nil)
 	l := listen(e)
 	pids := filepath.Join(t.TempDir(), "pids")
@@ -167,6 +172,7 @@ func TestKill(t *testing.T) {
 }
 
 func TestUnknownTask(t *testing.T) {
+	t.Parallel()
 	e := newExec(t, nil)
 	for name, call := range map[string]func() error{
 		"Get":        func() error { _, err := e.Get(context.Background(), "bash-9"); return err },
@@ -182,6 +188,7 @@ func TestUnknownTask(t *testing.T) {
 }
 
 func TestOwnerStored(t *testing.T) {
+	t.Parallel()
 	e := newExec(t, nil)
 	a := start(t, e, "true", "alice")
 	n := start(t, e, "true", "")
@@ -194,6 +201,7 @@ func TestOwnerStored(t *testing.T) {
 }
 
 func TestFailedSpawnIsATask(t *testing.T) {
+	t.Parallel()
 	e := newExec(t, nil)
 	l := listen(e)
 	tk, err := e.Start(context.Background(), bash.ExecSpec{Command: "true", Workdir: "/nonexistent/dsh", Owner: "alice"})
@@ -216,6 +224,7 @@ func TestFailedSpawnIsATask(t *testing.T) {
 }
 
 func TestPanickingListener(t *testing.T) {
+	t.Parallel()
 	e := newExec(t, nil)
 	e.OnTaskDone(func(bash.Task) { panic("boom") })
 	l := listen(e)
@@ -228,6 +237,7 @@ func TestPanickingListener(t *testing.T) {
 }
 
 func TestUnsubscribe(t *testing.T) {
+	t.Parallel()
 	e := newExec(t, nil)
 	called := make(chan bash.Task, 10)
 	unsub := e.OnTaskDone(func(tk bash.Task) { called <- tk })
@@ -241,6 +251,7 @@ func TestUnsubscribe(t *testing.T) {
 }
 
 func TestTaskLimits(t *testing.T) {
+	t.Parallel()
 	e := newExec(t, &Options{MaxTasksPerOwner: 2, MaxTasks: 3})
 	start(t, e, "sleep 30", "alice")
 	start(t, e, "sleep 30", "alice")
@@ -266,6 +277,7 @@ func TestTaskLimits(t *testing.T) {
 }
 
 func TestRetention(t *testing.T) {
+	t.Parallel()
 	spills := t.TempDir()
 	e := newExec(t, &Options{MaxFinishedTasks: 2, MaxOutputBytes: 10, SpillDir: spills})
 	l := listen(e)
@@ -298,6 +310,7 @@ func TestRetention(t *testing.T) {
 // TestCloseKillsEverything: Close returns only once every process of every
 // task is gone, a TERM-trapping one included, and calls no listener.
 func TestCloseKillsEverything(t *testing.T) {
+	t.Parallel()
 	e, err := New(testOptions(&Options{Grace: 300 * time.Millisecond, SpillDir: t.TempDir()}))
 	if err != nil {
 		t.Fatal(err)

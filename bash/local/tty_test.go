@@ -71,6 +71,7 @@ func cttyHelper(marker, spillDir string) int {
 // so a program that opens /dev/tty fails at once instead of waiting for a
 // person at a terminal nobody watches.
 func TestNoControllingTerminal(t *testing.T) {
+	t.Parallel()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)

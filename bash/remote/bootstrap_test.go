@@ -21,6 +21,7 @@ import (
 // binary, which serves when run as "dsh-bash executor CONFIG"), once,
 // checked by hash; without Upload the error says what is missing.
 func TestUpload(t *testing.T) {
+	t.Parallel()
 	s := startSSHD(t)
 	cfg, err := json.Marshal(serverConfig{bashtest.Config{Cwd: t.TempDir()}, t.TempDir()})
 	if err != nil {
@@ -85,6 +86,7 @@ func dialErr(d *SSH) (*Executor, error) {
 }
 
 func TestSameSystem(t *testing.T) {
+	t.Parallel()
 	if err := sameSystem("Linux x86_64"); err != nil && strings.Contains(err.Error(), "amd64") {
 		t.Skip("not linux/amd64")
 	}

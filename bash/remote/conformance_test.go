@@ -180,17 +180,20 @@ func overProcess(t *testing.T, c bashtest.Config) bash.Executor {
 // remote executor, over pipes to a server in this process and over the
 // stdio of a server process.
 func TestConformance(t *testing.T) {
-	t.Run("pipe", func(t *testing.T) { bashtest.Run(t, overPipe) })
-	t.Run("process", func(t *testing.T) { bashtest.Run(t, overProcess) })
+	t.Parallel()
+	t.Run("pipe", func(t *testing.T) { t.Parallel(); bashtest.Run(t, overPipe) })
+	t.Run("process", func(t *testing.T) { t.Parallel(); bashtest.Run(t, overProcess) })
 }
 
 // TestTranscript checks that the model reads the same bytes through the
 // remote executor as through the local one.
 func TestTranscript(t *testing.T) {
+	t.Parallel()
 	t.Run("pipe", func(t *testing.T) {
 		bashtest.Transcript(t, overPipe, "../bashtest/testdata/transcript.txtar", *updateTranscript)
 	})
 	t.Run("process", func(t *testing.T) {
+		t.Parallel()
 		bashtest.Transcript(t, overProcess, "../bashtest/testdata/transcript.txtar", false)
 	})
 }

@@ -25,6 +25,7 @@ import (
 // session gets errors naming the host, the others keep working; the host
 // is restarted and used again, by its session and by a new one.
 func TestFleetOverSSH(t *testing.T) {
+	t.Parallel()
 	servers, f := sshFleet(t, 3)
 	tags := map[string]string{}
 	tasks := map[string]bash.TaskID{}

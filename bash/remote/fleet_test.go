@@ -75,6 +75,7 @@ func overFleet(n int) bashtest.NewFunc {
 // transcript, against a fleet of one host (with more, the limit on all
 // tasks is each host's, which the transcript's step at that limit shows).
 func TestFleetConformance(t *testing.T) {
+	t.Parallel()
 	bashtest.Run(t, overFleet(1))
 	bashtest.Transcript(t, overFleet(1), "../bashtest/testdata/transcript.txtar", false)
 }
@@ -82,6 +83,7 @@ func TestFleetConformance(t *testing.T) {
 // TestFleetLoadCountsEndedTasks: tasks that end before their start's
 // reply is handled (their end overtakes it) are not counted as running.
 func TestFleetLoadCountsEndedTasks(t *testing.T) {
+	t.Parallel()
 	f := overFleet(1)(t, bashtest.Config{Cwd: t.TempDir(), Timeout: time.Minute, MaxTimeout: time.Minute,
 		Grace: time.Second, DrainDelay: 50 * time.Millisecond, MaxOutputBytes: 4096, MaxTasksPerOwner: 64, MaxTasks: 64}).(*servedFleet)
 	defer f.Close()

@@ -6,6 +6,7 @@ import (
 	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/dshgo/dsh/bash"
+	"github.com/dshgo/dsh/internal/coalesce"
 )
 
 // handler runs one method; an error is bad params.
@@ -47,11 +48,14 @@ func (s *server) run(ctx context.Context, req *jsonrpc2.Request) (*reply, error)
 	spec := p.spec()
 	if p.Stream {
 		call := req.ID.Num
-		out := newOutbox(s.opts.MaxPendingOutput, s.opts.outputEvery(), func(pc piece) {
-			_ = s.conn.Notify(ctx, methodOutput, outputNote{Call: call, Stream: pc.stream, Text: string(pc.text), Skipped: pc.skipped})
-		})
-		spec.OnOutput = out.add
-		defer out.close()
+		// The executor's observer must not block; the link may: a Sender
+		// in between keeps the output in order, in bounded memory, and
+		// drops the oldest when the link is slow (the result holds all).
+		out := coalesce.New(func(pc coalesce.Piece) {
+			_ = s.conn.Notify(ctx, methodOutput, outputNote{Call: call, Stream: bash.Stream(pc.Stream), Text: pc.Text, Skipped: pc.Skipped})
+		}, &coalesce.Options{Every: s.opts.outputEvery(), MaxPending: s.opts.maxPendingOutput()})
+		spec.OnOutput = func(stream bash.Stream, text []byte) { out.AddTo(string(stream), text) }
+		defer out.Close()
 	}
 	res, err := s.exec.Run(ctx, spec)
 	return &reply{Result: &res, Err: toWireError(err)}, nil

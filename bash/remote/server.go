@@ -35,6 +35,10 @@ type ServeOptions struct {
 	Logf func(format string, args ...any)
 }
 
+// DefaultMaxPendingOutput is how many bytes of a run's live output the
+// server keeps unsent by default.
+const DefaultMaxPendingOutput = 64 << 10
+
 // ownerEnder is an executor that keeps something per owner token beyond
 // its tasks (a sandbox's jail).
 type ownerEnder interface {
@@ -231,6 +235,14 @@ type logWriter func(format string, args ...any)
 func (f logWriter) Write(b []byte) (int, error) {
 	f("%s", b)
 	return len(b), nil
+}
+
+// maxPendingOutput is MaxPendingOutput, or its default when not positive.
+func (o *ServeOptions) maxPendingOutput() int {
+	if o.MaxPendingOutput <= 0 {
+		return DefaultMaxPendingOutput
+	}
+	return o.MaxPendingOutput
 }
 
 func (o *ServeOptions) outputEvery() time.Duration {

@@ -46,9 +46,11 @@ func overSSH(s *sshd) bashtest.NewFunc {
 // TestSSHConformance runs the executor contract over SSH to a real
 // OpenSSH server on loopback, and the shared transcript through it.
 func TestSSHConformance(t *testing.T) {
+	t.Parallel()
 	s := startSSHD(t)
 	t.Run("suite", func(t *testing.T) { bashtest.Run(t, overSSH(s)) })
 	t.Run("transcript", func(t *testing.T) {
+		t.Parallel()
 		bashtest.Transcript(t, overSSH(s), "../bashtest/testdata/transcript.txtar", false)
 	})
 }
@@ -57,6 +59,7 @@ func TestSSHConformance(t *testing.T) {
 // an error that says which and what to do; so is a key the host does not
 // accept.
 func TestSSHHostKeys(t *testing.T) {
+	t.Parallel()
 	s := startSSHD(t)
 	empty := t.TempDir() + "/known_hosts"
 	os.WriteFile(empty, nil, 0o600)
@@ -90,6 +93,7 @@ func TestSSHHostKeys(t *testing.T) {
 }
 
 func TestParseURL(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		raw, user, host, ws, err string
 		port                     int

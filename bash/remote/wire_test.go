@@ -2,18 +2,22 @@ package remote
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 	"unicode/utf8"
 
+	"github.com/sourcegraph/jsonrpc2"
+
 	"github.com/dshgo/dsh/bash"
-	"github.com/dshgo/dsh/internal/testwait"
 )
 
 // TestErrorRoundTrip: every typed error of package bash crosses the wire
@@ -100,57 +104,134 @@ func TestLineStreamBound(t *testing.T) {
 	}
 }
 
-// TestOutboxBounded: while the link is stuck, the outbox keeps at most its
-// bound, drops the oldest bytes at character boundaries and counts them,
-// and sends the rest in order once the link moves.
-func TestOutboxBounded(t *testing.T) {
-	release, stuck := make(chan struct{}), make(chan struct{})
-	var mu sync.Mutex
-	var got []piece
-	first := true
-	o := newOutbox(1000, 0, func(p piece) {
-		if first {
-			first = false
-			close(stuck)
-			<-release // the link is stuck on the first piece
+// TestLiveOutputBounded: while the link is stuck, the server keeps at
+// most MaxPendingOutput bytes of a run's live output, drops the oldest at
+// character boundaries and counts them, and once the link moves sends the
+// rest in order, each piece tagged with its stream.
+func TestLiveOutputBounded(t *testing.T) {
+	// An odd bound: a cut at the bound itself would split an é.
+	const bound = 1001
+	char := map[bash.Stream]string{bash.Stdout: "é", bash.Stderr: "€"} // the text of each stream
+	f := &floodExec{flooded: make(chan struct{})}
+	var full strings.Builder
+	for i := range 10000 {
+		// 100 bytes on stdout, 99 on stderr every 50th, then every other
+		// in the tail that goes out: runs of stdout longer than the
+		// bound, and both streams in what is kept.
+		o := observed{bash.Stdout, strings.Repeat(char[bash.Stdout], 50)}
+		if i%50 == 0 || i > 9990 && i%2 == 0 {
+			o = observed{bash.Stderr, strings.Repeat(char[bash.Stderr], 33)}
 		}
-		mu.Lock()
-		got = append(got, p)
-		mu.Unlock()
-	})
-	o.add(bash.Stdout, []byte("head"))
-	testwait.Recv(t, stuck, "send of the first piece") // it is out, and stuck
-	total := 0
-	for i := 0; i < 10000; i++ {
-		stream := bash.Stdout
-		if i%3 == 0 {
-			stream = bash.Stderr
-		}
-		text := []byte(strings.Repeat("é", 50)) // 100 bytes, 2 per character
-		o.add(stream, text)
-		total += len(text)
-		if n := o.pendingBytes(); n > 1000 {
-			t.Fatalf("%d bytes pending, over the bound of 1000", n)
-		}
+		f.adds = append(f.adds, o)
+		full.WriteString(o.text)
 	}
-	close(release)
-	o.close()
-	sent, skipped := 0, int64(0)
-	for _, p := range got[1:] {
-		if !utf8.Valid(p.text) {
-			t.Fatalf("a piece is not valid UTF-8: %q", p.text[:8])
+	notes := runStuck(t, f, &ServeOptions{MaxPendingOutput: bound, OutputEvery: -1})
+	pos, skipped := 0, int64(0)
+	for i, n := range notes {
+		pos += int(n.Skipped)
+		skipped += n.Skipped
+		end := pos + len(n.Text)
+		if n.Text == "" || len(n.Text) > bound || !utf8.ValidString(n.Text) || end > full.Len() || full.String()[pos:end] != n.Text ||
+			strings.ReplaceAll(n.Text, char[n.Stream], "") != "" {
+			t.Fatalf("note %d (%s, %d bytes after %d skipped) is not the output of %s from byte %d", i, n.Stream, len(n.Text), n.Skipped, n.Stream, pos)
 		}
-		sent += len(p.text)
-		skipped += p.skipped
+		pos = end
 	}
-	if int64(sent)+skipped != int64(total) || sent > 1000 || skipped == 0 {
-		t.Errorf("sent %d + skipped %d, want %d in all, at most 1000 sent", sent, skipped, total)
+	if pos != full.Len() || skipped == 0 {
+		t.Errorf("the notes account for %d bytes of %d, %d of them skipped", pos, full.Len(), skipped)
 	}
 }
 
-// pendingBytes is how many bytes wait unsent.
-func (o *outbox) pendingBytes() int {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.size
+// observed is one call of an observer.
+type observed struct {
+	stream bash.Stream
+	text   string
+}
+
+// floodExec is an executor whose Run calls the observer with each of adds,
+// then closes flooded; it has no other method than those Serve calls.
+type floodExec struct {
+	bash.Executor // nil
+	adds          []observed
+	flooded       chan struct{}
+}
+
+func (f *floodExec) Run(_ context.Context, spec bash.ExecSpec) (bash.RunResult, error) {
+	for _, a := range f.adds {
+		spec.OnOutput(a.stream, []byte(a.text))
+	}
+	close(f.flooded)
+	return bash.RunResult{}, nil
+}
+
+func (f *floodExec) OnTaskDone(func(bash.Task)) func() { return func() {} }
+func (f *floodExec) Close() error                      { return nil }
+
+// runStuck serves f over a link that nobody reads until f's Run has
+// flooded it, runs a command with live output and returns the output
+// notes sent before the reply.
+func runStuck(t *testing.T, f *floodExec, opts *ServeOptions) []outputNote {
+	t.Helper()
+	cli, srv := net.Pipe() // unbuffered: stuck until read
+	served := make(chan error, 1)
+	go func() { served <- Serve(context.Background(), srv, f, opts) }()
+	defer func() {
+		cli.Close()
+		if err := <-served; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	}()
+	s := newLineStream(cli, 0)
+	call(t, s, 1, methodHello, helloParams{Version: Version})
+	if _, err := readUntilReply(s, 1); err != nil {
+		t.Fatal(err)
+	}
+	call(t, s, 2, methodRun, wireSpec{Command: "flood", Stream: true})
+	<-f.flooded
+	notes, err := readUntilReply(s, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return notes
+}
+
+// call sends a request.
+func call(t *testing.T, s *lineStream, id uint64, method string, params any) {
+	t.Helper()
+	req := &jsonrpc2.Request{ID: jsonrpc2.ID{Num: id}, Method: method}
+	if err := req.SetParams(params); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.WriteObject(req); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// readUntilReply reads messages up to the reply to call id, and returns
+// the output notes among them.
+func readUntilReply(s *lineStream, id uint64) ([]outputNote, error) {
+	var notes []outputNote
+	for {
+		var m struct {
+			ID     *uint64         `json:"id"`
+			Method string          `json:"method"`
+			Params json.RawMessage `json:"params"`
+			Error  json.RawMessage `json:"error"`
+		}
+		if err := s.ReadObject(&m); err != nil {
+			return nil, fmt.Errorf("reading the reply to call %d: %w", id, err)
+		}
+		switch {
+		case m.Method == methodOutput:
+			var n outputNote
+			if err := json.Unmarshal(m.Params, &n); err != nil {
+				return nil, fmt.Errorf("an output note: %w", err)
+			}
+			notes = append(notes, n)
+		case m.ID != nil && *m.ID == id && m.Error != nil:
+			return nil, fmt.Errorf("call %d: %s", id, m.Error)
+		case m.ID != nil && *m.ID == id:
+			return notes, nil
+		}
+	}
 }

@@ -31,10 +31,14 @@ func conformant(t *testing.T, c bashtest.Config) bash.Executor {
 
 // TestConformance runs the executor contract of package bash against the
 // sandbox.
-func TestConformance(t *testing.T) { bashtest.Run(t, conformant) }
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	bashtest.Run(t, conformant)
+}
 
 // TestTranscript checks that the model reads the same bytes through the
 // sandbox as through the local executor.
 func TestTranscript(t *testing.T) {
+	t.Parallel()
 	bashtest.Transcript(t, conformant, "../bashtest/testdata/transcript.txtar", *updateTranscript)
 }

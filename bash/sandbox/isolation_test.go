@@ -236,6 +236,7 @@ var attacks = []attack{
 // the sandbox each one must fail; against the local executor each one must
 // succeed, which shows that the test can see it happen.
 func TestIsolation(t *testing.T) {
+	t.Parallel()
 	for _, sandboxed := range []bool{true, false} {
 		t.Run(map[bool]string{true: "sandbox", false: "local"}[sandboxed], func(t *testing.T) {
 			r := newRig(t, sandboxed)

@@ -45,8 +45,10 @@ type Executor struct {
 
 var _ bash.Executor = (*Executor)(nil)
 
-// New makes a sandbox executor. It fails with an error matching
-// ErrUnavailable when the sandbox cannot work here: see Check.
+// New makes a sandbox executor. It runs one command in a throwaway jail
+// first, and fails with an error matching ErrUnavailable when that cannot
+// work here, so that a host without jails fails at New, not at the
+// model's first command.
 func New(ctx context.Context, opts *Options) (*Executor, error) {
 	o := Options{}
 	if opts != nil {
@@ -82,8 +84,7 @@ func New(ctx context.Context, opts *Options) (*Executor, error) {
 	return e, nil
 }
 
-// check runs one command in a throwaway jail, so that a host where jails
-// cannot work fails at New, not at the model's first command.
+// check runs one command in a throwaway jail (see New).
 func (e *Executor) check(ctx context.Context) error {
 	const owner = "dsh-sandbox-check"
 	spec, err := e.Resolve(ctx, bash.ExecRequest{Command: "exit 0", Owner: owner})

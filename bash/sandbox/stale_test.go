@@ -17,6 +17,7 @@ import (
 // are removed, with what their commands left in them (a directory without
 // permissions, a symlink out, which is not followed).
 func TestCleanStale(t *testing.T) {
+	t.Parallel()
 	parent, outside := t.TempDir(), t.TempDir()
 	start, err := stamp.StartTime(os.Getpid())
 	if err != nil {
@@ -58,6 +59,7 @@ func TestCleanStale(t *testing.T) {
 // TestJailsDirStamped: the jails' directory carries this process's stamp,
 // so that CleanStale can find it once the process is gone.
 func TestJailsDirStamped(t *testing.T) {
+	t.Parallel()
 	if stamp.Self() == "" {
 		t.Skip("no stamp: /proc cannot tell")
 	}

@@ -22,6 +22,7 @@ import (
 // runs a foreground command and starts a background one, then stdin EOF
 // ends the agent and the background process with it.
 func TestACPBinary(t *testing.T) {
+	t.Parallel()
 	fifo := filepath.Join(t.TempDir(), "pid")
 	syscall.Mkfifo(fifo, 0o600)
 	model := fakellm.New(t,
@@ -82,6 +83,7 @@ func TestACPBinary(t *testing.T) {
 }
 
 func TestACPUsage(t *testing.T) {
+	t.Parallel()
 	open := filepath.Join(t.TempDir(), "key")
 	os.WriteFile(open, []byte("sk-0123456789abcdef\n"), 0o644)
 	for _, tc := range []struct {

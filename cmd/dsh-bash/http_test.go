@@ -172,6 +172,7 @@ func writeFile(t *testing.T, content string, mode os.FileMode) string {
 // printed), requires it, and removes it on SIGTERM, which stops the server
 // and its tasks.
 func TestMCPHTTPBinary(t *testing.T) {
+	t.Parallel()
 	s := startHTTP(t, nil, "--http", "127.0.0.1:0")
 	if !strings.HasPrefix(s.where, "http://127.0.0.1:") {
 		t.Fatalf("serving on %q", s.where)
@@ -215,6 +216,7 @@ func TestMCPHTTPBinary(t *testing.T) {
 // TestMCPHTTPTokenSources: a token from --token-file or DSH_BASH_TOKEN is
 // the one required, and the commands run do not see DSH_BASH_TOKEN.
 func TestMCPHTTPTokenSources(t *testing.T) {
+	t.Parallel()
 	for name, setup := range map[string]func() ([]string, []string){
 		"file": func() ([]string, []string) { return nil, []string{"--token-file", writeFile(t, goodToken+"\n", 0o600)} },
 		"env":  func() ([]string, []string) { return []string{"DSH_BASH_TOKEN=" + goodToken}, nil },
@@ -235,6 +237,7 @@ func TestMCPHTTPTokenSources(t *testing.T) {
 }
 
 func TestMCPHTTPUsage(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	open := writeFile(t, goodToken, 0o644)
 	short := writeFile(t, "short", 0o600)
@@ -284,6 +287,7 @@ func TestMCPHTTPUsage(t *testing.T) {
 
 // TestMCPHTTPNoAuth: --no-auth serves loopback without a token.
 func TestMCPHTTPNoAuth(t *testing.T) {
+	t.Parallel()
 	s := startHTTP(t, nil, "--http", "127.0.0.1:0", "--no-auth")
 	cs := mustClient(t, s, "")
 	if got := callText(t, cs, "bash", map[string]any{"command": "echo open", "description": "Say open"}); got != "open\n" {
@@ -296,6 +300,7 @@ func TestMCPHTTPNoAuth(t *testing.T) {
 // PATH in use or not a socket, replaces a stale socket, and removes its
 // own on exit.
 func TestMCPHTTPUnix(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "mcp.sock")
 	s := startHTTP(t, nil, "--http", "unix:"+path)
 	if s.where != "unix:"+path {
@@ -345,6 +350,7 @@ func readToken(t *testing.T, s *httpServer) string {
 // on a connection that sent nothing, on an open GET stream, or on a call
 // in flight whose command ignores SIGTERM. The deadline is ten times that.
 func TestMCPHTTPShutdown(t *testing.T) {
+	t.Parallel()
 	s := startHTTP(t, nil, "--http", "127.0.0.1:0", "--no-auth", "--idle-timeout", "1h", "--session-grace", "1h")
 	cs := mustClient(t, s, "")
 	bg := syncedPid(t, cs)
@@ -389,6 +395,7 @@ func foregroundPid(t *testing.T, cs *mcp.ClientSession) int {
 // TestMCPHTTPSessionGrace: with --session-grace, the tasks of a client
 // that went away without a DELETE die; --max-sessions caps the sessions.
 func TestMCPHTTPSessionGrace(t *testing.T) {
+	t.Parallel()
 	s := startHTTP(t, nil, "--http", "127.0.0.1:0", "--no-auth", "--session-grace", "200ms", "--max-sessions", "1")
 	tr := &http.Transport{}
 	cs, err := connect(&mcp.StreamableClientTransport{Endpoint: s.where, HTTPClient: &http.Client{Transport: tr}, DisableStandaloneSSE: true})

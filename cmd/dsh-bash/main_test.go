@@ -82,6 +82,7 @@ func run(t *testing.T, cmd *exec.Cmd) error {
 }
 
 func TestRun(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	os.Mkdir(filepath.Join(dir, "sub"), 0o755)
 	tests := []struct {
@@ -112,6 +113,7 @@ func TestRun(t *testing.T) {
 }
 
 func TestRunTruncatedKeepsSpill(t *testing.T) {
+	t.Parallel()
 	stdout, _, code := dshBash(t, t.TempDir(), "run", "--max-output-bytes", "10", "--", "seq 1000")
 	prefix := "999\n1000\n[output truncated; full output: "
 	if code != 0 || !strings.HasPrefix(stdout, prefix) {
@@ -126,6 +128,7 @@ func TestRunTruncatedKeepsSpill(t *testing.T) {
 }
 
 func TestUsage(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{{}, {"nope"}, {"run"}, {"run", "--bogus", "x"}, {"schema", "extra"}} {
 		if _, stderr, code := dshBash(t, "", args...); code != 2 || stderr == "" {
 			t.Errorf("%q: exit %d, stderr %q", args, code, stderr)
@@ -134,6 +137,7 @@ func TestUsage(t *testing.T) {
 }
 
 func TestSchema(t *testing.T) {
+	t.Parallel()
 	stdout, _, code := dshBash(t, "", "schema")
 	if code != 0 {
 		t.Fatal(code)
@@ -173,6 +177,7 @@ func TestSchema(t *testing.T) {
 // TestSignalStopsEverything: SIGTERM to dsh-bash run aborts the command and
 // no process of it outlives the binary.
 func TestSignalStopsEverything(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "sync")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {

@@ -98,6 +98,7 @@ var alive = proctest.Alive
 // TestMCPStdioClientGone: closing the client (stdin EOF) stops dsh-bash
 // mcp, and the background sleep dies with it.
 func TestMCPStdioClientGone(t *testing.T) {
+	t.Parallel()
 	cs, cmd := mcpClient(t, "--cwd", t.TempDir())
 	if got := callText(t, cs, "bash", map[string]any{"command": "echo hi", "description": "Say hi"}); got != "hi\n" {
 		t.Errorf("call: %q", got)
@@ -117,6 +118,7 @@ func TestMCPStdioClientGone(t *testing.T) {
 
 // TestMCPStdioSignal: SIGTERM stops dsh-bash mcp and its tasks.
 func TestMCPStdioSignal(t *testing.T) {
+	t.Parallel()
 	cs, cmd := mcpClient(t)
 	pid := syncedPid(t, cs)
 	cmd.Process.Signal(syscall.SIGTERM)
@@ -140,6 +142,7 @@ func TestMCPStdioSignal(t *testing.T) {
 }
 
 func TestMCPUsage(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		args []string
 		want string

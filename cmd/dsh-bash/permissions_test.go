@@ -19,6 +19,7 @@ import (
 // says how to allow; a repository's own rules count only when the user's
 // configuration says so.
 func TestRunPermissions(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	out, _, code := dshBash(t, dir, "run", "--deny", "touch", "--", "echo a && touch planted")
 	if code != 1 || !strings.HasPrefix(out, "permission denied: `touch planted` matches rule deny \"touch\" (--deny)") {
@@ -56,6 +57,7 @@ func TestRunPermissions(t *testing.T) {
 // TestRunAsksOnTerminal: with a terminal on stdin, run asks there; "y"
 // runs the command, "n" does not.
 func TestRunAsksOnTerminal(t *testing.T) {
+	t.Parallel()
 	for _, answer := range []string{"y", "n"} {
 		t.Run(answer, func(t *testing.T) {
 			dir := t.TempDir()

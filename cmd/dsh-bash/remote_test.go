@@ -55,13 +55,19 @@ func dial(t *testing.T, cmd *remote.Command, host string) *remote.Executor {
 // executor` as a subprocess, and the shared transcript through it, also
 // with the sandbox on the far side.
 func TestExecutorConformance(t *testing.T) {
+	t.Parallel()
 	bashtest.Run(t, overExecutor("--sandbox=off"))
 }
 
 func TestExecutorTranscript(t *testing.T) {
+	t.Parallel()
 	const golden = "../../bash/bashtest/testdata/transcript.txtar"
-	t.Run("local", func(t *testing.T) { bashtest.Transcript(t, overExecutor("--sandbox=off"), golden, false) })
+	t.Run("local", func(t *testing.T) {
+		t.Parallel()
+		bashtest.Transcript(t, overExecutor("--sandbox=off"), golden, false)
+	})
 	t.Run("sandbox", func(t *testing.T) {
+		t.Parallel()
 		requireBwrap(t)
 		bashtest.Transcript(t, overExecutor("--sandbox=on"), golden, false)
 	})
@@ -70,6 +76,7 @@ func TestExecutorTranscript(t *testing.T) {
 // TestExecutorCmd: mcp and run with --executor-cmd run their commands
 // through dsh-bash executor, and say where in the MCP instructions.
 func TestExecutorCmd(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	far := binary + " executor --sandbox=off --cwd " + dir
 	out, errOut, code := dshBash(t, t.TempDir(), "run", "--executor-cmd", far, "--remote-workspace", dir, "--", "pwd; echo $((6*7))")
@@ -96,6 +103,7 @@ func TestExecutorCmd(t *testing.T) {
 // sandboxed there; its calls work; at its stdin's EOF the far side's
 // tasks die with it.
 func TestMCPOverExecutor(t *testing.T) {
+	t.Parallel()
 	far := binary + " executor --sandbox=off"
 	m := startRawMCP(t, "--executor-cmd", far)
 	if !strings.Contains(m.init, "Commands run on") || !strings.Contains(m.init, "NOT sandboxed there") {
@@ -121,6 +129,7 @@ func TestMCPOverExecutor(t *testing.T) {
 // runs commands itself, even when the configuration file there names
 // remote hosts (for the clients that read it).
 func TestExecutorIgnoresConfiguredRemotes(t *testing.T) {
+	t.Parallel()
 	cfg := t.TempDir() + "/config.json"
 	os.WriteFile(cfg, []byte(`{"remote": {"executorCmds": ["/nonexistent/relay executor"]}}`), 0o600)
 	cmd := &remote.Command{Argv: []string{binary, "executor", "--sandbox=off", "--config", cfg}, Stderr: os.Stderr}

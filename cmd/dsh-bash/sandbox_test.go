@@ -22,6 +22,7 @@ import (
 // (until the next dsh-bash's start-up clean-up), which shows the test can
 // tell.
 func TestSandboxDiesWithServer(t *testing.T) {
+	t.Parallel()
 	requireBwrap(t)
 	for _, mode := range []string{"on", "off"} {
 		t.Run(mode, func(t *testing.T) {

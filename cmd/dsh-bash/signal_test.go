@@ -163,6 +163,7 @@ func assertGone(t *testing.T, pids []int) {
 // SIGKILL) and kill the background tasks, and dsh-bash exits with nothing
 // left running.
 func TestMCPSignalsAbortCalls(t *testing.T) {
+	t.Parallel()
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP} {
 		t.Run(sig.String(), func(t *testing.T) {
 			m := startRawMCP(t)
@@ -183,6 +184,7 @@ func TestMCPSignalsAbortCalls(t *testing.T) {
 // is gone: dsh-bash must clean up and exit, not die of SIGPIPE and leave
 // its commands behind.
 func TestMCPStdoutGone(t *testing.T) {
+	t.Parallel()
 	m := startRawMCP(t)
 	pids := m.startCommands()
 	m.outR.Close()
@@ -198,6 +200,7 @@ func TestMCPStdoutGone(t *testing.T) {
 // `dsh-bash run -- 'server & …' | head -1`) still stops what the command
 // left running.
 func TestRunStdoutGone(t *testing.T) {
+	t.Parallel()
 	pidFile := filepath.Join(t.TempDir(), "pid")
 	cmd := execCommand("run", "--", "sleep 300 & echo $! > "+pidFile+"; seq 100000")
 	cmd.Env = append(os.Environ(), "TMPDIR="+t.TempDir())
@@ -218,6 +221,7 @@ func TestRunStdoutGone(t *testing.T) {
 // TestSecretsOutOfReach: a command of the same (unprivileged) user cannot
 // read dsh-bash's environment through /proc: the process is not dumpable.
 func TestSecretsOutOfReach(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to run dsh-bash as another, unprivileged user")
 	}
@@ -249,6 +253,7 @@ func TestSecretsOutOfReach(t *testing.T) {
 // cgroup (with the processes in it) and its spill directory behind; the
 // next dsh-bash started beside it removes both and kills the processes.
 func TestStartupCleansAfterKilled(t *testing.T) {
+	t.Parallel()
 	m := startRawMCP(t)
 	pidFile := filepath.Join(t.TempDir(), "pid")
 	m.call(1, "sleep 300 & echo $! > "+pidFile+"; disown; seq 100000 >&2", false)
@@ -280,6 +285,7 @@ func TestStartupCleansAfterKilled(t *testing.T) {
 // TestMCPSignalWithStuckClient: a client that stopped reading stdout (its
 // pipe full of answers) does not keep dsh-bash from stopping on SIGTERM.
 func TestMCPSignalWithStuckClient(t *testing.T) {
+	t.Parallel()
 	m := startRawMCP(t)
 	for i := range 20 {
 		m.call(10+i, "seq 7000", false) // about 30 KB of answer each, never read

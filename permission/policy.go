@@ -1,0 +1,67 @@
+package permission
+
+// Policy is a set of rules and what applies to a command none matches.
+// The zero Policy allows every command that can be read statically:
+// callers with no rules configured do not check at all.
+type Policy struct {
+	Rules []Rule
+	// Unmatched is the decision for a simple command no rule matches (Ask
+	// where rules are configured).
+	Unmatched Decision
+	// Home is what ~ means; empty makes ~ unknown (ask).
+	Home string
+}
+
+// Verdict is the decision on a whole command, and why.
+type Verdict struct {
+	Decision Decision
+	// Rule is the rule that decided, when one did.
+	Rule *Rule
+	// Command is the simple command (its words) the decision is about.
+	Command string
+	// Reason says why, in words for the model and the user.
+	Reason string
+	// Prefixes are, for Ask, the narrowest argv prefixes that, allowed,
+	// would have let the command run (empty when no prefix rule could:
+	// the ask comes from what cannot be known statically).
+	Prefixes []string
+}
+
+// Check decides on command, which runs in workdir for a session whose
+// workspace is workspace (writes outside it are asked about; empty: not
+// checked).
+func (p *Policy) Check(command, workdir, workspace string) Verdict {
+	c := &checker{p: p, workdir: workdir, workspace: workspace}
+	c.script(command, 0)
+	if c.v.Decision == Ask && !c.structural {
+		c.v.Prefixes = c.prefixes
+	}
+	if c.v.Reason == "" {
+		c.v.Reason = "every command it runs is allowed"
+	}
+	return c.v
+}
+
+// checker walks one command, keeping the strongest verdict.
+type checker struct {
+	p                  *Policy
+	workdir, workspace string
+	v                  Verdict
+	structural         bool            // an ask no prefix rule could answer
+	prefixes           []string        // of the simple commands asked about
+	changesDir         bool            // the script runs cd, pushd or popd
+	ints               map[string]bool // variables declared -i: their values are arithmetic
+}
+
+// raise keeps v if it is stronger than what was found so far.
+func (c *checker) raise(v Verdict) {
+	if v.Decision > c.v.Decision || (c.v.Reason == "" && v.Decision == c.v.Decision) {
+		c.v = v
+	}
+}
+
+// unknowable is an ask that no rule can answer.
+func (c *checker) unknowable(cmd, reason string) {
+	c.structural = true
+	c.raise(Verdict{Decision: Ask, Command: cmd, Reason: reason})
+}
