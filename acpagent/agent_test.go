@@ -3,7 +3,6 @@
 package acpagent
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"flag"
@@ -16,7 +15,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 
@@ -25,6 +23,7 @@ import (
 	"github.com/dshgo/dsh/internal/acptest"
 	"github.com/dshgo/dsh/internal/fakellm"
 	"github.com/dshgo/dsh/internal/proctest"
+	"github.com/dshgo/dsh/internal/testwait"
 	"github.com/dshgo/dsh/toolbash"
 	"golang.org/x/tools/txtar"
 )
@@ -170,18 +169,17 @@ func TestLiveTerminalOutput(t *testing.T) {
 	syscall.Mkfifo(fifo, 0o600)
 	r := newRig(t, true, true, fakellm.Turn{Calls: []fakellm.Call{bashCall("c1", "echo first; read < "+fifo+"; echo second")}}, fakellm.Turn{Text: "ok"})
 	sid := r.newSession(t, t.TempDir())
-	done := make(chan acp.StopReason, 1)
-	go func() { done <- r.prompt(t, sid, "go") }()
+	done := r.promptAsync(sid, "go")
 	r.client.WaitUpdate(t, sid, func(u map[string]any) bool { d, _ := terminalData(u); return strings.Contains(d, "first") })
 	for _, u := range r.client.SessionUpdates(t, sid) {
 		if u["status"] == "completed" {
 			t.Fatal("the call completed before its command was released")
 		}
 	}
-	w, _ := os.OpenFile(fifo, os.O_WRONLY, 0)
-	w.WriteString("\n")
-	w.Close()
-	<-done
+	testwait.WriteFIFO(t, fifo, "", "the command")
+	if got := testwait.Recv(t, done, "end of the prompt"); got != acp.StopReasonEndTurn {
+		t.Fatalf("stop reason %s", got)
+	}
 	u := normalize(r.client.SessionUpdates(t, sid))
 	if data, _ := terminalData(u[1]); data != "first\nsecond\n" || u[2]["status"] != "completed" {
 		t.Errorf("updates %v", u)
@@ -206,18 +204,15 @@ func TestSlowEditorSkips(t *testing.T) {
 		fakellm.Turn{Calls: []fakellm.Call{bashCall("c1", cmd)}}, fakellm.Turn{Text: "ok"})
 	t.Cleanup(valve.Open)
 	sid := r.newSession(t, t.TempDir())
-	done := make(chan acp.StopReason, 1)
-	go func() { done <- r.prompt(t, sid, "go") }()
+	done := r.promptAsync(sid, "go")
 	r.client.WaitUpdate(t, sid, func(u map[string]any) bool { d, _ := terminalData(u); return strings.Contains(d, "first") })
 	valve.Hold() // the editor stops reading
-	w, _ := os.OpenFile(goFifo, os.O_WRONLY, 0)
-	w.WriteString("\n")
-	w.Close()
-	f, _ := os.Open(doneFifo) // the command has printed everything
-	io.ReadAll(f)
-	f.Close()
+	testwait.WriteFIFO(t, goFifo, "", "the command")
+	testwait.ReadFIFO(t, doneFifo, "end of the command's output")
 	valve.Open()
-	<-done
+	if got := testwait.Recv(t, done, "end of the prompt"); got != acp.StopReasonEndTurn {
+		t.Fatalf("stop reason %s", got)
+	}
 
 	data, _ := terminalData(normalize(r.client.SessionUpdates(t, sid))[1])
 	full := "first\n" + strings.Repeat("a", size) + "\nlast\n"
@@ -405,19 +400,10 @@ func TestCancel(t *testing.T) {
 	syscall.Mkfifo(fifo, 0o600)
 	r := newRig(t, true, true, fakellm.Turn{Calls: []fakellm.Call{bashCall("c1", "echo $$ > "+fifo+"; exec sleep 30"), bashCall("c2", "echo never")}})
 	sid := r.newSession(t, t.TempDir())
-	done := make(chan acp.StopReason, 1)
-	go func() { done <- r.prompt(t, sid, "go") }()
-	f, err := os.Open(fifo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	line, _ := bufio.NewReader(f).ReadString('\n')
-	f.Close()
-	pid, _ := strconv.Atoi(strings.TrimSpace(line))
-	if err := r.conn.Cancel(context.Background(), acp.CancelNotification{SessionId: sid}); err != nil {
-		t.Fatal(err)
-	}
-	if got := <-done; got != acp.StopReasonCancelled {
+	done := r.promptAsync(sid, "go")
+	pid := proctest.PidFromFIFO(t, fifo)
+	r.cancel(t, sid)
+	if got := testwait.Recv(t, done, "end of the cancelled prompt"); got != acp.StopReasonCancelled {
 		t.Errorf("stop reason %s", got)
 	}
 	if proctest.Alive(pid) {
@@ -446,11 +432,10 @@ func TestCancel(t *testing.T) {
 func TestCancelModelRequest(t *testing.T) {
 	r := newRig(t, false, true, fakellm.Turn{Hold: true, Text: "never"})
 	sid := r.newSession(t, t.TempDir())
-	done := make(chan acp.StopReason, 1)
-	go func() { done <- r.prompt(t, sid, "go") }()
-	<-r.model.Arrived
-	r.conn.Cancel(context.Background(), acp.CancelNotification{SessionId: sid})
-	if got := <-done; got != acp.StopReasonCancelled {
+	done := r.promptAsync(sid, "go")
+	testwait.Recv(t, r.model.Arrived, "model request")
+	r.cancel(t, sid)
+	if got := testwait.Recv(t, done, "end of the cancelled prompt"); got != acp.StopReasonCancelled {
 		t.Errorf("stop reason %s", got)
 	}
 }
@@ -469,11 +454,15 @@ func TestConcurrentSessions(t *testing.T) {
 	})
 	dirs := []string{t.TempDir(), t.TempDir()}
 	sids := []acp.SessionId{r.newSession(t, dirs[0]), r.newSession(t, dirs[1])}
-	var wg sync.WaitGroup
+	var done []<-chan acp.StopReason
 	for i, sid := range sids {
-		wg.Go(func() { r.prompt(t, sid, "s"+strconv.Itoa(i)) })
+		done = append(done, r.promptAsync(sid, "s"+strconv.Itoa(i)))
 	}
-	wg.Wait()
+	for i := range sids {
+		if got := testwait.Recv(t, done[i], "end of the prompt of session "+strconv.Itoa(i)); got != acp.StopReasonEndTurn {
+			t.Errorf("session %d: stop reason %s", i, got)
+		}
+	}
 	for i, sid := range sids {
 		u := r.client.SessionUpdates(t, sid)
 		if got := agentText(u); got != "ran in "+dirs[i]+"\n" {
@@ -504,10 +493,8 @@ func TestNoticeReachesItsSession(t *testing.T) {
 	defer r.exec.OnTaskDone(func(tk bash.Task) { ended <- tk })()
 	a, b := r.newSession(t, t.TempDir()), r.newSession(t, t.TempDir())
 	r.prompt(t, a, "start")
-	w, _ := os.OpenFile(fifo, os.O_WRONLY, 0) // the task ends only after the turn
-	w.WriteString("\n")
-	w.Close()
-	<-ended
+	testwait.WriteFIFO(t, fifo, "", "the background task") // it ends only after the turn
+	testwait.Recv(t, ended, "end of the background task")
 	r.prompt(t, b, "hello")
 	r.prompt(t, a, "next")
 	notice := "user: [background task notices; no reply needed]\nbackground task bash-1 finished [status: completed, exit code: 7]; read its output with bash_output"
@@ -535,10 +522,14 @@ func TestNoticeReachesItsSession(t *testing.T) {
 
 func TestNewSessionNeedsAbsoluteCwd(t *testing.T) {
 	r := newRig(t, false, true)
-	if _, err := r.conn.NewSession(context.Background(), acp.NewSessionRequest{Cwd: "relative/dir", McpServers: []acp.McpServer{}}); err == nil {
+	err := testwait.Call("session/new", func(ctx context.Context) error {
+		_, err := r.conn.NewSession(ctx, acp.NewSessionRequest{Cwd: "relative/dir", McpServers: []acp.McpServer{}})
+		return err
+	})
+	if err == nil {
 		t.Error("a relative cwd was accepted")
 	}
-	if _, err := r.conn.Prompt(context.Background(), acp.PromptRequest{SessionId: "sess-nope", Prompt: []acp.ContentBlock{acp.TextBlock("x")}}); err == nil {
+	if _, err := r.promptErr("sess-nope", "x"); err == nil {
 		t.Error("a prompt to an unknown session was accepted")
 	}
 }
@@ -551,10 +542,7 @@ func TestTasksDieWithConnection(t *testing.T) {
 	r := newRig(t, false, true, fakellm.Turn{Calls: []fakellm.Call{bashCall("c1", "echo $$ > "+fifo+"; exec sleep 30", "run_in_background", true)}}, fakellm.Turn{Text: "ok"})
 	sid := r.newSession(t, t.TempDir())
 	r.prompt(t, sid, "go")
-	f, _ := os.Open(fifo)
-	line, _ := bufio.NewReader(f).ReadString('\n')
-	f.Close()
-	pid, _ := strconv.Atoi(strings.TrimSpace(line))
+	pid := proctest.PidFromFIFO(t, fifo)
 	if !proctest.Alive(pid) {
 		t.Fatal("the background sleep is not running")
 	}

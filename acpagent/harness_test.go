@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"github.com/dshgo/dsh/bash/local"
 	"github.com/dshgo/dsh/internal/acptest"
 	"github.com/dshgo/dsh/internal/fakellm"
+	"github.com/dshgo/dsh/internal/testwait"
 	"github.com/dshgo/dsh/toolbash"
 	"github.com/openai/openai-go/v3/option"
 	"go.uber.org/goleak"
@@ -88,11 +90,11 @@ func newRigWith(t testing.TB, o rigOptions, turns ...fakellm.Turn) *rig {
 	disconnect := func() {
 		once.Do(func() {
 			c2aW.Close()
-			if err := <-served; err != nil {
+			if err := testwait.Recv(t, served, "return of Serve once the client closed its end"); err != nil {
 				t.Error(err)
 			}
 			a2cR.Close()
-			<-conn.Done()
+			testwait.Recv(t, conn.Done(), "end of the client's connection")
 		})
 	}
 	closeAll := func() {
@@ -117,27 +119,59 @@ func (r *rig) initialize(t testing.TB, terminal bool) {
 	if terminal {
 		caps.Meta = map[string]any{"terminal_output": true}
 	}
-	if _, err := r.conn.Initialize(context.Background(), acp.InitializeRequest{ProtocolVersion: acp.ProtocolVersionNumber, ClientCapabilities: caps}); err != nil {
+	err := testwait.Call("initialize", func(ctx context.Context) error {
+		_, err := r.conn.Initialize(ctx, acp.InitializeRequest{ProtocolVersion: acp.ProtocolVersionNumber, ClientCapabilities: caps})
+		return err
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 }
 
 func (r *rig) newSession(t testing.TB, cwd string) acp.SessionId {
 	t.Helper()
-	res, err := r.conn.NewSession(context.Background(), acp.NewSessionRequest{Cwd: cwd, McpServers: []acp.McpServer{}})
+	res, err := testwait.Reply("session/new", func(ctx context.Context) (acp.NewSessionResponse, error) {
+		return r.conn.NewSession(ctx, acp.NewSessionRequest{Cwd: cwd, McpServers: []acp.McpServer{}})
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return res.SessionId
 }
 
+// prompt sends a prompt and returns its stop reason; the test fails if
+// the prompt fails or gets no answer within testwait.Limit.
 func (r *rig) prompt(t testing.TB, sid acp.SessionId, text string) acp.StopReason {
 	t.Helper()
-	res, err := r.conn.Prompt(context.Background(), acp.PromptRequest{SessionId: sid, Prompt: []acp.ContentBlock{acp.TextBlock(text)}})
+	stop, err := r.promptErr(sid, text)
 	if err != nil {
 		t.Fatalf("prompt: %v", err)
 	}
-	return res.StopReason
+	return stop
+}
+
+// promptErr is prompt for a goroutine other than the test's: it returns
+// the error instead of failing the test.
+func (r *rig) promptErr(sid acp.SessionId, text string) (acp.StopReason, error) {
+	res, err := testwait.Reply("session/prompt "+strconv.Quote(text), func(ctx context.Context) (acp.PromptResponse, error) {
+		return r.conn.Prompt(ctx, acp.PromptRequest{SessionId: sid, Prompt: []acp.ContentBlock{acp.TextBlock(text)}})
+	})
+	return res.StopReason, err
+}
+
+// promptAsync sends a prompt from a goroutine of its own; receive its stop
+// reason with testwait.Recv. A prompt that failed reads as the stop
+// reason "prompt failed: ERROR".
+func (r *rig) promptAsync(sid acp.SessionId, text string) <-chan acp.StopReason {
+	done := make(chan acp.StopReason, 1)
+	go func() {
+		stop, err := r.promptErr(sid, text)
+		if err != nil {
+			stop = acp.StopReason("prompt failed: " + err.Error())
+		}
+		done <- stop
+	}()
+	return done
 }
 
 func bashCall(id, command string, kv ...any) fakellm.Call {
@@ -146,4 +180,15 @@ func bashCall(id, command string, kv ...any) fakellm.Call {
 		args[kv[i].(string)] = kv[i+1]
 	}
 	return fakellm.Call{ID: id, Name: "bash", Args: args}
+}
+
+// cancel sends session/cancel.
+func (r *rig) cancel(t testing.TB, sid acp.SessionId) {
+	t.Helper()
+	err := testwait.Call("session/cancel", func(ctx context.Context) error {
+		return r.conn.Cancel(ctx, acp.CancelNotification{SessionId: sid})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }

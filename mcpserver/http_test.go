@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/dshgo/dsh/internal/proctest"
+	"github.com/dshgo/dsh/internal/testwait"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -28,6 +29,10 @@ const testToken = "test-token-0123456789abcdef"
 // exitWait bounds waiting for a process that must die: only a test that
 // would otherwise hang reaches it.
 const exitWait = time.Minute
+
+// httpClient is the tests' client of raw HTTP requests: a request gets
+// its whole response within testwait.Limit, or fails.
+var httpClient = &http.Client{Timeout: testwait.Limit}
 
 // httpRig is a rig served over streamable HTTP on loopback.
 type httpRig struct {
@@ -95,11 +100,8 @@ func (r *httpRig) client(t *testing.T, d *dropper, sse bool) *mcp.ClientSession 
 	}
 	t.Cleanup(tr.CloseIdleConnections)
 	hc := &http.Client{Transport: bearer{testToken, tr}}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c"}, nil).Connect(context.Background(),
-		&mcp.StreamableClientTransport{Endpoint: r.url, HTTPClient: hc, DisableStandaloneSSE: !sse}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs := connectClient(t, mcp.NewClient(&mcp.Implementation{Name: "c"}, nil),
+		&mcp.StreamableClientTransport{Endpoint: r.url, HTTPClient: hc, DisableStandaloneSSE: !sse})
 	t.Cleanup(func() { cs.Close() })
 	return cs
 }
@@ -128,7 +130,8 @@ func background(t *testing.T, cs *mcp.ClientSession) int {
 }
 
 // foreground starts a foreground call in cs that outlives the test unless
-// aborted (it ignores SIGTERM), and returns its pid and the call's end.
+// aborted (it ignores SIGTERM), and returns its pid and the call's end
+// (receive it with testwait.Recv: the call itself has no deadline).
 func foreground(t *testing.T, cs *mcp.ClientSession) (int, <-chan error) {
 	t.Helper()
 	done := make(chan error, 1)
@@ -162,7 +165,8 @@ func (r *httpRig) state(id string) (inflight int, counting, ending, ok bool) {
 }
 
 // waitIdle waits until session id has no request in flight.
-func (r *httpRig) waitIdle(id string) {
+func (r *httpRig) waitIdle(t *testing.T, id string) {
+	t.Helper()
 	hs := r.h.sessions
 	idle := make(chan struct{}, 1)
 	hs.mu.Lock()
@@ -177,7 +181,7 @@ func (r *httpRig) waitIdle(id string) {
 		if n, _, _, _ := r.state(id); n == 0 {
 			return
 		}
-		<-idle
+		testwait.Recv(t, idle, "end of the requests in flight of session "+id)
 	}
 }
 
@@ -190,7 +194,7 @@ func post(t *testing.T, url, body string, header ...string) *http.Response {
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := httpClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,9 +264,18 @@ func TestHTTPSessionCap(t *testing.T) {
 		!strings.Contains(msg.Error.Message, "already has 2 open sessions, its limit") || !strings.Contains(msg.Error.Message, "--max-sessions") {
 		t.Errorf("third session: %s %q %v", resp.Status, body, err)
 	}
-	if _, err := mcp.NewClient(&mcp.Implementation{Name: "c"}, nil).Connect(context.Background(),
-		&mcp.StreamableClientTransport{Endpoint: r.url, HTTPClient: &http.Client{Transport: bearer{testToken, http.DefaultTransport}}}, nil); err == nil {
+	err := testwait.Call("initialize", func(ctx context.Context) error {
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "c"}, nil).Connect(ctx,
+			&mcp.StreamableClientTransport{Endpoint: r.url, HTTPClient: &http.Client{Transport: bearer{testToken, http.DefaultTransport}}}, nil)
+		if err == nil {
+			cs.Close()
+		}
+		return err
+	})
+	if err == nil {
 		t.Error("an SDK client got a third session")
+	} else if strings.Contains(err.Error(), "no reply") {
+		t.Error(err)
 	}
 	for _, cs := range []*mcp.ClientSession{a, b} {
 		if got := text(call(t, cs, "bash", bashArgs("echo on"))); got != "on\n" {
@@ -293,7 +306,7 @@ func TestHTTPClientGone(t *testing.T) {
 	d.drop()
 	waitExit(t, "the background sleep", bg)
 	waitExit(t, "the foreground command", fg)
-	if err := <-called; err == nil {
+	if err := testwait.Recv(t, called, "end of the dropped call"); err == nil {
 		t.Error("the dropped call returned a result")
 	}
 }
@@ -321,7 +334,7 @@ func TestHTTPClientBack(t *testing.T) {
 	cs := r.client(t, d, false)
 	pid := background(t, cs)
 	d.drop()
-	r.waitIdle(cs.ID())
+	r.waitIdle(t, cs.ID())
 	if n, counting, ending, ok := r.state(cs.ID()); n != 0 || !counting || ending || !ok {
 		t.Fatalf("the dropped session: %d in flight, counting %v, ending %v, known %v", n, counting, ending, ok)
 	}
@@ -357,7 +370,7 @@ func TestHTTPOpenStream(t *testing.T) {
 		t.Errorf("bash_output of the listening session: %q", got)
 	}
 	syscall.Kill(fg, syscall.SIGKILL)
-	if err := <-called; err != nil {
+	if err := testwait.Recv(t, called, "end of the call in flight"); err != nil {
 		t.Errorf("the call in flight: %v", err)
 	}
 }
@@ -383,7 +396,7 @@ func TestHTTPDelete(t *testing.T) {
 	if proctest.Alive(bg) || proctest.Alive(fg) {
 		t.Errorf("alive after DELETE: background %v, foreground %v", proctest.Alive(bg), proctest.Alive(fg))
 	}
-	if err := <-called; err == nil {
+	if err := testwait.Recv(t, called, "end of the deleted session's call"); err == nil {
 		t.Error("the deleted session's call returned a result")
 	}
 }
@@ -434,13 +447,14 @@ func TestServeStreamableShutdown(t *testing.T) {
 	if age := time.Since(dialed); age >= 5*time.Second {
 		t.Errorf("the shutdown took %v: it waited on the silent connection", age)
 	}
-	if n, err := raw.Read(make([]byte, 1)); n != 0 || err == nil {
+	raw.SetReadDeadline(time.Now().Add(testwait.Limit))
+	if n, err := raw.Read(make([]byte, 1)); n != 0 || err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Errorf("the silent connection: read %d, %v", n, err)
 	}
 	if proctest.Alive(bg) || proctest.Alive(fg) {
 		t.Errorf("alive after shutdown: background %v, foreground %v", proctest.Alive(bg), proctest.Alive(fg))
 	}
-	<-called
+	testwait.Recv(t, called, "end of the call in flight")
 }
 
 // TestListen: no token is allowed off loopback; a unix socket is 0600
@@ -548,7 +562,7 @@ func TestHTTPCallHungUp(t *testing.T) {
 	fg, called := foreground(t, cs)
 	d.drop()
 	waitExit(t, "the foreground command of the closed request", fg)
-	<-called
+	testwait.Recv(t, called, "end of the closed request's call")
 	if _, _, ending, ok := r.state(cs.ID()); ending || !ok {
 		t.Errorf("the session: ending %v, known %v", ending, ok)
 	}

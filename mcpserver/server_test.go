@@ -18,6 +18,7 @@ import (
 
 	"github.com/dshgo/dsh/bash"
 	"github.com/dshgo/dsh/bash/local"
+	"github.com/dshgo/dsh/internal/testwait"
 	"github.com/dshgo/dsh/toolbash"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/goleak"
@@ -73,26 +74,45 @@ func (r *rig) connect(t *testing.T, copts *mcp.ClientOptions, roots ...string) *
 	for _, root := range roots {
 		c.AddRoots(&mcp.Root{URI: "file://" + root})
 	}
-	cs, err := c.Connect(context.Background(), ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs := connectClient(t, c, ct)
 	t.Cleanup(func() {
 		cs.Close()
-		if err := <-ran; err != nil {
+		if err := testwait.Recv(t, ran, "return of Run once the client closed"); err != nil {
 			t.Errorf("Run: %v", err)
 		}
 	})
 	return cs
 }
 
+// connectClient connects c over the transport, within testwait.Limit.
+func connectClient(t *testing.T, c *mcp.Client, tr mcp.Transport) *mcp.ClientSession {
+	t.Helper()
+	cs, err := testwait.Reply("initialize", func(ctx context.Context) (*mcp.ClientSession, error) {
+		return c.Connect(ctx, tr, nil)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
+
+// call calls a tool; the test fails if it gets no result within
+// testwait.Limit.
 func call(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]any) *mcp.CallToolResult {
 	t.Helper()
-	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: args})
+	res, err := callErr(cs, tool, args)
 	if err != nil {
 		t.Fatalf("CallTool %s: %v", tool, err)
 	}
 	return res
+}
+
+// callErr is call for a goroutine other than the test's: it returns the
+// error instead of failing the test.
+func callErr(cs *mcp.ClientSession, tool string, args map[string]any) (*mcp.CallToolResult, error) {
+	return testwait.Reply("tools/call "+tool, func(ctx context.Context) (*mcp.CallToolResult, error) {
+		return cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	})
 }
 
 func texts(res *mcp.CallToolResult) []string {
@@ -118,7 +138,9 @@ func bashArgs(cmd string, kv ...any) map[string]any {
 func TestListTools(t *testing.T) {
 	r := newRig(t, nil)
 	cs := r.connect(t, nil)
-	res, err := cs.ListTools(context.Background(), nil)
+	res, err := testwait.Reply("tools/list", func(ctx context.Context) (*mcp.ListToolsResult, error) {
+		return cs.ListTools(ctx, nil)
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,11 +228,9 @@ func TestBackgroundAndNotice(t *testing.T) {
 	if got := text(call(t, cs, "bash_kill", map[string]any{"task_id": "bash-2"})); got != "killed background task bash-2" { // the kill said it: no notice
 		t.Errorf("kill: %q", got)
 	}
-	w, _ := os.OpenFile(fifo, os.O_WRONLY, 0)
-	w.WriteString("\n")
-	w.Close()
-	for tk := range r.done {
-		if tk.ID == "bash-1" {
+	testwait.WriteFIFO(t, fifo, "", "background task bash-1")
+	for {
+		if testwait.Recv(t, r.done, "end of task bash-1").ID == "bash-1" {
 			break
 		}
 	}
@@ -277,11 +297,8 @@ func TestRootsChanged(t *testing.T) {
 	go func() { ran <- r.srv.Run(context.Background(), st) }()
 	c := mcp.NewClient(&mcp.Implementation{Name: "c"}, nil)
 	c.AddRoots(&mcp.Root{URI: "file://" + first})
-	cs, err := c.Connect(context.Background(), ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { cs.Close(); <-ran }()
+	cs := connectClient(t, c, ct)
+	defer func() { cs.Close(); testwait.Recv(t, ran, "return of Run once the client closed") }()
 	if got := text(call(t, cs, "bash", bashArgs("pwd"))); got != first+"\n" {
 		t.Fatalf("cwd %q", got)
 	}
@@ -306,17 +323,15 @@ func TestLogNotification(t *testing.T) {
 	cs := r.connect(t, &mcp.ClientOptions{LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
 		logs <- fmt.Sprint(req.Params.Data)
 	}})
-	if err := cs.SetLoggingLevel(context.Background(), &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
+	err := testwait.Call("logging/setLevel", func(ctx context.Context) error {
+		return cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"})
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 	call(t, cs, "bash", bashArgs("exit 5", "run_in_background", true))
-	select {
-	case got := <-logs:
-		if got != "background task bash-1 finished [status: completed, exit code: 5]; read its output with bash_output" {
-			t.Errorf("log %q", got)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("no log notification")
+	if got := testwait.Recv(t, logs, "log notification"); got != "background task bash-1 finished [status: completed, exit code: 5]; read its output with bash_output" {
+		t.Errorf("log %q", got)
 	}
 }
 
@@ -329,13 +344,10 @@ func TestSessionEndKillsTasks(t *testing.T) {
 	st, ct := mcp.NewInMemoryTransports()
 	ran := make(chan error, 1)
 	go func() { ran <- r.srv.Run(context.Background(), st) }()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c"}, nil).Connect(context.Background(), ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs := connectClient(t, mcp.NewClient(&mcp.Implementation{Name: "c"}, nil), ct)
 	call(t, cs, "bash", bashArgs("sleep 30", "run_in_background", true)) // bash-2
 	cs.Close()
-	<-ran
+	testwait.Recv(t, ran, "return of Run once the client closed")
 	if tk, _ := r.exec.Get(context.Background(), "bash-2"); tk.Status != bash.StatusKilled {
 		t.Errorf("the ended session's task: %+v", tk)
 	}
@@ -353,7 +365,9 @@ func TestHTTPSessions(t *testing.T) {
 	connect := func(token string) (*mcp.ClientSession, error) {
 		hc := &http.Client{Transport: bearer{token, http.DefaultTransport}}
 		c := mcp.NewClient(&mcp.Implementation{Name: "c"}, nil)
-		return c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: hs.URL, HTTPClient: hc}, nil)
+		return testwait.Reply("initialize", func(ctx context.Context) (*mcp.ClientSession, error) {
+			return c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: hs.URL, HTTPClient: hc}, nil)
+		})
 	}
 	for _, bad := range []string{"", "wrong"} {
 		if cs, err := connect(bad); err == nil {
@@ -364,9 +378,12 @@ func TestHTTPSessions(t *testing.T) {
 		if bad != "" {
 			req.Header.Set("Authorization", "Bearer "+bad)
 		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil || resp.StatusCode != http.StatusUnauthorized {
-			t.Errorf("token %q: %v %v", bad, resp.Status, err)
+		resp, err := httpClient.Do(req)
+		if err != nil {
+			t.Fatalf("token %q: %v", bad, err)
+		}
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("token %q: %v", bad, resp.Status)
 		}
 		resp.Body.Close()
 	}
@@ -381,9 +398,17 @@ func TestHTTPSessions(t *testing.T) {
 	}
 	defer b.Close()
 	results := make(chan string, 2)
-	go func() { results <- text(call(t, a, "bash", bashArgs("sleep 30", "run_in_background", true))) }()
-	go func() { results <- text(call(t, b, "bash", bashArgs("sleep 30", "run_in_background", true))) }()
-	got := []string{<-results, <-results}
+	for _, cs := range []*mcp.ClientSession{a, b} {
+		go func() {
+			res, err := callErr(cs, "bash", bashArgs("sleep 30", "run_in_background", true))
+			if err != nil {
+				results <- err.Error()
+				return
+			}
+			results <- text(res)
+		}()
+	}
+	got := []string{testwait.Recv(t, results, "start of a background task"), testwait.Recv(t, results, "start of a background task")}
 	if !(got[0] == "started background task bash-1" && got[1] == "started background task bash-2" ||
 		got[1] == "started background task bash-1" && got[0] == "started background task bash-2") {
 		t.Fatalf("starts %q", got)
@@ -479,43 +504,42 @@ func TestProgress(t *testing.T) {
 	syscall.Mkfifo(fifo, 0o600)
 	params := &mcp.CallToolParams{Name: "bash", Arguments: bashArgs("echo building; read < " + fifo + "; echo linking; echo done")}
 	params.SetProgressToken("tok-1")
-	done := make(chan *mcp.CallToolResult, 1)
-	go func() {
-		res, _ := cs.CallTool(context.Background(), params)
-		done <- res
-	}()
-	select {
-	case n := <-notes: // the command is blocked on the FIFO: this came live
-		if n.message != "building" || n.progress != float64(len("building\n")) {
-			t.Errorf("first progress %+v", n)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("no progress while the command ran")
+	type result struct {
+		res *mcp.CallToolResult
+		err error
 	}
-	w, _ := os.OpenFile(fifo, os.O_WRONLY, 0)
-	w.WriteString("\n")
-	w.Close()
-	res := <-done
-	if text(res) != "building\nlinking\ndone\n" {
-		t.Errorf("result %q", text(res))
+	done := make(chan result, 1)
+	go func() {
+		res, err := testwait.Reply("tools/call bash", func(ctx context.Context) (*mcp.CallToolResult, error) {
+			return cs.CallTool(ctx, params)
+		})
+		done <- result{res, err}
+	}()
+	// The command is blocked on the FIFO: this comes live.
+	if n := testwait.Recv(t, notes, "progress notification while the command ran"); n.message != "building" || n.progress != float64(len("building\n")) {
+		t.Errorf("first progress %+v", n)
+	}
+	testwait.WriteFIFO(t, fifo, "", "the command")
+	got := testwait.Recv(t, done, "result of the call")
+	if got.err != nil {
+		t.Fatal(got.err)
+	}
+	if text(got.res) != "building\nlinking\ndone\n" {
+		t.Errorf("result %q", text(got.res))
 	}
 	// The SDK client hands notifications to the handler asynchronously, so
 	// the last ones may be handled after CallTool returned.
 	total := float64(len("building\nlinking\ndone\n"))
 	for {
-		select {
-		case n := <-notes:
-			if n.progress > total {
-				t.Fatalf("progress %v past the output's %v bytes", n.progress, total)
+		n := testwait.Recv(t, notes, "last progress notification")
+		if n.progress > total {
+			t.Fatalf("progress %v past the output's %v bytes", n.progress, total)
+		}
+		if n.progress == total {
+			if n.message != "done" {
+				t.Errorf("last progress message %q", n.message)
 			}
-			if n.progress == total {
-				if n.message != "done" {
-					t.Errorf("last progress message %q", n.message)
-				}
-				return
-			}
-		case <-time.After(20 * time.Second):
-			t.Fatal("the last progress notification never came")
+			return
 		}
 	}
 }

@@ -3,7 +3,6 @@
 package mcpserver
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -18,24 +17,38 @@ import (
 	"time"
 
 	"github.com/dshgo/dsh/internal/proctest"
+	"github.com/dshgo/dsh/internal/testwait"
 	"golang.org/x/sys/unix"
 )
 
 // wire is a client that speaks raw JSON-RPC lines to ServeStdio over
-// pipes, so that it can also send what no SDK client would.
+// pipes, so that it can also send what no SDK client would. Its reads are
+// bounded: a reply that does not come fails the test within
+// testwait.Limit, naming the requests still unanswered.
 type wire struct {
 	t      *testing.T
 	in     *io.PipeWriter // the server's stdin
-	out    *bufio.Reader  // the server's stdout
-	outR   *io.PipeReader
+	out    *testwait.Lines
+	outR   *io.PipeReader // the server's stdout
 	served chan error
 	once   sync.Once
 	err    error
+
+	mu      sync.Mutex
+	pending []sent // the lines sent that await a reply, oldest first
+}
+
+// sent is a line sent that awaits a reply: a request (id set), or a line
+// that is none, which the server answers with an error of id null.
+type sent struct {
+	id    string // the request's id as JSON; "" for a line that is not a request
+	label string
 }
 
 // wait returns what ServeStdio returned, once it has.
-func (w *wire) wait() error {
-	w.once.Do(func() { w.err = <-w.served })
+func (w *wire) wait(t testing.TB) error {
+	t.Helper()
+	w.once.Do(func() { w.err = testwait.Recv(t, w.served, "return of ServeStdio") })
 	return w.err
 }
 
@@ -43,15 +56,14 @@ func (r *rig) wire(t *testing.T, ctx context.Context, opts *StdioOptions) *wire 
 	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	w := &wire{t: t, in: inW, out: bufio.NewReader(outR), outR: outR, served: make(chan error, 1)}
+	w := &wire{t: t, in: inW, out: testwait.NewLines(outR), outR: outR, served: make(chan error, 1)}
 	go func() {
 		w.served <- r.srv.ServeStdio(ctx, inR, outW, opts)
 		outW.Close()
 	}()
 	t.Cleanup(func() {
 		inW.Close()
-		go io.Copy(io.Discard, outR)
-		w.wait()
+		w.wait(t)
 	})
 	return w
 }
@@ -59,10 +71,74 @@ func (r *rig) wire(t *testing.T, ctx context.Context, opts *StdioOptions) *wire 
 func (w *wire) send(lines ...string) {
 	w.t.Helper()
 	for _, l := range lines {
+		for _, one := range strings.Split(l, "\n") {
+			w.note(one)
+		}
 		if _, err := io.WriteString(w.in, l+"\n"); err != nil {
 			w.t.Fatalf("write %q: %v", l, err)
 		}
 	}
+}
+
+// note records a line sent that awaits a reply (any but a notification).
+func (w *wire) note(line string) {
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	s := sent{label: fmt.Sprintf("the line %.60q", line)}
+	if json.Unmarshal([]byte(line), &m) == nil && m.Method != "" {
+		if m.ID == nil {
+			return // a notification
+		}
+		s = sent{id: string(m.ID), label: fmt.Sprintf("request %s (%s)", m.ID, m.Method)}
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.pending = append(w.pending, s)
+}
+
+// answered drops the line a reply with this id answers: the request of
+// that id; for id null, the latest line that is not a request, else the
+// latest line (a request the server could not read whole). The latest,
+// because the tests wait for the reply to the line they sent last: an
+// older line still unanswered lost its reply.
+func (w *wire) answered(id json.RawMessage) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	i := -1
+	for j := len(w.pending) - 1; j >= 0; j-- {
+		if s := w.pending[j]; s.id == string(id) || string(id) == "null" && s.id == "" {
+			i = j
+			break
+		}
+	}
+	if i < 0 && string(id) == "null" {
+		i = len(w.pending) - 1
+	}
+	if i >= 0 {
+		w.pending = append(w.pending[:i], w.pending[i+1:]...)
+	}
+}
+
+// awaited says what the client waits for, for a failure message: the
+// reply to the latest line sent, and those still missing before it.
+func (w *wire) awaited() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := len(w.pending)
+	if n == 0 {
+		return "message from the server"
+	}
+	what := "reply to " + w.pending[n-1].label
+	if n > 1 {
+		var older []string
+		for _, s := range w.pending[:n-1] {
+			older = append(older, s.label)
+		}
+		what += " (nor yet to " + strings.Join(older, ", ") + ")"
+	}
+	return what
 }
 
 // msg is a JSON-RPC message as the client reads it.
@@ -77,34 +153,36 @@ type msg struct {
 }
 
 // next reads the next message that is not a notification.
-func (w *wire) next() msg {
-	w.t.Helper()
+func (w *wire) next(t testing.TB) msg {
+	t.Helper()
 	for {
-		line, err := w.out.ReadString('\n')
+		line, err := w.out.Next(t, w.awaited())
 		if err != nil {
-			w.t.Fatalf("read: %v (got %q)", err, line)
+			t.Fatalf("read: %v, waiting for a %s; %s", err, w.awaited(), w.out.Last())
 		}
 		var m msg
 		if err := json.Unmarshal([]byte(line), &m); err != nil {
-			w.t.Fatalf("the server wrote a line that is not JSON: %q", line)
+			t.Fatalf("the server wrote a line that is not JSON: %q", line)
 		}
 		if m.Method == "" {
+			w.answered(m.ID)
 			return m
 		}
 	}
 }
 
 // rest reads everything until the server closes its output.
-func (w *wire) rest() []msg {
-	w.t.Helper()
+func (w *wire) rest(t testing.TB) []msg {
+	t.Helper()
 	var all []msg
 	for {
-		line, err := w.out.ReadString('\n')
+		line, err := w.out.Next(t, "end of the server's output (still awaited: "+w.awaited()+")")
 		if err != nil {
 			return all
 		}
 		var m msg
 		if json.Unmarshal([]byte(line), &m) == nil && m.Method == "" {
+			w.answered(m.ID)
 			all = append(all, m)
 		}
 	}
@@ -116,7 +194,7 @@ const initLines = `{"jsonrpc":"2.0","id":"init","method":"initialize","params":{
 func (w *wire) initialize() {
 	w.t.Helper()
 	w.send(initLines)
-	if m := w.next(); string(m.ID) != `"init"` || m.Error != nil {
+	if m := w.next(w.t); string(m.ID) != `"init"` || m.Error != nil {
 		w.t.Fatalf("initialize: %+v", m)
 	}
 }
@@ -167,18 +245,18 @@ func TestStdioMalformedLines(t *testing.T) {
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			w.send(tc.line)
-			m := w.next()
+			m := w.next(t)
 			if m.Error == nil || m.Error.Code != tc.code || string(m.ID) != tc.id {
 				t.Errorf("answer %+v (id %s); want code %d, id %s", m.Error, m.ID, tc.code, tc.id)
 			}
 			w.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"ping"}`, 1000+i))
-			if m := w.next(); string(m.ID) != strconv.Itoa(1000+i) || m.Error != nil {
+			if m := w.next(t); string(m.ID) != strconv.Itoa(1000+i) || m.Error != nil {
 				t.Errorf("ping after it: %+v", m)
 			}
 		})
 	}
 	w.send(toolCall(7, "echo still serving"))
-	if got := callText(t, w.next()); got != "still serving\n" {
+	if got := callText(t, w.next(t)); got != "still serving\n" {
 		t.Errorf("tool call after the bad lines: %q", got)
 	}
 }
@@ -200,12 +278,12 @@ func TestStdioCancelledRequest(t *testing.T) {
 		t.Fatalf("the cancelled command's sleep %d is still alive", pid)
 	}
 	w.in.Close() // every answer the server still owes comes before its output ends
-	for _, m := range w.rest() {
+	for _, m := range w.rest(t) {
 		if string(m.ID) == "7" {
 			t.Errorf("the cancelled request got a response: %s", m.Result)
 		}
 	}
-	if err := w.wait(); err != nil {
+	if err := w.wait(t); err != nil {
 		t.Errorf("ServeStdio: %v", err)
 	}
 }
@@ -221,7 +299,7 @@ func TestStdioEOFAbortsAndAnswers(t *testing.T) {
 	sync, fg, bg := filepath.Join(dir, "sync"), filepath.Join(dir, "fg"), filepath.Join(dir, "bg")
 	mkfifo(t, sync)
 	w.send(toolCall(1, fmt.Sprintf("sleep 300 & echo $! > %s; disown; echo started", bg)))
-	if got := callText(t, w.next()); !strings.HasPrefix(got, "started\n[still running in background as task") {
+	if got := callText(t, w.next(t)); !strings.HasPrefix(got, "started\n[still running in background as task") {
 		t.Fatalf("background start: %q", got)
 	}
 	w.send(toolCall(2, fmt.Sprintf("sleep 300 & echo $! > %s; echo > %s; wait", fg, sync)))
@@ -229,7 +307,7 @@ func TestStdioEOFAbortsAndAnswers(t *testing.T) {
 	w.send(`{"jsonrpc":"2.0","id":3,"method":"ping"}`, `{"jsonrpc":"2.0","id":4,"method":"tools/list"}`)
 	w.in.Close()
 	answered := map[string]msg{}
-	for _, m := range w.rest() {
+	for _, m := range w.rest(t) {
 		answered[string(m.ID)] = m
 	}
 	for _, id := range []string{"2", "3", "4"} {
@@ -245,7 +323,7 @@ func TestStdioEOFAbortsAndAnswers(t *testing.T) {
 			t.Errorf("process %d outlived the client", pid)
 		}
 	}
-	if err := w.wait(); err != nil {
+	if err := w.wait(t); err != nil {
 		t.Errorf("ServeStdio: %v", err)
 	}
 }
@@ -258,13 +336,13 @@ func TestStdioClientStoppedReading(t *testing.T) {
 	w.initialize()
 	pidFile := filepath.Join(t.TempDir(), "pid")
 	w.send(toolCall(1, fmt.Sprintf("sleep 300 & echo $! > %s; echo started", pidFile)))
-	w.next()
+	w.next(t)
 	w.outR.Close() // the client's reader is gone; its writer is not
 	w.send(`{"jsonrpc":"2.0","id":2,"method":"ping"}`)
 	if pid := proctest.PidFromFile(t, pidFile); proctest.WaitExit(pid, time.Minute) != nil {
 		t.Errorf("task process %d outlived its client", pid)
 	}
-	w.wait()
+	w.wait(t)
 }
 
 // TestStdioShutdownAbortsCalls: when ctx ends (SIGTERM in dsh-bash), a call
@@ -281,7 +359,7 @@ func TestStdioShutdownAbortsCalls(t *testing.T) {
 	w.send(toolCall(1, fmt.Sprintf("trap '' TERM; sleep 300 & echo $! > %s; echo > %s; wait", pidFile, sync)))
 	reached(t, sync)
 	cancel()
-	w.wait()
+	w.wait(t)
 	if pid := proctest.PidFromFile(t, pidFile); proctest.WaitExit(pid, time.Minute) != nil {
 		t.Errorf("process %d outlived the shutdown", pid)
 	}
@@ -300,12 +378,7 @@ func mkfifo(t *testing.T, p string) {
 // reached waits until a command has written a line to the FIFO.
 func reached(t *testing.T, fifo string) {
 	t.Helper()
-	f, err := os.Open(fifo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	bufio.NewReader(f).ReadString('\n')
+	testwait.ReadFIFO(t, fifo, "sign that the command runs")
 }
 
 // signalWriter is a pipe's write end that tells when a write of more than
@@ -353,12 +426,8 @@ func TestStdioShutdownWithStuckClient(t *testing.T) {
 	served := make(chan error, 1)
 	go func() { served <- r.srv.ServeStdio(ctx, inR, out, nil) }()
 	fmt.Fprintln(inW, initLines)
-	fmt.Fprintln(inW, toolCall(1, "seq 3000")) // an answer bigger than the pipe
-	<-out.writing                              // the answer is being written; nobody reads
+	fmt.Fprintln(inW, toolCall(1, "seq 3000"))           // an answer bigger than the pipe
+	testwait.Recv(t, out.writing, "write of the answer") // it is being written; nobody reads
 	cancel()
-	select {
-	case <-served:
-	case <-time.After(time.Minute):
-		t.Fatal("ServeStdio is stuck on a client that does not read")
-	}
+	testwait.Recv(t, served, "return of ServeStdio, stuck on a client that does not read")
 }

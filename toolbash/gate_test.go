@@ -38,9 +38,10 @@ func gated(t *testing.T, ask Asker) (*tools.Registry, *Gate) {
 	return &reg, g
 }
 
-func callBash(reg *tools.Registry, sid, cwd, cmd string) *tools.Result {
+func callBash(t *testing.T, reg *tools.Registry, sid, cwd, cmd string) *tools.Result {
+	t.Helper()
 	args, _ := json.Marshal(map[string]any{"command": cmd, "description": "d"})
-	return reg.Execute(context.Background(), &tools.Call{Tool: BashName, Args: args, Session: session.Session{ID: sid, Cwd: cwd}})
+	return execute(t, reg, &tools.Call{Tool: BashName, Args: args, Session: session.Session{ID: sid, Cwd: cwd}})
 }
 
 // TestGateDenies: a denied command never starts, and the model reads the
@@ -48,7 +49,7 @@ func callBash(reg *tools.Registry, sid, cwd, cmd string) *tools.Result {
 func TestGateDenies(t *testing.T) {
 	reg, _ := gated(t, nil)
 	dir := t.TempDir()
-	res := callBash(reg, "s", dir, "echo hi && touch planted")
+	res := callBash(t, reg, "s", dir, "echo hi && touch planted")
 	want := "permission denied: `touch planted` matches rule deny \"touch\" (test). The command did not run; do not try to get around the rule. If the command is needed, ask the user."
 	if !res.IsError || res.Text() != want {
 		t.Errorf("got %q\nwant %q", res.Text(), want)
@@ -56,7 +57,7 @@ func TestGateDenies(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "planted")); err == nil {
 		t.Error("the denied command ran")
 	}
-	if res := callBash(reg, "s", dir, "echo hi"); res.IsError || res.Text() != "hi\n" {
+	if res := callBash(t, reg, "s", dir, "echo hi"); res.IsError || res.Text() != "hi\n" {
 		t.Errorf("an allowed command: %q", res.Text())
 	}
 }
@@ -66,7 +67,7 @@ func TestGateDenies(t *testing.T) {
 func TestGateNobodyToAsk(t *testing.T) {
 	reg, _ := gated(t, nil)
 	dir := t.TempDir()
-	res := callBash(reg, "s", dir, "mkdir made")
+	res := callBash(t, reg, "s", dir, "mkdir made")
 	want := "this command needs the user's approval (no rule allows `mkdir made`), and this client cannot ask the user; it did not run. The user can allow it with a rule: --allow 'mkdir'."
 	if !res.IsError || res.Text() != want {
 		t.Errorf("got %q\nwant %q", res.Text(), want)
@@ -86,21 +87,21 @@ func TestGateAsks(t *testing.T) {
 		return answer, nil
 	})
 	dir := t.TempDir()
-	if res := callBash(reg, "s1", dir, "mkdir a"); res.IsError {
+	if res := callBash(t, reg, "s1", dir, "mkdir a"); res.IsError {
 		t.Fatalf("allowed by the user: %q", res.Text())
 	}
-	if res := callBash(reg, "s1", dir, "mkdir b"); res.IsError || len(asked) != 1 {
+	if res := callBash(t, reg, "s1", dir, "mkdir b"); res.IsError || len(asked) != 1 {
 		t.Errorf("the allowed prefix was asked about again: %q, asked %q", res.Text(), asked)
 	}
 	answer = Reject
-	if res := callBash(reg, "s2", dir, "mkdir c"); res.Text() != RejectedText {
+	if res := callBash(t, reg, "s2", dir, "mkdir c"); res.Text() != RejectedText {
 		t.Errorf("another session, rejected: %q", res.Text())
 	}
 	if _, err := os.Stat(filepath.Join(dir, "c")); err == nil {
 		t.Error("a rejected command ran")
 	}
 	g.EndSession("s1")
-	if res := callBash(reg, "s1", dir, "mkdir d"); res.Text() != RejectedText || len(asked) != 3 {
+	if res := callBash(t, reg, "s1", dir, "mkdir d"); res.Text() != RejectedText || len(asked) != 3 {
 		t.Errorf("after the session ended its allowance should be gone: %q, asked %q", res.Text(), asked)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/dshgo/dsh/bash"
 	"github.com/dshgo/dsh/bash/local"
+	"github.com/dshgo/dsh/internal/testwait"
 	"github.com/dshgo/dsh/session"
 	"github.com/dshgo/dsh/tools"
 	"go.uber.org/goleak"
@@ -68,13 +70,38 @@ func newRig(t *testing.T, o *local.Options) *rig {
 	return r
 }
 
-func (r *rig) call(s session.Session, tool string, args any) *tools.Result {
+func (r *rig) call(t *testing.T, s session.Session, tool string, args any) *tools.Result {
+	t.Helper()
 	raw, ok := args.(string)
 	if !ok {
 		b, _ := json.Marshal(args)
 		raw = string(b)
 	}
-	return r.reg.Execute(context.Background(), &tools.Call{Tool: tool, Args: json.RawMessage(raw), Session: s})
+	return execute(t, r.reg, &tools.Call{Tool: tool, Args: json.RawMessage(raw), Session: s})
+}
+
+// execute runs a call through reg; the test fails if it gets no result
+// within testwait.Limit.
+func execute(t *testing.T, reg *tools.Registry, c *tools.Call) *tools.Result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), testwait.Limit)
+	defer cancel()
+	res := reg.Execute(ctx, c)
+	if ctx.Err() != nil {
+		t.Fatalf("no result of %s %s within %v (aborted then, it returned %q)", c.Tool, c.Args, testwait.Limit, res.Text())
+	}
+	return res
+}
+
+// endSession ends a session, and its tasks, within testwait.Limit.
+func (r *rig) endSession(t *testing.T, id string) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r.tb.EndSession(context.Background(), id)
+	}()
+	testwait.Recv(t, done, "end of session "+strconv.Quote(id))
 }
 
 func (r *rig) noticesOf(id string) []string {
@@ -112,14 +139,14 @@ func TestBashEndToEnd(t *testing.T) {
 			if tc.timeout > 0 {
 				a["timeoutMs"] = tc.timeout
 			}
-			res := r.call(s, BashName, a)
+			res := r.call(t, s, BashName, a)
 			if res.IsError || res.Text() != tc.want {
 				t.Errorf("got %q (isError %v); want %q", res.Text(), res.IsError, tc.want)
 			}
 		})
 	}
 	t.Run("truncated", func(t *testing.T) {
-		res := r.call(s, BashName, args{"command": "seq 100", "description": "d"})
+		res := r.call(t, s, BashName, args{"command": "seq 100", "description": "d"})
 		text := res.Text()
 		var seq strings.Builder
 		for i := 1; i <= 100; i++ {
@@ -136,11 +163,11 @@ func TestBashEndToEnd(t *testing.T) {
 		}
 	})
 	t.Run("adopted leftovers", func(t *testing.T) {
-		res := r.call(s, BashName, args{"command": "sleep 30 & echo started", "description": "d"})
+		res := r.call(t, s, BashName, args{"command": "sleep 30 & echo started", "description": "d"})
 		if res.Text() != "started\n[still running in background as task bash-1]" {
 			t.Fatalf("got %q", res.Text())
 		}
-		if k := r.call(s, KillName, args{"task_id": "bash-1"}); k.Text() != "killed background task bash-1" {
+		if k := r.call(t, s, KillName, args{"task_id": "bash-1"}); k.Text() != "killed background task bash-1" {
 			t.Errorf("kill: %q", k.Text())
 		}
 	})
@@ -180,7 +207,7 @@ func TestBadInput(t *testing.T) {
 		{"no_such_tool", `{}`, `unknown tool "no_such_tool"`},
 	}
 	for _, tc := range tests {
-		res := r.call(s, tc.tool, tc.args)
+		res := r.call(t, s, tc.tool, tc.args)
 		if !res.IsError || res.Text() != tc.want {
 			t.Errorf("%s %s: got %q (isError %v); want %q", tc.tool, tc.args, res.Text(), res.IsError, tc.want)
 		}
@@ -192,7 +219,7 @@ func TestBadInput(t *testing.T) {
 		t.Errorf("rejected calls left %d tasks", n)
 	}
 	// Unknown arguments are ignored, and the tools still work.
-	if res := r.call(s, BashName, `{"command":"echo ok","description":"d","extra":[1]}`); res.IsError || res.Text() != "ok\n" {
+	if res := r.call(t, s, BashName, `{"command":"echo ok","description":"d","extra":[1]}`); res.IsError || res.Text() != "ok\n" {
 		t.Errorf("after bad input: %q", res.Text())
 	}
 }
@@ -222,16 +249,16 @@ func TestWorkdir(t *testing.T) {
 			if tc.workdir != "" {
 				ar["workdir"] = tc.workdir
 			}
-			if res := r.call(tc.s, BashName, ar); res.Text() != tc.want+"\n" {
+			if res := r.call(t, tc.s, BashName, ar); res.Text() != tc.want+"\n" {
 				t.Errorf("got %q; want %q", res.Text(), tc.want+"\n")
 			}
 		})
 	}
 	// Background tasks too.
-	res := r.call(session.Session{ID: "b", Cwd: b}, BashName, args{"command": "pwd", "description": "d", "run_in_background": true})
-	<-r.noticed
+	res := r.call(t, session.Session{ID: "b", Cwd: b}, BashName, args{"command": "pwd", "description": "d", "run_in_background": true})
+	testwait.Recv(t, r.noticed, "notice of the background pwd's end")
 	id := strings.TrimPrefix(res.Text(), "started background task ")
-	if out := r.call(session.Session{ID: "b"}, OutputName, args{"task_id": id}); out.Text() != b+"\n[status: completed, exit code: 0]" {
+	if out := r.call(t, session.Session{ID: "b"}, OutputName, args{"task_id": id}); out.Text() != b+"\n[status: completed, exit code: 0]" {
 		t.Errorf("background pwd: %q", out.Text())
 	}
 }
@@ -243,25 +270,23 @@ func TestBackgroundTasks(t *testing.T) {
 	if err := mkfifo(fifo); err != nil {
 		t.Fatal(err)
 	}
-	res := r.call(s, BashName, args{"command": "read < " + fifo + "; echo one; echo two >&2; exit 4", "description": "d", "run_in_background": true, "timeoutMs": 1})
+	res := r.call(t, s, BashName, args{"command": "read < " + fifo + "; echo one; echo two >&2; exit 4", "description": "d", "run_in_background": true, "timeoutMs": 1})
 	if res.IsError || res.Text() != "started background task bash-1" {
 		t.Fatalf("start: %q", res.Text())
 	}
 	// The command is blocked on the FIFO: nothing can have been printed.
-	if got := r.call(s, OutputName, args{"task_id": "bash-1"}).Text(); got != "(no new output)\n[status: running]" {
+	if got := r.call(t, s, OutputName, args{"task_id": "bash-1"}).Text(); got != "(no new output)\n[status: running]" {
 		t.Errorf("first read: %q", got)
 	}
-	w, _ := os.OpenFile(fifo, os.O_WRONLY, 0)
-	w.WriteString("\n")
-	w.Close()
-	<-r.noticed // no timeout applied to the background task: it ran to its end
-	if got := r.call(s, OutputName, args{"task_id": "bash-1"}).Text(); got != "one\n[stderr]\ntwo\n[status: completed, exit code: 4]" {
+	testwait.WriteFIFO(t, fifo, "", "background task bash-1")
+	testwait.Recv(t, r.noticed, "notice of bash-1's end") // no timeout applied to the background task: it ran to its end
+	if got := r.call(t, s, OutputName, args{"task_id": "bash-1"}).Text(); got != "one\n[stderr]\ntwo\n[status: completed, exit code: 4]" {
 		t.Errorf("read after the end: %q", got)
 	}
-	if got := r.call(s, OutputName, args{"task_id": "bash-1"}).Text(); got != "(no new output)\n[status: completed, exit code: 4]" {
+	if got := r.call(t, s, OutputName, args{"task_id": "bash-1"}).Text(); got != "(no new output)\n[status: completed, exit code: 4]" {
 		t.Errorf("output delivered twice: %q", got)
 	}
-	if got := r.call(s, KillName, args{"task_id": "bash-1"}).Text(); got != "task bash-1 had already finished" {
+	if got := r.call(t, s, KillName, args{"task_id": "bash-1"}).Text(); got != "task bash-1 had already finished" {
 		t.Errorf("kill after the end: %q", got)
 	}
 	if got := r.noticesOf("s1"); len(got) != 1 || got[0] != "background task bash-1 finished [status: completed, exit code: 4]; read its output with bash_output" {
@@ -274,15 +299,15 @@ func TestOwnership(t *testing.T) {
 	ended := make(chan bash.Task, 10)
 	defer r.exec.OnTaskDone(func(tk bash.Task) { ended <- tk })()
 	alice, bob, nobody := session.Session{ID: "alice"}, session.Session{ID: "bob"}, session.Session{}
-	r.call(alice, BashName, args{"command": "sleep 30", "description": "d", "run_in_background": true})   // bash-1
-	r.call(nobody, BashName, args{"command": "echo open", "description": "d", "run_in_background": true}) // bash-2
-	r.call(alice, BashName, args{"command": "echo mine", "description": "d", "run_in_background": true})  // bash-3
+	r.call(t, alice, BashName, args{"command": "sleep 30", "description": "d", "run_in_background": true})   // bash-1
+	r.call(t, nobody, BashName, args{"command": "echo open", "description": "d", "run_in_background": true}) // bash-2
+	r.call(t, alice, BashName, args{"command": "echo mine", "description": "d", "run_in_background": true})  // bash-3
 	for range 2 {
-		<-ended
+		testwait.Recv(t, ended, "end of bash-2 and bash-3")
 	}
 	foreign := func(s session.Session, tool, id string) {
 		t.Helper()
-		res := r.call(s, tool, args{"task_id": id})
+		res := r.call(t, s, tool, args{"task_id": id})
 		if !res.IsError || res.Text() != "task "+id+" belongs to another session" {
 			t.Errorf("%s of %s by %q: %q (isError %v)", tool, id, s.ID, res.Text(), res.IsError)
 		}
@@ -293,17 +318,17 @@ func TestOwnership(t *testing.T) {
 	foreign(nobody, KillName, "bash-1")
 	foreign(bob, OutputName, "bash-3")
 	// The unowned task is open to all, each read taking what is new.
-	if got := r.call(bob, OutputName, args{"task_id": "bash-2"}).Text(); got != "open\n[status: completed, exit code: 0]" {
+	if got := r.call(t, bob, OutputName, args{"task_id": "bash-2"}).Text(); got != "open\n[status: completed, exit code: 0]" {
 		t.Errorf("bob reads the open task: %q", got)
 	}
-	if got := r.call(alice, OutputName, args{"task_id": "bash-2"}).Text(); got != "(no new output)\n[status: completed, exit code: 0]" {
+	if got := r.call(t, alice, OutputName, args{"task_id": "bash-2"}).Text(); got != "(no new output)\n[status: completed, exit code: 0]" {
 		t.Errorf("alice reads the open task: %q", got)
 	}
 	// The owner can still read after completion, and kill its running task.
-	if got := r.call(alice, OutputName, args{"task_id": "bash-3"}).Text(); got != "mine\n[status: completed, exit code: 0]" {
+	if got := r.call(t, alice, OutputName, args{"task_id": "bash-3"}).Text(); got != "mine\n[status: completed, exit code: 0]" {
 		t.Errorf("owner reads after completion: %q", got)
 	}
-	if got := r.call(alice, KillName, args{"task_id": "bash-1"}).Text(); got != "killed background task bash-1" {
+	if got := r.call(t, alice, KillName, args{"task_id": "bash-1"}).Text(); got != "killed background task bash-1" {
 		t.Errorf("owner kills: %q", got)
 	}
 	if tk, _ := r.exec.Get(context.Background(), "bash-1"); tk.Status != bash.StatusKilled {
@@ -316,11 +341,11 @@ func TestNotices(t *testing.T) {
 	ended := make(chan bash.Task, 10)
 	defer r.exec.OnTaskDone(func(tk bash.Task) { ended <- tk })()
 	a := session.Session{ID: "a"}
-	r.call(a, BashName, args{"command": "exit 2", "description": "d", "run_in_background": true})               // bash-1
-	r.call(a, BashName, args{"command": "kill -TERM $$", "description": "d", "run_in_background": true})        // bash-2, killed (not by bash_kill)
-	r.call(session.Session{}, BashName, args{"command": "true", "description": "d", "run_in_background": true}) // bash-3, no owner
+	r.call(t, a, BashName, args{"command": "exit 2", "description": "d", "run_in_background": true})               // bash-1
+	r.call(t, a, BashName, args{"command": "kill -TERM $$", "description": "d", "run_in_background": true})        // bash-2, killed (not by bash_kill)
+	r.call(t, session.Session{}, BashName, args{"command": "true", "description": "d", "run_in_background": true}) // bash-3, no owner
 	for range 3 {
-		<-ended
+		testwait.Recv(t, ended, "end of bash-1, bash-2 and bash-3")
 	}
 	want := []string{
 		"background task bash-1 finished [status: completed, exit code: 2]; read its output with bash_output",
@@ -334,7 +359,7 @@ func TestNotices(t *testing.T) {
 		t.Errorf("%d notices for an unowned task", n)
 	}
 	// Nothing after the executor closes, even for tasks it kills then.
-	r.call(a, BashName, args{"command": "sleep 30", "description": "d", "run_in_background": true})
+	r.call(t, a, BashName, args{"command": "sleep 30", "description": "d", "run_in_background": true})
 	if err := r.exec.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -372,13 +397,13 @@ func TestResultBudget(t *testing.T) {
 	}
 	want := lines("", 1, 7000) // 33,894 bytes: over the budget, under the executor's memory
 	t.Run("foreground", func(t *testing.T) {
-		res := r.call(s, BashName, args{"command": "seq 7000; exit 3", "description": "d"})
+		res := r.call(t, s, BashName, args{"command": "seq 7000; exit 3", "description": "d"})
 		check(t, res.Text(), want, "\n[exit code: 3]")
 	})
 	t.Run("background read", func(t *testing.T) {
-		r.call(s, BashName, args{"command": "seq 7000", "description": "d", "run_in_background": true})
-		<-r.noticed
-		res := r.call(s, OutputName, args{"task_id": "bash-1"})
+		r.call(t, s, BashName, args{"command": "seq 7000", "description": "d", "run_in_background": true})
+		testwait.Recv(t, r.noticed, "notice of bash-1's end")
+		res := r.call(t, s, OutputName, args{"task_id": "bash-1"})
 		check(t, res.Text(), want, "\n[status: completed, exit code: 0]")
 	})
 }
@@ -390,7 +415,7 @@ func TestNoticesNeverRedundant(t *testing.T) {
 	r := newRig(t, nil)
 	a, b := session.Session{ID: "a"}, session.Session{ID: "b"}
 	bg := func(s session.Session, cmd string) {
-		r.call(s, BashName, args{"command": cmd, "description": "d", "run_in_background": true})
+		r.call(t, s, BashName, args{"command": cmd, "description": "d", "run_in_background": true})
 	}
 	bg(a, "exit 3")   // bash-1: ends; a reads its end
 	bg(a, "exit 4")   // bash-2: ends; nobody reads it
@@ -398,15 +423,15 @@ func TestNoticesNeverRedundant(t *testing.T) {
 	bg(b, "exit 5")   // bash-4: b's
 	bg(a, "exit 6")   // bash-5: ends; a calls bash_kill on it afterwards
 	for range 4 {
-		<-r.noticed
+		testwait.Recv(t, r.noticed, "notices of the ends of bash-1, bash-2, bash-4 and bash-5")
 	}
-	if got := r.call(a, KillName, args{"task_id": "bash-5"}).Text(); got != "task bash-5 had already finished" {
+	if got := r.call(t, a, KillName, args{"task_id": "bash-5"}).Text(); got != "task bash-5 had already finished" {
 		t.Fatalf("kill of an ended task: %q", got)
 	}
-	if got := r.call(a, OutputName, args{"task_id": "bash-1"}).Text(); got != "(no new output)\n[status: completed, exit code: 3]" {
+	if got := r.call(t, a, OutputName, args{"task_id": "bash-1"}).Text(); got != "(no new output)\n[status: completed, exit code: 3]" {
 		t.Fatalf("read: %q", got)
 	}
-	r.call(a, KillName, args{"task_id": "bash-3"})
+	r.call(t, a, KillName, args{"task_id": "bash-3"})
 	want := []string{"background task bash-2 finished [status: completed, exit code: 4]; read its output with bash_output"}
 	if got := r.tb.TakeNotices("a"); !slices.Equal(got, want) {
 		t.Errorf("a's notices %q; want %q", got, want)
@@ -419,7 +444,7 @@ func TestNoticesNeverRedundant(t *testing.T) {
 			t.Errorf("a was told of the end of the task it killed: %q", n)
 		}
 	}
-	r.tb.EndSession(context.Background(), "b")
+	r.endSession(t, "b")
 	if got := r.tb.TakeNotices("b"); len(got) != 0 {
 		t.Errorf("notices of an ended session: %q", got)
 	}
@@ -452,16 +477,16 @@ func mkfifo(p string) error { return syscall.Mkfifo(p, 0o600) }
 func TestEndSession(t *testing.T) {
 	r := newRig(t, nil)
 	for _, s := range []session.Session{{ID: "a"}, {ID: "a"}, {ID: "b"}, {}} {
-		r.call(s, BashName, args{"command": "sleep 30", "description": "d", "run_in_background": true})
+		r.call(t, s, BashName, args{"command": "sleep 30", "description": "d", "run_in_background": true})
 	}
-	r.tb.EndSession(context.Background(), "a")
+	r.endSession(t, "a")
 	want := map[bash.TaskID]bash.TaskStatus{"bash-1": bash.StatusKilled, "bash-2": bash.StatusKilled, "bash-3": bash.StatusRunning, "bash-4": bash.StatusRunning}
 	for id, st := range want {
 		if tk, _ := r.exec.Get(context.Background(), id); tk.Status != st {
 			t.Errorf("%s: %s; want %s", id, tk.Status, st)
 		}
 	}
-	r.tb.EndSession(context.Background(), "") // unowned tasks belong to no session
+	r.endSession(t, "") // unowned tasks belong to no session
 	if tk, _ := r.exec.Get(context.Background(), "bash-4"); tk.Status != bash.StatusRunning {
 		t.Errorf("EndSession(\"\") killed an unowned task")
 	}

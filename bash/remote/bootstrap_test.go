@@ -13,8 +13,8 @@ import (
 
 	"mvdan.cc/sh/v3/syntax"
 
-	"github.com/dshgo/dsh/bash"
 	"github.com/dshgo/dsh/bash/bashtest"
+	"github.com/dshgo/dsh/internal/testwait"
 )
 
 // TestUpload: a host without dsh-bash gets the running binary (this test
@@ -33,7 +33,7 @@ func TestUpload(t *testing.T) {
 	cache := t.TempDir()
 	d.CacheDir = cache
 
-	_, err = Dial(context.Background(), d.Dial, &Options{Host: d.Name()})
+	_, err = dialErr(d)
 	if err == nil || !strings.Contains(err.Error(), "is dsh-bash installed there? --remote-upload copies this one") {
 		t.Fatalf("without Upload on a host without dsh-bash: %v", err)
 	}
@@ -46,15 +46,9 @@ func TestUpload(t *testing.T) {
 	bin := filepath.Join(cache, sum, "dsh-bash")
 	var marked time.Time
 	for try := 0; try < 2; try++ {
-		e, err := Dial(context.Background(), d.Dial, &Options{Host: d.Name()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		spec, err := e.Resolve(context.Background(), bash.ExecRequest{Command: "echo uploaded"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if res, err := e.Run(context.Background(), spec); err != nil || res.Stdout.Text != "uploaded\n" {
+		e := dialT(t, d.Dial, &Options{Host: d.Name()})
+		spec := resolve(t, e, "echo uploaded", "")
+		if res, err := runSpec(e, spec); err != nil || res.Stdout.Text != "uploaded\n" {
 			t.Errorf("a run through the uploaded binary: %+v, %v", res, err)
 		}
 		e.Close()
@@ -75,13 +69,20 @@ func TestUpload(t *testing.T) {
 	}
 	// A cache others may write to could hold a planted binary: not used.
 	os.Chmod(cache, 0o777)
-	if _, err := Dial(context.Background(), d.Dial, &Options{Host: d.Name()}); err == nil || !strings.Contains(err.Error(), "the cache directory is not yours alone") {
+	if _, err := dialErr(d); err == nil || !strings.Contains(err.Error(), "the cache directory is not yours alone") {
 		t.Errorf("a cache directory others may write to: %v", err)
 	}
 	d.CacheDir = `/tmp/x"; touch /tmp/pwned; "`
-	if _, err := Dial(context.Background(), d.Dial, &Options{Host: d.Name()}); err == nil || !strings.Contains(err.Error(), "may not hold quotes") {
+	if _, err := dialErr(d); err == nil || !strings.Contains(err.Error(), "may not hold quotes") {
 		t.Errorf("a cache directory that breaks out of its quotes: %v", err)
 	}
+}
+
+// dialErr dials d, which may fail, within testwait.Limit.
+func dialErr(d *SSH) (*Executor, error) {
+	return testwait.Reply("hello of "+d.Name(), func(ctx context.Context) (*Executor, error) {
+		return Dial(ctx, d.Dial, &Options{Host: d.Name()})
+	})
 }
 
 func TestSameSystem(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 	"github.com/dshgo/dsh/bash/bashtest"
 	"github.com/dshgo/dsh/bash/local"
 	"github.com/dshgo/dsh/internal/proctest"
+	"github.com/dshgo/dsh/internal/testwait"
 )
 
 var updateTranscript = flag.Bool("update", false, "rewrite bash/bashtest/testdata/transcript.txtar")
@@ -122,7 +123,7 @@ func servePipe(t testing.TB, opts *local.Options) (cli, srv io.ReadWriteCloser, 
 }
 
 // served is a client whose server runs in this process: its Close also
-// waits for Serve to return.
+// waits for Serve to return, within testwait.Limit.
 type served struct {
 	*Executor
 	done chan struct{}
@@ -130,7 +131,9 @@ type served struct {
 
 func (s *served) Close() error {
 	err := s.Executor.Close()
-	<-s.done
+	if _, werr := testwait.Wait(s.done, "return of Serve once its client closed"); err == nil {
+		err = werr
+	}
 	return err
 }
 
@@ -140,11 +143,26 @@ func overPipe(t *testing.T, c bashtest.Config) bash.Executor {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := New(context.Background(), cli, &Options{Host: "pipe"})
+	e, err := testwait.Reply("hello over pipes", func(ctx context.Context) (*Executor, error) {
+		return New(ctx, cli, &Options{Host: "pipe"})
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return &served{e, done}
+}
+
+// dialT dials with opts; the test fails if that fails or takes longer
+// than testwait.Limit.
+func dialT(t testing.TB, dial DialFunc, opts *Options) *Executor {
+	t.Helper()
+	e, err := testwait.Reply("hello of "+opts.host(), func(ctx context.Context) (*Executor, error) {
+		return Dial(ctx, dial, opts)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
 }
 
 // overProcess serves a local executor from a subprocess (this test binary
@@ -155,11 +173,7 @@ func overProcess(t *testing.T, c bashtest.Config) bash.Executor {
 		t.Fatal(err)
 	}
 	cmd := &Command{Argv: []string{os.Args[0]}, Env: append(os.Environ(), serveEnv+"="+string(cfg)), Stderr: os.Stderr}
-	e, err := Dial(context.Background(), cmd.Dial, &Options{Host: "subprocess"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return e
+	return dialT(t, cmd.Dial, &Options{Host: "subprocess"})
 }
 
 // TestConformance runs the executor contract of package bash against the

@@ -16,6 +16,7 @@ import (
 	"github.com/dshgo/dsh/bash"
 	"github.com/dshgo/dsh/bash/local"
 	"github.com/dshgo/dsh/internal/proctest"
+	"github.com/dshgo/dsh/internal/testwait"
 )
 
 // farSides dials servers in this process, one per stream, and can cut the
@@ -50,7 +51,7 @@ func (f *farSides) cut() {
 	cut, done := f.cuts[len(f.cuts)-1], f.done[len(f.done)-1]
 	f.mu.Unlock()
 	cut()
-	<-done
+	testwait.Recv(f.t, done, "return of the far side's Serve once its stream was cut")
 }
 
 func (f *farSides) wait() {
@@ -60,7 +61,7 @@ func (f *farSides) wait() {
 		c()
 	}
 	for _, d := range f.done {
-		<-d
+		testwait.Recv(f.t, d, "return of a far side's Serve once its stream was cut")
 	}
 }
 
@@ -68,10 +69,7 @@ func newFarSides(t *testing.T) (*farSides, *Executor) {
 	t.Helper()
 	leaks := goleak.IgnoreCurrent()
 	f := &farSides{t: t}
-	e, err := Dial(context.Background(), f.dial, &Options{Host: "box-7", Backoff: time.Millisecond, MaxBackoff: time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := dialT(t, f.dial, &Options{Host: "box-7", Backoff: time.Millisecond, MaxBackoff: time.Millisecond})
 	t.Cleanup(func() {
 		e.Close()
 		f.wait()
@@ -82,13 +80,34 @@ func newFarSides(t *testing.T) (*farSides, *Executor) {
 	return f, e
 }
 
-func resolve(t *testing.T, e *Executor, cmd, owner string) bash.ExecSpec {
+func resolve(t *testing.T, e bash.Executor, cmd, owner string) bash.ExecSpec {
 	t.Helper()
-	spec, err := e.Resolve(context.Background(), bash.ExecRequest{Command: cmd, Owner: owner})
+	spec, err := testwait.Reply("Resolve of "+cmd, func(ctx context.Context) (bash.ExecSpec, error) {
+		return e.Resolve(ctx, bash.ExecRequest{Command: cmd, Owner: owner})
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return spec
+}
+
+// start starts spec as a background task, within testwait.Limit.
+func start(t *testing.T, e bash.Executor, spec bash.ExecSpec) bash.Task {
+	t.Helper()
+	task, err := testwait.Reply("Start of "+spec.Command, func(ctx context.Context) (bash.Task, error) {
+		return e.Start(ctx, spec)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return task
+}
+
+// runSpec runs spec in the foreground, within testwait.Limit.
+func runSpec(e bash.Executor, spec bash.ExecSpec) (bash.RunResult, error) {
+	return testwait.Reply("Run of "+spec.Command, func(ctx context.Context) (bash.RunResult, error) {
+		return e.Run(ctx, spec)
+	})
 }
 
 // TestLinkLostMidRun: a foreground run whose link drops returns a
@@ -97,11 +116,7 @@ func resolve(t *testing.T, e *Executor, cmd, owner string) bash.ExecSpec {
 // reconnects, and ids go on from where they were.
 func TestLinkLostMidRun(t *testing.T) {
 	f, e := newFarSides(t)
-	ctx := context.Background()
-	bg, err := e.Start(ctx, resolve(t, e, "sleep 300", "s1"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	bg := start(t, e, resolve(t, e, "sleep 300", "s1"))
 	pidFile := t.TempDir() + "/pid"
 	started := make(chan struct{})
 	var once sync.Once
@@ -109,13 +124,13 @@ func TestLinkLostMidRun(t *testing.T) {
 	spec.OnOutput = func(bash.Stream, []byte) { once.Do(func() { close(started) }) }
 	errc := make(chan error, 1)
 	go func() {
-		_, err := e.Run(ctx, spec)
+		_, err := e.Run(context.Background(), spec) // the cut ends it
 		errc <- err
 	}()
-	<-started
+	testwait.Recv(t, started, "output of the run")
 	pid := proctest.PidFromFile(t, pidFile)
 	f.cut()
-	err = <-errc
+	err := testwait.Recv(t, errc, "return of Run once its link dropped")
 	var le *bash.LinkError
 	if !errors.As(err, &le) || le.Host != "box-7" || !le.InFlight {
 		t.Fatalf("Run over a dropped link: %v, want a *bash.LinkError naming box-7, in flight", err)
@@ -123,18 +138,20 @@ func TestLinkLostMidRun(t *testing.T) {
 	if err := proctest.WaitExit(pid, 10*time.Second); err != nil {
 		t.Errorf("the far side did not kill the run's command when the stream ended: %v", err)
 	}
-	for name, call := range map[string]func() error{
-		"Get":        func() error { _, err := e.Get(ctx, bg.ID); return err },
-		"ReadOutput": func() error { _, err := e.ReadOutput(ctx, bg.ID); return err },
-		"Kill":       func() error { _, err := e.Kill(ctx, bg.ID); return err },
-		"OwnerOf":    func() error { _, err := e.OwnerOf(ctx, bg.ID); return err },
+	for name, call := range map[string]func(context.Context) error{
+		"Get":        func(ctx context.Context) error { _, err := e.Get(ctx, bg.ID); return err },
+		"ReadOutput": func(ctx context.Context) error { _, err := e.ReadOutput(ctx, bg.ID); return err },
+		"Kill":       func(ctx context.Context) error { _, err := e.Kill(ctx, bg.ID); return err },
+		"OwnerOf":    func(ctx context.Context) error { _, err := e.OwnerOf(ctx, bg.ID); return err },
 	} {
-		err := call()
+		err := testwait.Call(name, call)
 		if !errors.As(err, &le) || le.Task != bg.ID || le.Host != "box-7" {
 			t.Errorf("%s of a task lost with its link: %v, want a *bash.LinkError naming %s on box-7", name, err, bg.ID)
 		}
 	}
-	next, err := e.Start(ctx, resolve(t, e, "true", "s1"))
+	next, err := testwait.Reply("Start after the link dropped", func(ctx context.Context) (bash.Task, error) {
+		return e.Start(ctx, resolve(t, e, "true", "s1"))
+	})
 	if err != nil {
 		t.Fatalf("no reconnection: %v", err)
 	}
@@ -152,7 +169,10 @@ func TestDialFailure(t *testing.T) {
 	f.mu.Lock()
 	f.fail = errors.New("connection refused")
 	f.mu.Unlock()
-	_, err := e.Resolve(context.Background(), bash.ExecRequest{Command: "true"})
+	err := testwait.Call("Resolve while the far side is down", func(ctx context.Context) error {
+		_, err := e.Resolve(ctx, bash.ExecRequest{Command: "true"})
+		return err
+	})
 	var le *bash.LinkError
 	if !errors.As(err, &le) || le.Host != "box-7" || !strings.Contains(err.Error(), "connection refused") {
 		t.Fatalf("Resolve while the far side is down: %v", err)
@@ -162,7 +182,10 @@ func TestDialFailure(t *testing.T) {
 	f.mu.Unlock()
 	ok := false
 	for deadline := time.Now().Add(10 * time.Second); !ok && time.Now().Before(deadline); {
-		_, err = e.Resolve(context.Background(), bash.ExecRequest{Command: "true"})
+		err = testwait.Call("Resolve once the far side is back", func(ctx context.Context) error {
+			_, err := e.Resolve(ctx, bash.ExecRequest{Command: "true"})
+			return err
+		})
 		ok = err == nil
 	}
 	if !ok {
@@ -192,16 +215,20 @@ func TestVersionMismatch(t *testing.T) {
 	l := &link{host: "old", runs: map[uint64]*liveRun{}, done: func(int, wireTask) {}}
 	l.conn = newClientConn(cli, l, &Options{})
 	var r reply
-	err = l.call(context.Background(), methodHello, helloParams{Version: Version + 1}, &r)
+	err = testwait.Call("hello of another version", func(ctx context.Context) error {
+		return l.call(ctx, methodHello, helloParams{Version: Version + 1}, &r)
+	})
 	if err == nil || !strings.Contains(err.Error(), "protocol version 2 is not served here (this dsh-bash speaks version 1)") {
 		t.Errorf("hello of another version: %v", err)
 	}
-	err = l.call(context.Background(), methodList, nil, &r)
+	err = testwait.Call("list before the handshake", func(ctx context.Context) error {
+		return l.call(ctx, methodList, nil, &r)
+	})
 	if err == nil || !strings.Contains(err.Error(), "the handshake (hello) must come first") {
 		t.Errorf("a call before the handshake: %v", err)
 	}
 	l.close()
-	<-done
+	testwait.Recv(t, done, "return of Serve once its client closed")
 }
 
 // TestKillTellsListenersFirst: when Kill returns, the listeners have heard
@@ -216,11 +243,12 @@ func TestKillTellsListenersFirst(t *testing.T) {
 		heard = append(heard, task.ID)
 		mu.Unlock()
 	})
-	task, err := e.Start(context.Background(), resolve(t, e, "sleep 300", "s"))
+	task := start(t, e, resolve(t, e, "sleep 300", "s"))
+	err := testwait.Call("Kill", func(ctx context.Context) error {
+		_, err := e.Kill(ctx, task.ID)
+		return err
+	})
 	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.Kill(context.Background(), task.ID); err != nil {
 		t.Fatal(err)
 	}
 	mu.Lock()
@@ -270,10 +298,14 @@ func TestDialIsShared(t *testing.T) {
 	default:
 	}
 	once.Do(func() { close(release) })
-	if err := <-first; err != nil {
+	if err := testwait.Recv(t, first, "return of the first caller once the dial went through"); err != nil {
 		t.Errorf("the first caller, once the dial went through: %v", err)
 	}
-	if _, err := e.List(context.Background()); err != nil {
+	err := testwait.Call("List", func(ctx context.Context) error {
+		_, err := e.List(ctx)
+		return err
+	})
+	if err != nil {
 		t.Errorf("a later caller: %v (a caller's deadline must not count as a failed dial)", err)
 	}
 }

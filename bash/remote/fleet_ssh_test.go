@@ -17,6 +17,7 @@ import (
 	"github.com/dshgo/dsh/bash"
 	"github.com/dshgo/dsh/bash/bashtest"
 	"github.com/dshgo/dsh/internal/proctest"
+	"github.com/dshgo/dsh/internal/testwait"
 )
 
 // TestFleetOverSSH: three sshd "hosts" on loopback. Sessions spread over
@@ -26,7 +27,6 @@ import (
 func TestFleetOverSSH(t *testing.T) {
 	t.Parallel()
 	servers, f := sshFleet(t, 3)
-	ctx := context.Background()
 	tags := map[string]string{}
 	tasks := map[string]bash.TaskID{}
 	fifo := t.TempDir() + "/s2.pid"
@@ -38,11 +38,7 @@ func TestFleetOverSSH(t *testing.T) {
 		if s == "s2" {
 			cmd = "echo $$ > " + fifo + "; " + cmd
 		}
-		task, err := f.Start(ctx, fleetSpec(t, f, s, cmd))
-		if err != nil {
-			t.Fatal(err)
-		}
-		tasks[s] = task.ID
+		tasks[s] = start(t, f, resolve(t, f, cmd, s)).ID
 		tags[s] = fleetRun(t, f, s, "echo $HOST_TAG")
 	}
 	if tags["s1"] == tags["s2"] || tags["s2"] == tags["s3"] || tags["s1"] == tags["s3"] {
@@ -55,12 +51,14 @@ func TestFleetOverSSH(t *testing.T) {
 		t.Errorf("the dead host's task outlived its connection: %v", err)
 	}
 
-	_, err := f.Get(ctx, tasks["s2"])
+	_, err := testwait.Reply("Get", func(ctx context.Context) (bash.Task, error) { return f.Get(ctx, tasks["s2"]) })
 	var le *bash.LinkError
 	if !errors.As(err, &le) || le.Task != tasks["s2"] || le.Host != victim.name() {
 		t.Errorf("Get of a task on the dead host: %v, want a *bash.LinkError naming %s and %s", err, tasks["s2"], victim.name())
 	}
-	_, err = f.Resolve(ctx, bash.ExecRequest{Command: "true", Owner: "s2"})
+	_, err = testwait.Reply("Resolve", func(ctx context.Context) (bash.ExecSpec, error) {
+		return f.Resolve(ctx, bash.ExecRequest{Command: "true", Owner: "s2"})
+	})
 	if !errors.As(err, &le) || le.Host != victim.name() {
 		t.Errorf("a new call of the dead host's session: %v, want a *bash.LinkError naming %s", err, victim.name())
 	}
@@ -68,7 +66,8 @@ func TestFleetOverSSH(t *testing.T) {
 		if got := fleetRun(t, f, s, "echo $HOST_TAG"); got != tags[s] {
 			t.Errorf("session %s on a healthy host: %q, want %q", s, got, tags[s])
 		}
-		if task, err := f.Get(ctx, tasks[s]); err != nil || task.Status != bash.StatusRunning {
+		task, err := testwait.Reply("Get", func(ctx context.Context) (bash.Task, error) { return f.Get(ctx, tasks[s]) })
+		if err != nil || task.Status != bash.StatusRunning {
 			t.Errorf("session %s's task: %+v, %v", s, task, err)
 		}
 	}
@@ -162,19 +161,10 @@ func tagIndex(t *testing.T, tag string) int {
 	return i
 }
 
-func fleetSpec(t *testing.T, f *Fleet, owner, cmd string) bash.ExecSpec {
-	t.Helper()
-	spec, err := f.Resolve(context.Background(), bash.ExecRequest{Command: cmd, Owner: owner})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return spec
-}
-
 // fleetRun runs cmd for owner and returns its stdout, trimmed.
 func fleetRun(t *testing.T, f *Fleet, owner, cmd string) string {
 	t.Helper()
-	res, err := f.Run(context.Background(), fleetSpec(t, f, owner, cmd))
+	res, err := runSpec(f, resolve(t, f, cmd, owner))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,11 +178,14 @@ func eventuallyRun(t *testing.T, f *Fleet, owner, cmd string) string {
 	var err error
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); {
 		var spec bash.ExecSpec
-		if spec, err = f.Resolve(context.Background(), bash.ExecRequest{Command: cmd, Owner: owner}); err != nil {
+		spec, err = testwait.Reply("Resolve", func(ctx context.Context) (bash.ExecSpec, error) {
+			return f.Resolve(ctx, bash.ExecRequest{Command: cmd, Owner: owner})
+		})
+		if err != nil {
 			time.Sleep(5 * time.Millisecond) // nothing announces that a host is back
 			continue
 		}
-		res, err := f.Run(context.Background(), spec)
+		res, err := runSpec(f, spec)
 		if err == nil {
 			return strings.TrimSpace(res.Stdout.Text)
 		}

@@ -4,12 +4,14 @@ package remote
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"testing"
 	"time"
 
 	"github.com/dshgo/dsh/bash"
 	"github.com/dshgo/dsh/bash/bashtest"
+	"github.com/dshgo/dsh/internal/testwait"
 )
 
 // pipeHost is a fleet host whose servers run in this process: each dial
@@ -29,7 +31,8 @@ func (p *pipeHost) dial(ctx context.Context) (io.ReadWriteCloser, error) {
 	return cli, nil
 }
 
-// servedFleet is a fleet whose Close also waits for its servers.
+// servedFleet is a fleet whose Close also waits for its servers, within
+// testwait.Limit each.
 type servedFleet struct {
 	*Fleet
 	hosts []*pipeHost
@@ -39,7 +42,9 @@ func (s *servedFleet) Close() error {
 	err := s.Fleet.Close()
 	for _, h := range s.hosts {
 		for _, d := range h.done {
-			<-d
+			if _, werr := testwait.Wait(d, "return of a host's Serve once the fleet closed"); err == nil {
+				err = werr
+			}
 		}
 	}
 	return err
@@ -86,16 +91,10 @@ func TestFleetLoadCountsEndedTasks(t *testing.T) {
 	done := make(chan struct{}, n)
 	f.OnTaskDone(func(bash.Task) { done <- struct{}{} })
 	for i := 0; i < n; i++ {
-		spec, err := f.Resolve(context.Background(), bash.ExecRequest{Command: "true", Owner: "s"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := f.Start(context.Background(), spec); err != nil {
-			t.Fatal(err)
-		}
+		start(t, f, resolve(t, f, "true", "s"))
 	}
 	for i := 0; i < n; i++ {
-		<-done
+		testwait.Recv(t, done, fmt.Sprintf("end of task %d of %d", i+1, n))
 	}
 	if load := f.Fleet.hosts[0].load(); load != 0 {
 		t.Errorf("%d ended tasks still count as running", load)

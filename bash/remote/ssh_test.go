@@ -15,6 +15,7 @@ import (
 
 	"github.com/dshgo/dsh/bash"
 	"github.com/dshgo/dsh/bash/bashtest"
+	"github.com/dshgo/dsh/internal/testwait"
 )
 
 // serveCommand is the shell command that runs this test binary as a
@@ -38,11 +39,7 @@ func serveCommand(t testing.TB, c bashtest.Config) string {
 func overSSH(s *sshd) bashtest.NewFunc {
 	return func(t *testing.T, c bashtest.Config) bash.Executor {
 		d := s.dialer(serveCommand(t, c))
-		e, err := Dial(context.Background(), d.Dial, &Options{Host: d.Name()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return e
+		return dialT(t, d.Dial, &Options{Host: d.Name()})
 	}
 }
 
@@ -64,7 +61,6 @@ func TestSSHConformance(t *testing.T) {
 func TestSSHHostKeys(t *testing.T) {
 	t.Parallel()
 	s := startSSHD(t)
-	ctx := context.Background()
 	empty := t.TempDir() + "/known_hosts"
 	os.WriteFile(empty, nil, 0o600)
 	other := t.TempDir() + "/known_hosts"
@@ -86,7 +82,9 @@ func TestSSHHostKeys(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			d := s.dialer("true")
 			tt.edit(d)
-			_, err := Dial(ctx, d.Dial, &Options{Host: d.Name()})
+			_, err := testwait.Reply("hello of "+d.Name(), func(ctx context.Context) (*Executor, error) {
+				return Dial(ctx, d.Dial, &Options{Host: d.Name()})
+			})
 			if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), d.Name()) {
 				t.Errorf("err = %v, want one naming %s and saying %q", err, d.Name(), tt.want)
 			}

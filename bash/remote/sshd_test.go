@@ -3,7 +3,6 @@
 package remote
 
 import (
-	"bufio"
 	"crypto/ed25519"
 	"encoding/pem"
 	"fmt"
@@ -19,6 +18,8 @@ import (
 
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
+
+	"github.com/dshgo/dsh/internal/testwait"
 )
 
 // sshd is an OpenSSH server the test started on a loopback port of its
@@ -97,32 +98,28 @@ func (s *sshd) start() {
 		t.Fatal(err)
 	}
 	t.Cleanup(s.stop)
-	r := bufio.NewReader(stderr)
+	lines := testwait.NewLines(stderr) // read on, to its end: its stderr keeps flowing
 	for {
-		line, err := r.ReadString('\n')
+		line, err := lines.Next(t, `line "Server listening on" from sshd`)
 		if err != nil {
-			t.Fatalf("sshd ended before listening: %v", err)
+			t.Fatalf("sshd ended before listening: %v; %s", err, lines.Last())
 		}
 		if strings.Contains(line, "Server listening on") {
-			break
+			return
 		}
 	}
-	go func() { _, _ = r.WriteTo(discardWriter{}) }() // keep its stderr flowing
 }
 
-type discardWriter struct{}
-
-func (discardWriter) Write(p []byte) (int, error) { return len(p), nil }
-
 // stop kills the server (its connections' processes go with their
-// connections).
+// connections), within testwait.Limit.
 func (s *sshd) stop() {
 	if s.cmd == nil || s.cmd.Process == nil {
 		return
 	}
 	_ = s.cmd.Process.Signal(syscall.SIGTERM)
-	_ = s.cmd.Wait()
+	cmd := s.cmd
 	s.cmd = nil
+	_ = testwait.Exit(s.t, cmd, "sshd, after SIGTERM,")
 }
 
 // dialer is an SSH dialer for this server that runs command there.

@@ -18,6 +18,7 @@ import (
 	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/dshgo/dsh/bash"
+	"github.com/dshgo/dsh/internal/testwait"
 )
 
 // TestErrorRoundTrip: every typed error of package bash crosses the wire
@@ -177,17 +178,20 @@ func runStuck(t *testing.T, f *floodExec, opts *ServeOptions) []outputNote {
 	go func() { served <- Serve(context.Background(), srv, f, opts) }()
 	defer func() {
 		cli.Close()
-		if err := <-served; err != nil {
-			t.Errorf("Serve: %v", err)
+		if err, werr := testwait.Wait(served, "return of Serve once its client closed"); werr != nil || err != nil {
+			t.Errorf("Serve: %v", errors.Join(werr, err))
 		}
 	}()
+	// A reply that does not come fails the read with an i/o timeout, which
+	// readUntilReply says was in the wait for which reply.
+	cli.SetDeadline(time.Now().Add(testwait.Limit))
 	s := newLineStream(cli, 0)
 	call(t, s, 1, methodHello, helloParams{Version: Version})
 	if _, err := readUntilReply(s, 1); err != nil {
 		t.Fatal(err)
 	}
 	call(t, s, 2, methodRun, wireSpec{Command: "flood", Stream: true})
-	<-f.flooded
+	testwait.Recv(t, f.flooded, "end of the flood of output")
 	notes, err := readUntilReply(s, 2)
 	if err != nil {
 		t.Fatal(err)

@@ -3,14 +3,11 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 
@@ -18,6 +15,7 @@ import (
 	"github.com/dshgo/dsh/internal/acptest"
 	"github.com/dshgo/dsh/internal/fakellm"
 	"github.com/dshgo/dsh/internal/proctest"
+	"github.com/dshgo/dsh/internal/testwait"
 )
 
 // TestACPBinary drives dsh-bash acp over real stdio: a prompt whose model
@@ -44,32 +42,27 @@ func TestACPBinary(t *testing.T) {
 	ed := acptest.New()
 	conn := acp.NewClientSideConnection(ed, stdin, stdout)
 	conn.SetLogger(slog.New(slog.DiscardHandler))
-	ctx := context.Background()
-	if _, err := conn.Initialize(ctx, acp.InitializeRequest{ProtocolVersion: acp.ProtocolVersionNumber}); err != nil {
-		t.Fatal(err)
-	}
-	cwd := t.TempDir()
-	sess, err := conn.NewSession(ctx, acp.NewSessionRequest{Cwd: cwd, McpServers: []acp.McpServer{}})
+	err := testwait.Call("initialize", func(ctx context.Context) error {
+		_, err := conn.Initialize(ctx, acp.InitializeRequest{ProtocolVersion: acp.ProtocolVersionNumber})
+		return err
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	pidc := make(chan int, 1)
-	go func() {
-		f, err := os.Open(fifo)
-		if err != nil {
-			pidc <- 0
-			return
-		}
-		line, _ := bufio.NewReader(f).ReadString('\n')
-		f.Close()
-		pid, _ := strconv.Atoi(strings.TrimSpace(line))
-		pidc <- pid
-	}()
-	res, err := conn.Prompt(ctx, acp.PromptRequest{SessionId: sess.SessionId, Prompt: []acp.ContentBlock{acp.TextBlock("run things")}})
+	cwd := t.TempDir()
+	sess, err := testwait.Reply("session/new", func(ctx context.Context) (acp.NewSessionResponse, error) {
+		return conn.NewSession(ctx, acp.NewSessionRequest{Cwd: cwd, McpServers: []acp.McpServer{}})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := testwait.Reply("session/prompt", func(ctx context.Context) (acp.PromptResponse, error) {
+		return conn.Prompt(ctx, acp.PromptRequest{SessionId: sess.SessionId, Prompt: []acp.ContentBlock{acp.TextBlock("run things")}})
+	})
 	if err != nil || res.StopReason != acp.StopReasonEndTurn {
 		t.Fatalf("prompt: %v %v", res, err)
 	}
-	pid := <-pidc
+	pid := proctest.PidFromFIFO(t, fifo) // the background command waits for a reader
 	if text, asks := ed.AgentText(sess.SessionId), len(ed.Asked()); text != "Started it." || asks != 2 {
 		t.Errorf("agent text %q, %d permission requests", text, asks)
 	}
@@ -81,7 +74,7 @@ func TestACPBinary(t *testing.T) {
 		t.Fatalf("the background sleep (%d) is not running", pid)
 	}
 	stdin.Close()
-	if err := cmd.Wait(); err != nil {
+	if err := testwait.Exit(t, cmd, "dsh-bash acp, once its stdin closed"); err != nil {
 		t.Errorf("dsh-bash acp exited with %v", err)
 	}
 	if proctest.Alive(pid) {

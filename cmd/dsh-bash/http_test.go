@@ -3,7 +3,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"net"
@@ -13,12 +12,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/dshgo/dsh/internal/proctest"
+	"github.com/dshgo/dsh/internal/testwait"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -33,7 +32,6 @@ type httpServer struct {
 	cmd    *exec.Cmd
 	where  string   // what follows "serving streamable HTTP on "
 	before []string // the stderr lines before that one
-	lines  chan string
 }
 
 // startHTTP starts dsh-bash mcp --http with args and env (added to the
@@ -51,27 +49,24 @@ func startHTTP(t *testing.T, env []string, args ...string) *httpServer {
 		t.Fatal(err)
 	}
 	pw.Close()
-	s := &httpServer{cmd: cmd, lines: make(chan string, 100)}
+	s := &httpServer{cmd: cmd}
 	t.Cleanup(func() {
 		cmd.Process.Kill()
 		cmd.Wait()
 	})
-	go func() {
-		defer close(s.lines)
-		sc := bufio.NewScanner(pr)
-		for sc.Scan() {
-			s.lines <- sc.Text()
+	stderr := testwait.NewLines(pr) // read to its end, which the exit brings
+	for {
+		line, err := stderr.Next(t, `line "serving streamable HTTP on" from dsh-bash mcp`)
+		if err != nil {
+			t.Fatalf("dsh-bash mcp did not serve: %q", s.before)
 		}
-	}()
-	for line := range s.lines {
+		line = strings.TrimSuffix(line, "\n")
 		if w, ok := strings.CutPrefix(line, "dsh-bash mcp: serving streamable HTTP on "); ok {
 			s.where = w
 			return s
 		}
 		s.before = append(s.before, line)
 	}
-	t.Fatalf("dsh-bash mcp did not serve: %q", s.before)
-	return nil
 }
 
 // stop sends SIGTERM and waits for the exit, within exitWait.
@@ -111,12 +106,18 @@ func clientFor(t *testing.T, s *httpServer, token string, sse bool) (*mcp.Client
 	if token != "" {
 		hc.Transport = tokenTransport{token, tr}
 	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(context.Background(),
-		&mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc, DisableStandaloneSSE: !sse, MaxRetries: -1}, nil)
+	cs, err := connect(&mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc, DisableStandaloneSSE: !sse, MaxRetries: -1})
 	if err == nil {
 		t.Cleanup(func() { cs.Close() })
 	}
 	return cs, err
+}
+
+// connect connects a client over tr, within testwait.Limit.
+func connect(tr mcp.Transport) (*mcp.ClientSession, error) {
+	return testwait.Reply("initialize", func(ctx context.Context) (*mcp.ClientSession, error) {
+		return mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(ctx, tr, nil)
+	})
 }
 
 func mustClient(t *testing.T, s *httpServer, token string) *mcp.ClientSession {
@@ -146,7 +147,7 @@ func status(t *testing.T, url, auth string) int {
 	if auth != "" {
 		req.Header.Set("Authorization", auth)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := (&http.Client{Timeout: testwait.Limit}).Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -369,21 +370,25 @@ func TestMCPHTTPShutdown(t *testing.T) {
 }
 
 // foregroundPid starts a foreground call that ignores SIGTERM and returns
-// its pid once it runs.
+// its pid once it runs. The call has no deadline; the test's end cancels
+// it, if the server has not ended it.
 func foregroundPid(t *testing.T, cs *mcp.ClientSession) int {
 	t.Helper()
 	fifo := filepath.Join(t.TempDir(), "fg")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var wg sync.WaitGroup
-	wg.Add(1)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
 	go func() {
-		defer wg.Done()
-		cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "bash", Arguments: map[string]any{
+		defer close(done)
+		cs.CallTool(ctx, &mcp.CallToolParams{Name: "bash", Arguments: map[string]any{
 			"command": "trap '' TERM; echo $$ > " + fifo + "; sleep 300", "description": "Sleep", "timeoutMs": 600000}})
 	}()
-	t.Cleanup(wg.Wait)
+	t.Cleanup(func() {
+		cancel()
+		testwait.Recv(t, done, "end of the cancelled foreground call")
+	})
 	return proctest.PidFromFIFO(t, fifo)
 }
 
@@ -393,8 +398,7 @@ func TestMCPHTTPSessionGrace(t *testing.T) {
 	t.Parallel()
 	s := startHTTP(t, nil, "--http", "127.0.0.1:0", "--no-auth", "--session-grace", "200ms", "--max-sessions", "1")
 	tr := &http.Transport{}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(context.Background(),
-		&mcp.StreamableClientTransport{Endpoint: s.where, HTTPClient: &http.Client{Transport: tr}, DisableStandaloneSSE: true}, nil)
+	cs, err := connect(&mcp.StreamableClientTransport{Endpoint: s.where, HTTPClient: &http.Client{Transport: tr}, DisableStandaloneSSE: true})
 	if err != nil {
 		t.Fatal(err)
 	}

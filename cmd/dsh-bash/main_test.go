@@ -3,7 +3,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -17,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/dshgo/dsh/internal/proctest"
+	"github.com/dshgo/dsh/internal/testwait"
 	"github.com/dshgo/dsh/toolbash"
 )
 
@@ -61,7 +61,7 @@ func dshBashEnv(t *testing.T, dir string, env []string, args ...string) (stdout,
 	cmd.Env = append(os.Environ(), env...)
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
-	err := cmd.Run()
+	err := run(t, cmd)
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
 		code = ee.ExitCode()
@@ -69,6 +69,16 @@ func dshBashEnv(t *testing.T, dir string, env []string, args ...string) (stdout,
 		t.Fatal(err)
 	}
 	return o.String(), e.String(), code
+}
+
+// run runs cmd and returns what Wait returned; if it has not exited
+// within testwait.Limit, it is killed and the test fails.
+func run(t *testing.T, cmd *exec.Cmd) error {
+	t.Helper()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return testwait.Exit(t, cmd, fmt.Sprintf("%s %q", filepath.Base(cmd.Path), cmd.Args[1:]))
 }
 
 func TestRun(t *testing.T) {
@@ -180,14 +190,9 @@ func TestSignalStopsEverything(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Open(fifo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bufio.NewReader(f).ReadString('\n')
-	f.Close()
+	testwait.ReadFIFO(t, fifo, "sign that the command runs")
 	cmd.Process.Signal(syscall.SIGTERM)
-	err = cmd.Wait()
+	err := testwait.Exit(t, cmd, "dsh-bash run, after SIGTERM")
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 1 || o.String() != "command aborted" {
 		t.Errorf("exit %v, stdout %q", err, o.String())

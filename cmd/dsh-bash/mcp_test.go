@@ -12,22 +12,51 @@ import (
 	"time"
 
 	"github.com/dshgo/dsh/internal/proctest"
+	"github.com/dshgo/dsh/internal/testwait"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// mcpClient starts the built dsh-bash mcp as a subprocess over stdio.
+// mcpClient starts the built dsh-bash mcp as a subprocess over stdio; the
+// session is closed when the test ends.
 func mcpClient(t *testing.T, args ...string) (*mcp.ClientSession, *exec.Cmd) {
 	t.Helper()
 	cmd := execCommand(append([]string{"mcp"}, args...)...)
 	// The SDK sends SIGTERM when the server has not exited 5 s after stdin
 	// closed: wait far longer, so that only the server's own handling of
-	// stdin EOF can pass TestMCPStdioClientGone.
+	// stdin EOF can pass TestMCPStdioClientGone (which bounds the wait).
 	tr := &mcp.CommandTransport{Command: cmd, TerminateDuration: 10 * time.Minute}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(context.Background(), tr, nil)
+	cs, err := testwait.Reply("initialize", func(ctx context.Context) (*mcp.ClientSession, error) {
+		return mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(ctx, tr, nil)
+	})
 	if err != nil {
+		if cmd.Process != nil {
+			cmd.Process.Kill()
+		}
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { closeMCP(t, cs, cmd) })
 	return cs, cmd
+}
+
+// closeMCP closes the session, which waits for dsh-bash mcp to exit at its
+// stdin's end; if it has not within testwait.Limit, it is killed and the
+// test fails.
+func closeMCP(t *testing.T, cs *mcp.ClientSession, cmd *exec.Cmd) {
+	t.Helper()
+	closed := make(chan struct{})
+	go func() {
+		defer close(closed)
+		cs.Close()
+	}()
+	timer := time.NewTimer(testwait.Limit)
+	defer timer.Stop()
+	select {
+	case <-closed:
+	case <-timer.C:
+		cmd.Process.Kill()
+		<-closed
+		t.Errorf("dsh-bash mcp did not exit within %v of its stdin's end", testwait.Limit)
+	}
 }
 
 // execCommand is the built dsh-bash with args.
@@ -35,7 +64,9 @@ func execCommand(args ...string) *exec.Cmd { return exec.Command(binary, args...
 
 func callText(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]any) string {
 	t.Helper()
-	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: args})
+	res, err := testwait.Reply("tools/call "+tool, func(ctx context.Context) (*mcp.CallToolResult, error) {
+		return cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,9 +107,7 @@ func TestMCPStdioClientGone(t *testing.T) {
 	if !alive(pid) {
 		t.Fatal("the sleep is not running")
 	}
-	if err := cs.Close(); err != nil {
-		t.Logf("close: %v", err)
-	}
+	closeMCP(t, cs, cmd)
 	if cmd.ProcessState == nil {
 		t.Fatal("dsh-bash mcp did not exit when the client closed")
 	}
@@ -91,22 +120,22 @@ func TestMCPStdioClientGone(t *testing.T) {
 func TestMCPStdioSignal(t *testing.T) {
 	t.Parallel()
 	cs, cmd := mcpClient(t)
-	defer cs.Close()
 	pid := syncedPid(t, cs)
 	cmd.Process.Signal(syscall.SIGTERM)
 	done := make(chan struct{})
 	go func() { cs.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		t.Fatal("dsh-bash mcp ignored SIGTERM")
-	}
+	testwait.Recv(t, done, "end of the session: dsh-bash mcp ignored SIGTERM")
 	// Exited: the process has been reaped by the transport or will be.
-	for cmd.ProcessState == nil {
-		if _, err := cmd.Process.Wait(); err != nil {
-			break
+	reaped := make(chan struct{})
+	go func() {
+		defer close(reaped)
+		for cmd.ProcessState == nil {
+			if _, err := cmd.Process.Wait(); err != nil {
+				break
+			}
 		}
-	}
+	}()
+	testwait.Recv(t, reaped, "exit of dsh-bash mcp, whose session ended")
 	if alive(pid) {
 		t.Errorf("sleep %d outlived dsh-bash mcp", pid)
 	}

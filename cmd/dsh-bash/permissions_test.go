@@ -69,7 +69,7 @@ func TestRunAsksOnTerminal(t *testing.T) {
 			cmd.Dir, cmd.Stdin, cmd.Env = dir, slave, append(os.Environ(), "TMPDIR="+t.TempDir())
 			var out, errOut bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &out, &errOut
-			_ = cmd.Run()
+			_ = run(t, cmd)
 			_, err := os.Stat(filepath.Join(dir, "viatty"))
 			if ran := err == nil; ran != (answer == "y") || !strings.Contains(errOut.String(), "Run it? [y]es once, [a]lways allow mkdir, [N]o") {
 				t.Errorf("answer %s: ran %v; stdout %q, stderr %q", answer, ran, out.String(), errOut.String())

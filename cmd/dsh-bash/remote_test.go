@@ -15,6 +15,7 @@ import (
 	"github.com/dshgo/dsh/bash/bashtest"
 	"github.com/dshgo/dsh/bash/remote"
 	"github.com/dshgo/dsh/internal/proctest"
+	"github.com/dshgo/dsh/internal/testwait"
 )
 
 // overExecutor makes remote executors over `dsh-bash executor` processes
@@ -32,12 +33,22 @@ func overExecutor(extra ...string) bashtest.NewFunc {
 			argv = append(argv, "--env", e)
 		}
 		cmd := &remote.Command{Argv: argv, Env: append(os.Environ(), "TMPDIR="+t.TempDir()), Stderr: os.Stderr}
-		e, err := remote.Dial(context.Background(), cmd.Dial, &remote.Options{Host: "dsh-bash executor"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return e
+		return dial(t, cmd, "dsh-bash executor")
 	}
+}
+
+// dial starts the far side cmd and makes an executor over it, once the
+// handshake is through; the test fails if that takes longer than
+// testwait.Limit.
+func dial(t *testing.T, cmd *remote.Command, host string) *remote.Executor {
+	t.Helper()
+	e, err := testwait.Reply("hello of "+host, func(ctx context.Context) (*remote.Executor, error) {
+		return remote.Dial(ctx, cmd.Dial, &remote.Options{Host: host})
+	})
+	if err != nil {
+		t.Fatalf("the far side did not serve: %v", err)
+	}
+	return e
 }
 
 // TestExecutorConformance runs the executor contract through `dsh-bash
@@ -122,19 +133,21 @@ func TestExecutorIgnoresConfiguredRemotes(t *testing.T) {
 	cfg := t.TempDir() + "/config.json"
 	os.WriteFile(cfg, []byte(`{"remote": {"executorCmds": ["/nonexistent/relay executor"]}}`), 0o600)
 	cmd := &remote.Command{Argv: []string{binary, "executor", "--sandbox=off", "--config", cfg}, Stderr: os.Stderr}
-	e, err := remote.Dial(context.Background(), cmd.Dial, &remote.Options{Host: "far"})
-	if err != nil {
-		t.Fatalf("the far side did not serve: %v", err)
-	}
+	e := dial(t, cmd, "far")
 	defer e.Close()
 	if h := e.Hello(); h.Containment == "" || strings.HasPrefix(h.Containment, "remote") {
 		t.Errorf("the far side relays: containment %q", h.Containment)
 	}
-	spec, err := e.Resolve(context.Background(), bash.ExecRequest{Command: "echo here"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res, err := e.Run(context.Background(), spec); err != nil || res.Stdout.Text != "here\n" {
+	var res bash.RunResult
+	err := testwait.Call("the run of echo here", func(ctx context.Context) error {
+		spec, err := e.Resolve(ctx, bash.ExecRequest{Command: "echo here"})
+		if err != nil {
+			return err
+		}
+		res, err = e.Run(ctx, spec)
+		return err
+	})
+	if err != nil || res.Stdout.Text != "here\n" {
 		t.Errorf("%+v %v", res, err)
 	}
 }

@@ -4,7 +4,9 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -16,17 +18,21 @@ import (
 	"time"
 
 	"github.com/dshgo/dsh/internal/proctest"
+	"github.com/dshgo/dsh/internal/testwait"
 )
 
-// rawMCP is dsh-bash mcp driven with raw JSON-RPC lines over pipes.
+// rawMCP is dsh-bash mcp driven with raw JSON-RPC lines over pipes. Its
+// stdout is read only when the test waits for an answer (a test can stop
+// reading, as a stuck client does), with a deadline.
 type rawMCP struct {
 	t    *testing.T
 	cmd  *exec.Cmd
 	in   io.WriteCloser
 	out  *bufio.Reader
-	outR io.ReadCloser
-	tmp  string // its TMPDIR, where its spill directory goes
-	init string // the answer to initialize
+	outR *os.File
+	last []string // the last lines read, for a failure message
+	tmp  string   // its TMPDIR, where its spill directory goes
+	init string   // the answer to initialize
 }
 
 func startRawMCP(t *testing.T, flags ...string) *rawMCP {
@@ -38,13 +44,18 @@ func startRawMCP(t *testing.T, flags ...string) *rawMCP {
 	if err != nil {
 		t.Fatal(err)
 	}
-	outR, err := cmd.StdoutPipe()
+	outR, outW, err := os.Pipe() // pollable: reads can have deadlines
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
+	cmd.Stdout = outW
+	err = cmd.Start()
+	outW.Close()
+	if err != nil {
+		outR.Close()
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { outR.Close() })
 	m := &rawMCP{t: t, cmd: cmd, in: in, out: bufio.NewReader(outR), outR: outR, tmp: tmp}
 	t.Cleanup(func() {
 		cmd.Process.Kill()
@@ -71,13 +82,24 @@ func (m *rawMCP) call(id int, command string, background bool) {
 	m.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"bash","arguments":%s}}`, id, args))
 }
 
-// answer reads until the response to id and returns its raw line.
+// answer reads until the response to id and returns its raw line; the
+// test fails if it does not come within testwait.Limit.
 func (m *rawMCP) answer(id int) string {
 	m.t.Helper()
+	if err := m.outR.SetReadDeadline(time.Now().Add(testwait.Limit)); err != nil {
+		m.t.Fatal(err)
+	}
 	for {
 		line, err := m.out.ReadString('\n')
+		if line != "" {
+			m.last = append(m.last, strings.TrimSuffix(line, "\n"))
+			m.last = m.last[max(0, len(m.last)-5):]
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			m.t.Fatalf("no answer to request %d within %v; last lines read: %q", id, testwait.Limit, m.last)
+		}
 		if err != nil {
-			m.t.Fatalf("no answer to %d: %v", id, err)
+			m.t.Fatalf("no answer to request %d: %v; last lines read: %q", id, err, m.last)
 		}
 		var v struct{ ID *int }
 		if json.Unmarshal([]byte(line), &v) == nil && v.ID != nil && *v.ID == id {
@@ -188,7 +210,7 @@ func TestRunStdoutGone(t *testing.T) {
 	}
 	r.Close() // nobody reads: the first write fails
 	cmd.Stdout = w
-	err = cmd.Run()
+	err = run(t, cmd)
 	w.Close()
 	if ws := cmd.ProcessState.Sys().(syscall.WaitStatus); ws.Signaled() {
 		t.Errorf("dsh-bash run died of %v (%v)", ws.Signal(), err)
@@ -217,12 +239,13 @@ func TestSecretsOutOfReach(t *testing.T) {
 	cmd.Dir = dir
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "TMPDIR=" + dir, "DSH_TEST_SECRET_TOKEN=hunter2"}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("%v: %s", err, out)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := run(t, cmd); err != nil {
+		t.Fatalf("%v: %s", err, out.String())
 	}
-	if strings.Contains(string(out), "hunter2") || !strings.HasPrefix(string(out), "unreadable") {
-		t.Errorf("the command read dsh-bash's environment: %q", out)
+	if strings.Contains(out.String(), "hunter2") || !strings.HasPrefix(out.String(), "unreadable") {
+		t.Errorf("the command read dsh-bash's environment: %q", out.String())
 	}
 }
 

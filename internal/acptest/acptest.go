@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/coder/acp-go-sdk"
+
+	"github.com/dshgo/dsh/internal/testwait"
 )
 
 var _ acp.Client = (*Client)(nil)
@@ -150,10 +152,12 @@ func (c *Client) SessionUpdates(t testing.TB, sid acp.SessionId) []map[string]an
 	return out
 }
 
-// WaitUpdate waits for an update of sid that pred accepts.
+// WaitUpdate waits for an update of sid that pred accepts; the test fails
+// if none comes within testwait.Limit.
 func (c *Client) WaitUpdate(t testing.TB, sid acp.SessionId, pred func(map[string]any) bool) {
 	t.Helper()
-	deadline := time.After(20 * time.Second)
+	deadline := time.NewTimer(testwait.Limit)
+	defer deadline.Stop()
 	for {
 		for _, u := range c.SessionUpdates(t, sid) {
 			if pred(u) {
@@ -162,8 +166,8 @@ func (c *Client) WaitUpdate(t testing.TB, sid acp.SessionId, pred func(map[strin
 		}
 		select {
 		case <-c.notify:
-		case <-deadline:
-			t.Fatalf("no such update among %v", c.SessionUpdates(t, sid))
+		case <-deadline.C:
+			t.Fatalf("no update of session %s that the test waits for within %v; the updates: %v", sid, testwait.Limit, c.SessionUpdates(t, sid))
 		}
 	}
 }

@@ -1,11 +1,12 @@
 package proctest
 
 import (
-	"bufio"
 	"os"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/dshgo/dsh/internal/testwait"
 )
 
 // PidFromFile reads the pid a command wrote to a file.
@@ -20,15 +21,10 @@ func PidFromFile(t testing.TB, file string) int {
 
 // PidFromFIFO waits until a command writes a line holding a pid to the
 // FIFO, and returns the pid: the test then knows the command got that far.
+// If none comes within testwait.Limit, the test fails.
 func PidFromFIFO(t testing.TB, fifo string) int {
 	t.Helper()
-	f, err := os.Open(fifo) // blocks until the command opens it to write
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	line, _ := bufio.NewReader(f).ReadString('\n')
-	return parsePid(t, fifo, line)
+	return parsePid(t, fifo, testwait.ReadFIFO(t, fifo, "pid from the command"))
 }
 
 func parsePid(t testing.TB, name, s string) int {
