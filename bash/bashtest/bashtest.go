@@ -80,7 +80,7 @@ var harnessSeq atomic.Int64
 // harness is one executor under test, for one (leaf) test.
 type harness struct {
 	t    *testing.T
-	e    bash.Executor
+	e    *recorder
 	cfg  Config
 	id   string // unique: the marker's value, and the prefix of tags
 	opts options
@@ -107,7 +107,7 @@ func newHarness(t *testing.T, newExec NewFunc, opts options, edit func(*Config))
 	if e == nil {
 		t.Fatal("the NewFunc returned no executor")
 	}
-	h := &harness{t: t, e: e, cfg: c, id: id, opts: opts}
+	h := &harness{t: t, e: newRecorder(e), cfg: c, id: id, opts: opts}
 	t.Cleanup(h.finish)
 	return h
 }

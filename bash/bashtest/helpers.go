@@ -190,7 +190,10 @@ func (h *harness) wait(l *doneLog, id bash.TaskID) bash.Task {
 			return calls[0]
 		}
 		select {
-		case <-l.ch:
+		case t := <-l.ch:
+			if t.ID != id && h.e.stranger(t.ID) {
+				h.t.Fatalf("waiting for the end of task %s, the listener heard of the end of %s, an id no Start or Run returned", id, t.ID)
+			}
 		case <-deadline:
 			h.t.Fatalf("the listener never heard of the end of task %s", id)
 		}
