@@ -28,6 +28,7 @@ func TestMain(m *testing.M) {
 		os.Exit(runHelper(strings.Fields(h)))
 	}
 	proctest.QuickRaceExit()
+	proctest.RaiseParallel(4)
 	code := m.Run()
 	if code == 0 {
 		if err := goleak.Find(); err != nil {

@@ -33,6 +33,7 @@ func TestMain(m *testing.M) {
 		os.Exit(serveForTest(os.Args[2]))
 	}
 	proctest.QuickRaceExit()
+	proctest.RaiseParallel(4)
 	os.Exit(m.Run())
 }
 

@@ -26,6 +26,7 @@ func TestMain(m *testing.M) {
 		os.Exit(probeSyscalls(os.Stdout))
 	}
 	proctest.QuickRaceExit()
+	proctest.RaiseParallel(4)
 	code := m.Run()
 	if code == 0 {
 		if err := goleak.Find(); err != nil {

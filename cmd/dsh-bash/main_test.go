@@ -30,6 +30,7 @@ func TestMain(m *testing.M) {
 	}
 	binary = filepath.Join(dir, "dsh-bash")
 	proctest.QuickRaceExit()
+	proctest.RaiseParallel(4)
 	build := append(append([]string{"build"}, proctest.BuildFlags()...), "-o", binary, ".")
 	if out, err := exec.Command("go", build...).CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "build dsh-bash: %v\n%s", err, out)

@@ -166,6 +166,7 @@ func TestMCPSignalsAbortCalls(t *testing.T) {
 	t.Parallel()
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP} {
 		t.Run(sig.String(), func(t *testing.T) {
+			t.Parallel()
 			m := startRawMCP(t)
 			pids := m.startCommands()
 			start := time.Now()

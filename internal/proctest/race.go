@@ -1,7 +1,10 @@
 package proctest
 
 import (
+	"flag"
 	"os"
+	"runtime"
+	"strconv"
 	"strings"
 )
 
@@ -34,4 +37,20 @@ func BuildFlags() []string {
 		return []string{"-race"}
 	}
 	return nil
+}
+
+// RaiseParallel lets factor times GOMAXPROCS parallel tests run at once,
+// unless -test.parallel was given. Call it from TestMain, before m.Run, in
+// packages whose tests spend most of their time waiting on processes
+// (grace periods, drain delays, far sides and jails starting), where the
+// default of GOMAXPROCS leaves the machine idle.
+func RaiseParallel(factor int) {
+	if !flag.Parsed() {
+		flag.Parse()
+	}
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		flag.Set("test.parallel", strconv.Itoa(factor*runtime.GOMAXPROCS(0)))
+	}
 }
