@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/crypto/ssh"
@@ -60,6 +61,13 @@ type SSH struct {
 	WaitDelay time.Duration
 	// Stderr receives the far side's stderr; nil discards it.
 	Stderr io.Writer
+	// Client, if set, is an open connection to the host to use, made and
+	// owned by the caller (for a jump host, certificates, or many executors
+	// on one connection): Dial opens a session on it and neither connects
+	// nor checks host keys nor sends keepalives, and closing the stream
+	// ends its session, not the connection. User and Host still name the
+	// host in errors.
+	Client *ssh.Client
 }
 
 // ParseURL reads ssh://[user@]host[:port][/workspace]. It returns the
@@ -124,38 +132,65 @@ func durationOr(d, def time.Duration) time.Duration {
 }
 
 // Dial connects, checks the host key, logs in and starts the far side's
-// executor on a session whose stdio is the stream.
+// executor on a session whose stdio is the stream (with Client set, it
+// only starts the session).
 func (s *SSH) Dial(ctx context.Context) (io.ReadWriteCloser, error) {
+	if s.Client != nil {
+		return s.start(ctx, s.Client, false)
+	}
 	client, err := s.connect(ctx)
 	if err != nil {
 		return nil, err
 	}
-	// Opening the session (and the upload) wait on the host: ctx bounds
-	// them by closing the connection.
-	stop := context.AfterFunc(ctx, func() { client.Close() })
+	st, err := s.start(ctx, client, true)
+	if err != nil {
+		client.Close()
+		return nil, err
+	}
+	st.stopKeepAlive = keepAlive(client, s.keepAlive())
+	return st, nil
+}
+
+// start starts the far side's executor (uploading it first if asked) on a
+// session of client, owned or not. Opening the session and the upload
+// wait on the host: ctx bounds them by closing what this stream owns, the
+// connection or else the session.
+func (s *SSH) start(ctx context.Context, client *ssh.Client, owned bool) (*sshStream, error) {
+	var cancelled atomic.Bool
+	var sess atomic.Pointer[ssh.Session]
+	stop := context.AfterFunc(ctx, func() {
+		cancelled.Store(true)
+		if owned {
+			client.Close()
+		} else if p := sess.Load(); p != nil {
+			p.Close()
+		}
+	})
 	defer stop()
 	cmd := s.Command
 	if cmd == "" {
 		cmd = "dsh-bash executor"
 	}
+	var err error
 	if s.Upload {
-		cmd, err = s.bootstrap(ctx, client, cmd)
-		if err != nil {
-			client.Close()
+		if cmd, err = s.bootstrap(ctx, client, cmd); err != nil {
 			return nil, err
 		}
 	}
-	st, err := startSession(client, cmd, s.Stderr)
+	st, err := startSession(client, cmd, s.Stderr, func(p *ssh.Session) {
+		sess.Store(p)
+		if cancelled.Load() {
+			p.Close()
+		}
+	})
 	if !stop() || err != nil {
-		client.Close()
 		if err == nil {
 			st.Close()
 			err = ctx.Err()
 		}
 		return nil, fmt.Errorf("%s: %w", s.Name(), err)
 	}
-	st.wait = s.waitDelay()
-	st.stopKeepAlive = keepAlive(client, s.keepAlive())
+	st.wait, st.ownsClient = s.waitDelay(), owned
 	return st, nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/crypto/ssh"
 	"mvdan.cc/sh/v3/syntax"
@@ -35,23 +36,28 @@ func serveCommand(t testing.TB, c bashtest.Config) string {
 	return fmt.Sprintf("exec env %s=%s %s", serveEnv, q(string(cfg)), q(os.Args[0]))
 }
 
-// overSSH serves from this test binary on the far side of a real sshd.
-func overSSH(s *sshd) bashtest.NewFunc {
+// overSSH serves from this test binary on the far side of a real sshd,
+// on a session of conn (nil: a connection of its own).
+func overSSH(s *sshd, conn *ssh.Client) bashtest.NewFunc {
 	return func(t *testing.T, c bashtest.Config) bash.Executor {
 		d := s.dialer(serveCommand(t, c))
+		d.Client = conn
 		return dialT(t, d.Dial, &Options{Host: d.Name()})
 	}
 }
 
 // TestSSHConformance runs the executor contract over SSH to a real
-// OpenSSH server on loopback, and the shared transcript through it.
+// OpenSSH server on loopback, each executor on a session of one shared
+// connection (SSH.Client), and the shared transcript through a
+// connection of its own (as --remote dials).
 func TestSSHConformance(t *testing.T) {
 	t.Parallel()
 	s := startSSHD(t)
-	t.Run("suite", func(t *testing.T) { bashtest.Run(t, overSSH(s)) })
+	conn := s.connect(t)
+	t.Run("suite", func(t *testing.T) { bashtest.Run(t, overSSH(s, conn)) })
 	t.Run("transcript", func(t *testing.T) {
 		t.Parallel()
-		bashtest.Transcript(t, overSSH(s), "../bashtest/testdata/transcript.txtar", false)
+		bashtest.Transcript(t, overSSH(s, nil), "../bashtest/testdata/transcript.txtar", false)
 	})
 }
 
@@ -117,5 +123,51 @@ func TestParseURL(t *testing.T) {
 		if err != nil || s.User != tt.user || s.Host != tt.host || s.Port != tt.port || ws != tt.ws {
 			t.Errorf("%s: %+v %q %v", tt.raw, s, ws, err)
 		}
+	}
+}
+
+// TestSSHSharedConnection: streams on a connection the caller owns
+// (SSH.Client) end their sessions, never the connection, and a dial whose
+// context ends while its session opens leaves the connection working.
+func TestSSHSharedConnection(t *testing.T) {
+	t.Parallel()
+	s := startSSHD(t)
+	conn := s.connect(t)
+	c := bashtest.Config{Cwd: t.TempDir(), Timeout: time.Minute, MaxTimeout: time.Minute,
+		Grace: time.Second, DrainDelay: 100 * time.Millisecond, MaxOutputBytes: 4096, MaxTasksPerOwner: 4, MaxTasks: 4}
+	d := s.dialer(serveCommand(t, c))
+	d.Client = conn
+	a := dialT(t, d.Dial, &Options{Host: d.Name()})
+	b := dialT(t, d.Dial, &Options{Host: d.Name()})
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	echo := func(e *Executor) string {
+		t.Helper()
+		res, err := testwait.Reply("a run over the shared connection", func(ctx context.Context) (bash.RunResult, error) {
+			spec, err := e.Resolve(ctx, bash.ExecRequest{Command: "echo still"})
+			if err != nil {
+				return bash.RunResult{}, err
+			}
+			return e.Run(ctx, spec)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Stdout.Text
+	}
+	if got := echo(b); got != "still\n" {
+		t.Errorf("the other stream after one closed: %q", got)
+	}
+	b.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := d.Dial(ctx); err == nil {
+		t.Error("a dial with its context done succeeded")
+	}
+	last := dialT(t, d.Dial, &Options{Host: d.Name()})
+	defer last.Close()
+	if got := echo(last); got != "still\n" {
+		t.Errorf("a new stream on the connection after the others: %q", got)
 	}
 }

@@ -3,6 +3,7 @@
 package remote
 
 import (
+	"context"
 	"crypto/ed25519"
 	"encoding/pem"
 	"fmt"
@@ -82,7 +83,7 @@ func (s *sshd) start() {
 		"PidFile " + filepath.Join(s.dir, "sshd.pid"),
 		"StrictModes no", "UsePAM no", "PasswordAuthentication no", "KbdInteractiveAuthentication no",
 		"PermitRootLogin prohibit-password", "AllowTcpForwarding no", "X11Forwarding no",
-		"PrintMotd no", "LogLevel INFO",
+		"PrintMotd no", "LogLevel INFO", "MaxSessions 1000",
 		// The far side's shell reads no ~/.bashrc of the machine's user
 		// (bash run by sshd does), and its programs skip the race
 		// detector's pause at exit (sshd passes no environment on).
@@ -131,6 +132,20 @@ func (s *sshd) dialer(command string) *SSH {
 	return &SSH{User: u.Username, Host: "127.0.0.1", Port: s.port, KnownHosts: []string{s.knownHosts},
 		IdentityFiles: []string{s.identity}, NoAgent: true, Command: command, Stderr: os.Stderr,
 		WaitDelay: 5 * time.Second}
+}
+
+// connect opens one connection to the server for many streams (SSH.Client);
+// it is closed with the test.
+func (s *sshd) connect(t testing.TB) *ssh.Client {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), testwait.Limit)
+	defer cancel()
+	c, err := s.dialer("").connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
 }
 
 // writeKey makes an ed25519 key and writes its private half to path.

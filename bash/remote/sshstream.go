@@ -11,6 +11,7 @@ import (
 // sshStream is a session's stdio: the stream to the far side's executor.
 type sshStream struct {
 	client        *ssh.Client
+	ownsClient    bool // Close closes the connection, else the session
 	sess          *ssh.Session
 	in            io.WriteCloser
 	out           io.Reader
@@ -25,11 +26,15 @@ type sshStream struct {
 	eof     bool // under the token: stdin is closed
 }
 
-// startSession starts cmd on a new session of client.
-func startSession(client *ssh.Client, cmd string, stderr io.Writer) (*sshStream, error) {
+// startSession starts cmd on a new session of client; opened, if set, is
+// told of the session as soon as it is open.
+func startSession(client *ssh.Client, cmd string, stderr io.Writer, opened func(*ssh.Session)) (*sshStream, error) {
 	sess, err := client.NewSession()
 	if err != nil {
 		return nil, err
+	}
+	if opened != nil {
+		opened(sess)
 	}
 	in, err := sess.StdinPipe()
 	if err != nil {
@@ -66,8 +71,9 @@ func (s *sshStream) Write(p []byte) (int, error) {
 
 // Close ends the far side's stdin (it closes its executor and exits),
 // waits for the session to end, at most the wait delay, and closes the
-// connection. A write stuck on a far side that stopped reading is cut
-// short by closing the connection, without the courtesy of an EOF.
+// connection (the session alone when the connection is the caller's). A
+// write stuck on a far side that stopped reading is cut short by that
+// close, without the courtesy of an EOF.
 func (s *sshStream) Close() error {
 	s.once.Do(func() {
 		s.stopKeepAlive()
@@ -84,7 +90,11 @@ func (s *sshStream) Close() error {
 			}
 		case <-grace.C:
 		}
-		s.client.Close()
+		if s.ownsClient {
+			s.client.Close()
+		} else {
+			s.sess.Close()
+		}
 		<-s.exited
 	})
 	return nil
