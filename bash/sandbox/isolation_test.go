@@ -16,6 +16,7 @@ import (
 	"github.com/dshgo/dsh/bash"
 	"github.com/dshgo/dsh/bash/local"
 	"github.com/dshgo/dsh/internal/proctest"
+	"github.com/dshgo/dsh/internal/testwait"
 	"go.uber.org/goleak"
 	"golang.org/x/sys/unix"
 )
@@ -58,6 +59,7 @@ type rig struct {
 	outside    string // a directory outside every workspace and /tmp
 	sandboxed  bool
 	vid        bash.TaskID // the victim task of the current attack
+	gate       string      // a FIFO the victim waits on before it ends
 	victims    int         // victims started so far
 	serverPid  string
 	spillMatch string
@@ -101,9 +103,9 @@ func (r *rig) probe() string {
 	return bin + " " + probeArg
 }
 
-// victimEnds reports whether the victim task ends within a few seconds (a
-// killed task is noticed as soon as its processes are gone).
-func (r *rig) victimEnds() bool {
+// victimEnds reports whether the victim task ends within bound (a killed
+// task is noticed as soon as its processes are gone).
+func (r *rig) victimEnds(bound time.Duration) bool {
 	ended := make(chan struct{}, 1)
 	unsubscribe := r.e.OnTaskDone(func(tk bash.Task) {
 		if tk.ID == r.vid {
@@ -117,7 +119,7 @@ func (r *rig) victimEnds() bool {
 	select {
 	case <-ended:
 		return true
-	case <-time.After(3 * time.Second):
+	case <-time.After(bound):
 		return false
 	}
 }
@@ -144,11 +146,14 @@ func (r *rig) victim(t *testing.T) bash.TaskID {
 	// The FIFO is in the victim's workspace: the jail sees it there.
 	r.victims++
 	fifo := filepath.Join(r.wsA, "started-"+strconv.Itoa(r.victims))
-	if err := unix.Mkfifo(fifo, 0o600); err != nil {
-		t.Fatal(err)
+	r.gate = filepath.Join(r.wsA, "gate-"+strconv.Itoa(r.victims))
+	for _, f := range []string{fifo, r.gate} {
+		if err := unix.Mkfifo(f, 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 	spec, _ := r.e.Resolve(ctx, bash.ExecRequest{Owner: "alice", Workspace: r.wsA, Workdir: r.wsA,
-		Command: "for i in $(seq 300); do echo victim-secret-output; done; echo $$ > " + fifo + "; sleep 300; : dsh-victim-marker"})
+		Command: "for i in $(seq 300); do echo victim-secret-output; done; echo $$ > " + fifo + "; read _ < " + r.gate + "; : dsh-victim-marker"})
 	tk, err := r.e.Start(ctx, spec)
 	if err != nil {
 		t.Fatal(err)
@@ -186,12 +191,17 @@ var attacks = []attack{
 	{"inject into another session's output",
 		func(r *rig) string { return findVictim + `test -n "$v" && echo injected-by-bob > /proc/$v/fd/1` },
 		func(t *testing.T, r *rig, out string) bool {
+			// Once the victim has ended, all its pipe held has been read.
+			testwait.WriteFIFO(t, r.gate, "end", "the victim's gate")
+			if !r.victimEnds(testwait.Limit) {
+				t.Fatal("the victim did not end when let go")
+			}
 			rd, _ := r.e.ReadOutput(context.Background(), r.vid)
 			return strings.Contains(rd.Stdout.Text, "injected-by-bob")
 		}},
 	{"kill another session's process",
 		func(r *rig) string { return findVictim + `test -n "$v" && kill -9 -- -$v` },
-		func(t *testing.T, r *rig, out string) bool { return r.victimEnds() }},
+		func(t *testing.T, r *rig, out string) bool { return r.victimEnds(3 * time.Second) }},
 	{"read another session's spill file",
 		func(r *rig) string {
 			return `grep -rhs victim-secret-output /tmp /var/tmp 2>/dev/null | head -1`
