@@ -183,7 +183,7 @@ func overProcess(t *testing.T, c bashtest.Config) bash.Executor {
 func TestConformance(t *testing.T) {
 	t.Parallel()
 	t.Run("pipe", func(t *testing.T) { t.Parallel(); bashtest.Run(t, overPipe) })
-	t.Run("process", func(t *testing.T) { t.Parallel(); bashtest.Run(t, overProcess) })
+	t.Run("process", func(t *testing.T) { t.Parallel(); proctest.Long(t); bashtest.Run(t, overProcess) })
 }
 
 // TestTranscript checks that the model reads the same bytes through the

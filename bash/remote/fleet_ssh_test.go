@@ -26,6 +26,7 @@ import (
 // is restarted and used again, by its session and by a new one.
 func TestFleetOverSSH(t *testing.T) {
 	t.Parallel()
+	proctest.Long(t)
 	servers, f := sshFleet(t, 3)
 	tags := map[string]string{}
 	tasks := map[string]bash.TaskID{}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/dshgo/dsh/bash"
 	"github.com/dshgo/dsh/bash/bashtest"
+	"github.com/dshgo/dsh/internal/proctest"
 	"github.com/dshgo/dsh/internal/testwait"
 )
 
@@ -76,6 +77,7 @@ func overFleet(n int) bashtest.NewFunc {
 // tasks is each host's, which the transcript's step at that limit shows).
 func TestFleetConformance(t *testing.T) {
 	t.Parallel()
+	proctest.Long(t)
 	bashtest.Run(t, overFleet(1))
 	bashtest.Transcript(t, overFleet(1), "../bashtest/testdata/transcript.txtar", false)
 }

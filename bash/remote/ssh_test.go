@@ -16,6 +16,7 @@ import (
 
 	"github.com/dshgo/dsh/bash"
 	"github.com/dshgo/dsh/bash/bashtest"
+	"github.com/dshgo/dsh/internal/proctest"
 	"github.com/dshgo/dsh/internal/testwait"
 )
 
@@ -52,6 +53,7 @@ func overSSH(s *sshd, conn *ssh.Client) bashtest.NewFunc {
 // connection of its own (as --remote dials).
 func TestSSHConformance(t *testing.T) {
 	t.Parallel()
+	proctest.Long(t)
 	s := startSSHD(t)
 	conn := s.connect(t)
 	t.Run("suite", func(t *testing.T) { bashtest.Run(t, overSSH(s, conn)) })

@@ -15,6 +15,7 @@ import (
 
 	"github.com/dshgo/dsh/bash"
 	"github.com/dshgo/dsh/bash/local"
+	"github.com/dshgo/dsh/internal/proctest"
 )
 
 // TestEverydayWork runs, inside the jail with the default policy, the work
@@ -29,6 +30,7 @@ import (
 // under CI=true for those .ci/run provides (go, git).
 func TestEverydayWork(t *testing.T) {
 	t.Parallel()
+	proctest.Long(t)
 	cases := []struct {
 		name, tool string
 		ci         bool // .ci/run provides it: required under CI=true

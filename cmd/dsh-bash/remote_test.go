@@ -56,6 +56,7 @@ func dial(t *testing.T, cmd *remote.Command, host string) *remote.Executor {
 // with the sandbox on the far side.
 func TestExecutorConformance(t *testing.T) {
 	t.Parallel()
+	proctest.Long(t)
 	bashtest.Run(t, overExecutor("--sandbox=off"))
 }
 

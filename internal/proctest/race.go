@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"testing"
 )
 
 // QuickRaceExit makes the Go programs this test process starts skip the
@@ -52,5 +53,15 @@ func RaiseParallel(factor int) {
 	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
 	if !given {
 		flag.Set("test.parallel", strconv.Itoa(factor*runtime.GOMAXPROCS(0)))
+	}
+}
+
+// Long marks a test that only repeats, over another transport or with
+// real toolchains, what quicker tests already check: go test -short skips
+// it (a tier for iterating locally; CI runs everything).
+func Long(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: repeats what quicker tests check")
 	}
 }
