@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -19,6 +20,7 @@ import (
 	"github.com/dshgo/dsh/bash"
 	"github.com/dshgo/dsh/internal/proctest"
 	"go.uber.org/goleak"
+	"golang.org/x/sys/unix"
 )
 
 // The test binary doubles as helper programs for commands that need an odd
@@ -79,6 +81,8 @@ func runHelper(args []string) int {
 		return executorHelper(args[1], args[2])
 	case "ctty": // ctty MARKER SPILLDIR: see cttyHelper
 		return cttyHelper(args[1], args[2])
+	case "traceme": // traceme: a thread other than the main one becomes the parent's tracee; then all wait
+		return traceMe()
 	case "gen": // gen N SEED: N pseudo-random bytes on stdout
 		n, _ := strconv.ParseInt(args[1], 10, 64)
 		seed, _ := strconv.ParseUint(args[2], 10, 64)
@@ -89,6 +93,34 @@ func runHelper(args []string) int {
 	}
 	fmt.Fprintln(os.Stderr, "unknown helper", args)
 	return 2
+}
+
+func init() {
+	if os.Getenv("DSH_TEST_HELPER") == "traceme" {
+		runtime.LockOSThread() // main stays on the main thread
+	}
+}
+
+// traceMe makes a thread that is not the main one a tracee of this
+// process's parent (PTRACE_TRACEME), says so, and waits to be killed.
+func traceMe() int {
+	traced := make(chan error)
+	go func() {
+		runtime.LockOSThread() // not the main thread, which main holds
+		_, _, errno := unix.RawSyscall(unix.SYS_PTRACE, unix.PTRACE_TRACEME, 0, 0)
+		if errno != 0 {
+			traced <- errno
+			return
+		}
+		traced <- nil
+		select {}
+	}()
+	if err := <-traced; err != nil {
+		fmt.Fprintln(os.Stderr, "PTRACE_TRACEME:", err)
+		return 1
+	}
+	fmt.Println("traced")
+	select {}
 }
 
 // genStream produces n deterministic bytes in chunks.

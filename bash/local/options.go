@@ -56,7 +56,10 @@ type Options struct {
 	// the timeout, Kill or Close that stopped it returns. It bounds the wait
 	// for a process stuck in the kernel, or for one outside the command's
 	// cgroup or process group that holds its output pipes. Like os/exec's
-	// Cmd.WaitDelay. Default 2 s.
+	// Cmd.WaitDelay. Then too, threads of the shell that made themselves
+	// this process's tracees (PTRACE_TRACEME) and died are reaped, which
+	// only their tracer can do and without which the shell could never
+	// be. Default 2 s.
 	ReapBound time.Duration
 	// DrainDelay is how long a foreground run waits, after its shell exited,
 	// for the pipes to close and the processes to end before it adopts what

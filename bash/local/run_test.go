@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/dshgo/dsh/bash"
+	"github.com/dshgo/dsh/internal/testwait"
 )
 
 func TestRunOutcomes(t *testing.T) {
@@ -365,6 +366,49 @@ func TestLeftoversAdopted(t *testing.T) {
 			task, _ = e.Get(context.Background(), res.Adopted)
 			if task.Status != bash.StatusKilled || task.ExitCode != 0 {
 				t.Errorf("after kill: %+v", task)
+			}
+		})
+	}
+}
+
+// TestTraceeKilled: a command whose thread (not its main one) made itself
+// the executor's tracee (PTRACE_TRACEME) is still stopped and reaped when it
+// times out; such a thread's zombie holds the whole process unreaped until
+// its tracer reaps it.
+func TestTraceeKilled(t *testing.T) {
+	t.Parallel()
+	for name, mode := range modes(t) {
+		t.Run(name, func(t *testing.T) {
+			// Not newExec: its Close in the cleanup would wait for ever
+			// where the defence is missing; this one is bounded.
+			e, err := New(testOptions(&Options{Containment: mode, Grace: 100 * time.Millisecond,
+				ReapBound: 100 * time.Millisecond, SpillDir: t.TempDir()}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() {
+				closed := make(chan error, 1)
+				go func() { closed <- e.Close() }()
+				if err := testwait.Recv(t, closed, "return from the executor's Close"); err != nil {
+					t.Error(err)
+				}
+			}()
+			spec, err := e.Resolve(context.Background(), bash.ExecRequest{Command: helperCmd(t, "traceme"), Timeout: time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			type result struct {
+				res bash.RunResult
+				err error
+			}
+			ran := make(chan result, 1)
+			go func() {
+				res, err := e.Run(context.Background(), spec)
+				ran <- result{res, err}
+			}()
+			r := testwait.Recv(t, ran, "end of a traced command's run after its timeout")
+			if r.err != nil || !r.res.TimedOut || r.res.Stdout.Text != "traced\n" {
+				t.Fatalf("Run = %+v, %v; want timed out after printing traced", r.res, r.err)
 			}
 		})
 	}

@@ -5,6 +5,10 @@ import (
 	"time"
 )
 
+// traceeReaper is a Process that may leave zombies only this process can
+// reap; the escalation asks it to once ReapBound has passed.
+type traceeReaper interface{ reapTracees() }
+
 // settler is the state of one proc's end: which of the shell, the pipes and
 // the group are gone, and which of the escalation's timers run. A nil
 // channel is one no longer waited on.
@@ -48,6 +52,9 @@ func (s *settler) step() {
 		s.reapC = nil
 		closeAll(s.p.pipes[:]...)
 		s.gone = true // give up on what we cannot see die
+		if r, ok := s.p.shell.(traceeReaper); ok && !s.shell {
+			r.reapTracees()
+		}
 	case <-s.shellDone:
 		s.onShell()
 	case <-s.lingerC:

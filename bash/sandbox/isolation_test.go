@@ -153,7 +153,7 @@ func (r *rig) victim(t *testing.T) bash.TaskID {
 		}
 	}
 	spec, _ := r.e.Resolve(ctx, bash.ExecRequest{Owner: "alice", Workspace: r.wsA, Workdir: r.wsA,
-		Command: "for i in $(seq 300); do echo victim-secret-output; done; echo $$ > " + fifo + "; read _ < " + r.gate + "; : dsh-victim-marker"})
+		Command: "for i in $(seq 300); do echo victim-secret-output; done; echo $$ > " + fifo + "; read _ < " + r.gate + "; : " + r.marker()})
 	tk, err := r.e.Start(ctx, spec)
 	if err != nil {
 		t.Fatal(err)
@@ -162,9 +162,20 @@ func (r *rig) victim(t *testing.T) bash.TaskID {
 	return tk.ID
 }
 
+// marker is in the command line of the current victim alone (other test
+// processes, and the other rig, have victims of their own).
+func (r *rig) marker() string {
+	return fmt.Sprintf("dsh-victim-marker-%d-%p-%d", os.Getpid(), r, r.victims)
+}
+
 // findVictim is shell that sets $v to the pid of the victim's shell, found
 // by its command line in /proc, as an attacker would.
-const findVictim = `v=; for p in /proc/[0-9]*; do if grep -qa dsh-victim-[m]arker $p/cmdline 2>/dev/null; then v=${p#/proc/}; fi; done; `
+func (r *rig) findVictim() string {
+	m := r.marker()
+	// [x]: the grep of the attacker's own shell does not match itself.
+	pattern := "[" + m[:1] + "]" + m[1:]
+	return `v=; for p in /proc/[0-9]*; do if grep -qa ` + pattern + ` $p/cmdline 2>/dev/null; then v=${p#/proc/}; fi; done; `
+}
 
 // attack is one attempt by session B (bob) to reach beyond its session;
 // succeeded reports, from its output and the host's state, whether it got
@@ -186,10 +197,10 @@ var attacks = []attack{
 		func(r *rig) string { return "kill -0 " + r.serverPid + " && echo reachable" },
 		func(t *testing.T, r *rig, out string) bool { return strings.Contains(out, "reachable") }},
 	{"read another session's output",
-		func(r *rig) string { return findVictim + `test -n "$v" && head -c 0 /proc/$v/fd/1 && echo opened` },
+		func(r *rig) string { return r.findVictim() + `test -n "$v" && head -c 0 /proc/$v/fd/1 && echo opened` },
 		func(t *testing.T, r *rig, out string) bool { return strings.Contains(out, "opened") }},
 	{"inject into another session's output",
-		func(r *rig) string { return findVictim + `test -n "$v" && echo injected-by-bob > /proc/$v/fd/1` },
+		func(r *rig) string { return r.findVictim() + `test -n "$v" && echo injected-by-bob > /proc/$v/fd/1` },
 		func(t *testing.T, r *rig, out string) bool {
 			// Once the victim has ended, all its pipe held has been read.
 			testwait.WriteFIFO(t, r.gate, "end", "the victim's gate")
@@ -200,7 +211,7 @@ var attacks = []attack{
 			return strings.Contains(rd.Stdout.Text, "injected-by-bob")
 		}},
 	{"kill another session's process",
-		func(r *rig) string { return findVictim + `test -n "$v" && kill -9 -- -$v` },
+		func(r *rig) string { return r.findVictim() + `test -n "$v" && kill -9 -- -$v` },
 		func(t *testing.T, r *rig, out string) bool { return r.victimEnds(3 * time.Second) }},
 	{"read another session's spill file",
 		func(r *rig) string {

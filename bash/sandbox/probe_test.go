@@ -5,6 +5,8 @@ package sandbox
 import (
 	"fmt"
 	"io"
+	"os"
+	"runtime"
 	"syscall"
 	"unsafe"
 
@@ -13,6 +15,18 @@ import (
 
 // probeArg makes the test binary the system call probe.
 const probeArg = "dsh-sandbox-probe"
+
+func init() {
+	if len(os.Args) > 1 && os.Args[1] == probeArg {
+		// PTRACE_TRACEME makes the calling thread a tracee of the probe's
+		// parent, which without the sandbox is the test itself. Made from
+		// a thread other than the main one, that thread's end is a zombie
+		// only its tracer may reap, which the test never does, and the
+		// probe could then never be reaped: the kill after the timeout
+		// hung. Locked in init, main runs on the main thread.
+		runtime.LockOSThread()
+	}
+}
 
 // probeSyscalls makes each system call the jail's filter refuses, in a form
 // that would otherwise succeed or fail differently, and prints one line per
@@ -26,7 +40,11 @@ func probeSyscalls(w io.Writer) int {
 		nr   uintptr
 		args [3]uintptr
 	}{
-		{"ptrace", unix.SYS_PTRACE, [3]uintptr{unix.PTRACE_TRACEME}},
+		// Peeking at a process we do not trace fails with ESRCH; the
+		// filter's EPERM comes first. (PTRACE_TRACEME would succeed, but
+		// it makes the probe's thread a tracee of its parent: the test
+		// itself, without the sandbox.)
+		{"ptrace", unix.SYS_PTRACE, [3]uintptr{unix.PTRACE_PEEKDATA, uintptr(unix.Getpid())}},
 		{"process_vm_readv", unix.SYS_PROCESS_VM_READV, [3]uintptr{uintptr(unix.Getpid())}},
 		{"io_uring_setup", unix.SYS_IO_URING_SETUP, [3]uintptr{4, uintptr(unsafe.Pointer(&params))}},
 		{"bpf", unix.SYS_BPF, [3]uintptr{0xffff}},
