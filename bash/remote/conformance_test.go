@@ -140,7 +140,13 @@ func (s *served) Close() error {
 
 // overPipe serves a local executor in this process over a pair of pipes.
 func overPipe(t *testing.T, c bashtest.Config) bash.Executor {
-	cli, _, done, err := servePipe(t, localOptions(t, c))
+	return servedPipe(t, localOptions(t, c))
+}
+
+// servedPipe is a client of a local executor with opts served in this
+// process over a pair of pipes.
+func servedPipe(t testing.TB, opts *local.Options) *served {
+	cli, _, done, err := servePipe(t, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -57,17 +57,9 @@ func TestIDMap(t *testing.T) {
 // TestTaskIDsAgree: the id Start returns is the one the task's end is
 // told with, and the one calls about the task take.
 func TestTaskIDsAgree(t *testing.T) {
-	cli, _, done, err := servePipe(t, &local.Options{SpillDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := testwait.Reply("hello over pipes", func(ctx context.Context) (*Executor, error) {
-		return New(ctx, cli, &Options{Host: "pipe"})
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer (&served{e, done}).Close()
+	s := servedPipe(t, &local.Options{SpillDir: t.TempDir()})
+	defer s.Close()
+	e := s.Executor
 	ended := make(chan bash.Task, 10)
 	defer e.OnTaskDone(func(task bash.Task) { ended <- task })()
 	for _, want := range []bash.TaskID{"bash-1", "bash-2"} {
