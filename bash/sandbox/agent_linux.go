@@ -9,6 +9,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/dshgo/dsh/internal/fds"
 	"github.com/landlock-lsm/go-landlock/landlock"
 	"golang.org/x/sys/unix"
 )
@@ -58,6 +59,12 @@ type agent struct {
 
 func runAgent(c agentConfig) error {
 	unix.Close(c.Exe)
+	// The socket, and whatever the server inherited from its own parent,
+	// came without close-on-exec: every shell would get them, and with the
+	// socket (fd 3) speak for the agent.
+	if err := fds.CloseOnExecFrom(3); err != nil {
+		return fmt.Errorf("close-on-exec: %w", err)
+	}
 	// As pid 1 of the jail, a signal from inside is dropped unless a handler
 	// is installed; catching every one (and discarding it) keeps commands
 	// from killing the agent, while the shells still start with the default

@@ -36,7 +36,7 @@ import (
 func main() {
 	sandbox.Main() // a jail's agent is this binary, started again
 	if err := harden(); err != nil {
-		fmt.Fprintf(os.Stderr, "dsh-bash: cannot make the process non-dumpable: %v\n", err)
+		fmt.Fprintf(os.Stderr, "dsh-bash: cannot harden the process (non-dumpable, no inherited descriptors for commands): %v\n", err)
 		os.Exit(1)
 	}
 	// A write to a closed pipe must fail with EPIPE (the client is gone:
