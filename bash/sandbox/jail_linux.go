@@ -51,9 +51,10 @@ type jail struct {
 
 // waiter is one shell's pending answers.
 type waiter struct {
-	started chan agentMsg // with pidfd in fds
-	pidfd   int
-	exited  chan local.ExitStatus
+	started  chan agentMsg // with pidfd in fds
+	pidfd    int
+	exited   chan local.ExitStatus
+	answered bool // under jail.mu: started has its answer
 }
 
 // startJail starts bwrap with the agent and waits until the agent is ready.
@@ -132,48 +133,6 @@ func (j *jail) awaitReady(ctx context.Context) error {
 		return j.goneErr()
 	case <-ctx.Done():
 		return context.Cause(ctx)
-	}
-}
-
-// read dispatches the agent's messages until the connection ends.
-func (j *jail) read() {
-	buf := make([]byte, 64<<10)
-	fd := int(j.sock.Fd())
-	for {
-		var m agentMsg
-		fds, err := recvMsg(fd, buf, &m)
-		if err != nil {
-			j.fail(err)
-			return
-		}
-		j.dispatch(m, fds)
-	}
-}
-
-func (j *jail) dispatch(m agentMsg, fds []int) {
-	if m.ID == 0 {
-		close(j.ready)
-		closeFDs(fds)
-		return
-	}
-	j.mu.Lock()
-	w := j.waiters[m.ID]
-	if m.Exited {
-		delete(j.waiters, m.ID)
-	}
-	j.mu.Unlock()
-	switch {
-	case w == nil:
-		closeFDs(fds)
-	case m.Exited:
-		w.exited <- local.ExitStatus{Code: m.Code, Signal: syscall.Signal(m.Signal)}
-	default:
-		w.pidfd = -1
-		if len(fds) > 0 {
-			w.pidfd = fds[0]
-			closeFDs(fds[1:])
-		}
-		w.started <- m
 	}
 }
 

@@ -1,0 +1,102 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"syscall"
+
+	"github.com/dshgo/dsh/bash/local"
+	"golang.org/x/sys/unix"
+)
+
+// The host's side of the agent's protocol. The agent runs in the jail,
+// beside the commands it starts: the host trusts none of its messages to be
+// well formed. Anything it did not ask for, or not in that order, ends that
+// jail (its commands die with it) and never another, nor the server.
+
+// errProtocol: the agent said something the host did not expect.
+var errProtocol = errors.New("the sandbox agent broke the protocol")
+
+// read dispatches the agent's messages until the connection ends or the
+// agent breaks the protocol.
+func (j *jail) read() {
+	buf := make([]byte, 64<<10)
+	fd := int(j.sock.Fd())
+	for {
+		var m agentMsg
+		fds, err := recvMsg(fd, buf, &m)
+		if err == nil {
+			err = j.dispatch(m, fds)
+		}
+		if err != nil {
+			if errors.Is(err, errProtocol) {
+				// The agent stops hearing from us too, and exits.
+				_ = unix.Shutdown(fd, unix.SHUT_RDWR)
+			}
+			j.fail(err)
+			return
+		}
+	}
+}
+
+// dispatch hands one message to whoever waits for it; it never blocks, and
+// it owns (closes or hands on) the descriptors.
+func (j *jail) dispatch(m agentMsg, fds []int) error {
+	if m.ID == 0 {
+		closeFDs(fds)
+		return j.readyMsg(m)
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	w := j.waiters[m.ID]
+	switch {
+	case w == nil:
+		closeFDs(fds)
+		return fmt.Errorf("%w: a message about shell %d, which it was not asked to start or has ended", errProtocol, m.ID)
+	case m.Exited:
+		closeFDs(fds)
+		if !w.answered {
+			return fmt.Errorf("%w: shell %d ended before it started", errProtocol, m.ID)
+		}
+		delete(j.waiters, m.ID)
+		w.exited <- local.ExitStatus{Code: m.Code, Signal: syscall.Signal(m.Signal)} // buffered, sent once
+		return nil
+	case w.answered:
+		closeFDs(fds)
+		return fmt.Errorf("%w: shell %d started twice", errProtocol, m.ID)
+	}
+	return j.startedMsg(w, m, fds)
+}
+
+// readyMsg takes the agent's first message, which says it is ready.
+func (j *jail) readyMsg(m agentMsg) error {
+	select {
+	case <-j.ready:
+		return fmt.Errorf("%w: it said it was ready twice", errProtocol)
+	default:
+	}
+	if !m.Started || m.Exited || m.Err != "" {
+		return fmt.Errorf("%w: its first message was not that it is ready", errProtocol)
+	}
+	close(j.ready)
+	return nil
+}
+
+// startedMsg answers a spawn: an error, or a start with the shell's pidfd.
+// Under j.mu.
+func (j *jail) startedMsg(w *waiter, m agentMsg, fds []int) error {
+	w.pidfd = -1
+	switch {
+	case m.Err != "":
+		closeFDs(fds)
+		delete(j.waiters, m.ID) // nothing started: no end will come
+	case !m.Started || len(fds) != 1:
+		closeFDs(fds)
+		return fmt.Errorf("%w: the answer for shell %d holds %d descriptors", errProtocol, m.ID, len(fds))
+	default:
+		w.pidfd = fds[0]
+	}
+	w.answered = true
+	w.started <- m // buffered, sent once
+	return nil
+}

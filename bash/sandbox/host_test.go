@@ -1,0 +1,162 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dshgo/dsh/bash"
+	"github.com/dshgo/dsh/bash/local"
+	"golang.org/x/sys/unix"
+)
+
+// TestAgentSocketUnreachable: a command cannot speak for its jail's agent.
+// It tries to send the agent's messages on every descriptor it has (the
+// socket was fd 3 of every shell, and one such message crashed the server),
+// and nothing goes out; the server, the other session's task and the
+// attacker's own session go on working.
+func TestAgentSocketUnreachable(t *testing.T) {
+	t.Parallel()
+	e, err := newSandbox(t, &Options{Local: &local.Options{Cwd: t.TempDir(), SpillDir: t.TempDir()}, TempDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	ctx := context.Background()
+	victimWS, attackerWS := t.TempDir(), t.TempDir()
+	spec, _ := e.Resolve(ctx, bash.ExecRequest{Command: "sleep 60", Owner: "victim", Workspace: victimWS, Workdir: victimWS})
+	victim, err := e.Start(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(cmd string) bash.RunResult {
+		t.Helper()
+		spec, _ := e.Resolve(ctx, bash.ExecRequest{Command: cmd, Owner: "attacker", Workspace: attackerWS, Workdir: attackerWS, Timeout: 20 * time.Second})
+		res, err := e.Run(ctx, spec)
+		if err != nil {
+			t.Fatalf("%q: %v", cmd, err)
+		}
+		return res
+	}
+	var attack strings.Builder
+	attack.WriteString("for f in /proc/$$/fd/*; do n=${f##*/}; [ \"$n\" -gt 2 ] || continue; ")
+	for _, m := range []string{`{"id":0,"started":true}`, `{"id":1,"started":true}`, `{"id":1,"exited":true,"code":0}`} {
+		attack.WriteString("printf '" + m + "' 2>/dev/null >&$n && echo \"sent on $n\"; ")
+	}
+	attack.WriteString("done; echo done")
+	if res := run(attack.String()); res.Stdout.Text != "done\n" {
+		t.Errorf("the attack: %q; want nothing sent", res.Stdout.Text)
+	}
+	// Nor has a shell any descriptor beyond stdin, stdout and stderr: the
+	// agent's socket and what the server inherited stay out.
+	if res := run("ls /proc/$$/fd > fds; echo $(cat fds)"); res.Stdout.Text != "0 1 2\n" {
+		t.Errorf("a shell's descriptors: %q; want 0 1 2", res.Stdout.Text)
+	}
+	if res := run("echo after"); res.Stdout.Text != "after\n" {
+		t.Errorf("the attacker's session afterwards: %+v", res)
+	}
+	if task, err := e.Get(ctx, victim.ID); err != nil || task.Status != bash.StatusRunning {
+		t.Errorf("the other session's task: %+v, %v; want it running", task, err)
+	}
+}
+
+// TestDispatch: the host takes from the agent only what it asked for, in
+// order; anything else is a protocol error, which ends that jail alone.
+func TestDispatch(t *testing.T) {
+	ready := agentMsg{Started: true}
+	start := func(id uint64) agentMsg { return agentMsg{ID: id, Started: true} }
+	exit := func(id uint64) agentMsg { return agentMsg{ID: id, Exited: true, Code: 3} }
+	failed := agentMsg{ID: 1, Err: "no such file", Errno: 2}
+	tests := []struct {
+		name  string
+		msgs  []agentMsg
+		fds   []int // how many descriptors come with each message
+		wrong int   // index of the first message that must be refused; -1: none
+	}{
+		{"a shell's life", []agentMsg{ready, start(1), exit(1)}, []int{0, 1, 0}, -1},
+		{"a failed start", []agentMsg{ready, failed}, []int{0, 0}, -1},
+		{"ready twice", []agentMsg{ready, ready}, []int{0, 0}, 1},
+		{"first message not ready", []agentMsg{exit(0)}, []int{0}, 0},
+		{"unknown shell", []agentMsg{ready, start(9)}, []int{0, 1}, 1},
+		{"started twice", []agentMsg{ready, start(1), start(1)}, []int{0, 1, 1}, 2},
+		{"ended before it started", []agentMsg{ready, exit(1)}, []int{0, 0}, 1},
+		{"ended twice", []agentMsg{ready, start(1), exit(1), exit(1)}, []int{0, 1, 0, 0}, 3},
+		{"a start without its pidfd", []agentMsg{ready, start(1)}, []int{0, 0}, 1},
+		{"a start with two descriptors", []agentMsg{ready, start(1)}, []int{0, 2}, 1},
+		{"an end after a failed start", []agentMsg{ready, failed, exit(1)}, []int{0, 0, 0}, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			j := newJail("k", "o")
+			for _, id := range []uint64{1, 2} {
+				j.waiters[id] = &waiter{started: make(chan agentMsg, 1), exited: make(chan local.ExitStatus, 1)}
+			}
+			for i, m := range tt.msgs {
+				err := j.dispatch(m, devNulls(t, tt.fds[i]))
+				if got := errors.Is(err, errProtocol); got != (i == tt.wrong) {
+					t.Fatalf("message %d (%+v): %v", i, m, err)
+				}
+				if err != nil {
+					break
+				}
+			}
+			for _, w := range j.waiters {
+				if w.pidfd > 0 {
+					unix.Close(w.pidfd)
+				}
+			}
+		})
+	}
+}
+
+// FuzzDispatch: whatever the agent sends, dispatch neither panics nor
+// blocks, and never hands a shell two answers or two ends.
+func FuzzDispatch(f *testing.F) {
+	seed, _ := json.Marshal([]agentMsg{{Started: true}, {ID: 1, Started: true}, {ID: 1, Exited: true}})
+	f.Add(seed, []byte{0, 1, 0})
+	f.Fuzz(func(t *testing.T, msgs []byte, nfds []byte) {
+		var ms []agentMsg
+		if json.Unmarshal(msgs, &ms) != nil || len(ms) > 16 {
+			return
+		}
+		j := newJail("k", "o")
+		ws := map[uint64]*waiter{}
+		for _, id := range []uint64{1, 2, 3} {
+			ws[id] = &waiter{started: make(chan agentMsg, 1), exited: make(chan local.ExitStatus, 1)}
+			j.waiters[id] = ws[id]
+		}
+		for i, m := range ms {
+			n := 0
+			if i < len(nfds) {
+				n = int(nfds[i] % 3)
+			}
+			if err := j.dispatch(m, devNulls(t, n)); err != nil {
+				break
+			}
+		}
+		for _, w := range ws { // each channel holds at most its one message
+			if w.pidfd > 0 {
+				unix.Close(w.pidfd)
+			}
+		}
+	})
+}
+
+// devNulls opens n descriptors, as if they came with a message.
+func devNulls(t *testing.T, n int) []int {
+	t.Helper()
+	var fds []int
+	for range n {
+		fd, err := unix.Open("/dev/null", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fds = append(fds, fd)
+	}
+	return fds
+}
