@@ -20,6 +20,7 @@ var errProtocol = errors.New("the sandbox agent broke the protocol")
 // read dispatches the agent's messages until the connection ends or the
 // agent breaks the protocol.
 func (j *jail) read() {
+	defer close(j.readDone)
 	buf := make([]byte, 64<<10)
 	fd := int(j.sock.Fd())
 	for {

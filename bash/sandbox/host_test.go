@@ -6,12 +6,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/dshgo/dsh/bash"
 	"github.com/dshgo/dsh/bash/local"
+	"github.com/dshgo/dsh/internal/testwait"
 	"golang.org/x/sys/unix"
 )
 
@@ -159,4 +162,39 @@ func devNulls(t *testing.T, n int) []int {
 		fds = append(fds, fd)
 	}
 	return fds
+}
+
+// TestJailStartBounded: a jail whose bwrap fails at once (as inside a
+// container or another jail, where it may not make namespaces) fails New
+// at once with what bwrap said; one whose agent never says it is ready
+// fails after StartTimeout. Neither waits for ever.
+func TestJailStartBounded(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ name, script, want string }{
+		{"bwrap fails", "echo 'bwrap: No permissions to create new namespace' >&2; exit 1",
+			"bwrap: No permissions to create new namespace"},
+		{"agent never ready", "exec sleep 60", "did not start within 300ms"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			bwrap := filepath.Join(t.TempDir(), "bwrap")
+			if err := os.WriteFile(bwrap, []byte("#!/bin/sh\n"+tt.script+"\n"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			made := make(chan error, 1)
+			go func() {
+				e, err := New(context.Background(), &Options{Bwrap: bwrap, StartTimeout: 300 * time.Millisecond,
+					Local: &local.Options{Cwd: t.TempDir(), SpillDir: t.TempDir()}, TempDir: t.TempDir()})
+				if err == nil {
+					e.Close()
+				}
+				made <- err
+			}()
+			err := testwait.Recv(t, made, "return from New with a broken bwrap")
+			if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("New: %v; want ErrUnavailable saying %q", err, tt.want)
+			}
+		})
+	}
 }

@@ -42,6 +42,7 @@ type jail struct {
 	startErr  error
 	ready     chan struct{} // closed once the agent said it is ready
 	gone      chan struct{} // closed once the connection to the agent is over
+	readDone  chan struct{} // closed once nothing reads the socket (any more)
 	exited    chan struct{} // closed once bwrap has been waited for
 
 	mu      sync.Mutex
@@ -59,6 +60,12 @@ type waiter struct {
 
 // startJail starts bwrap with the agent and waits until the agent is ready.
 func (js *jails) startJail(ctx context.Context, j *jail, req *local.SpawnRequest) error {
+	reading := false
+	defer func() {
+		if !reading {
+			close(j.readDone)
+		}
+	}()
 	spill, unpin, err := js.hold(req.Owner)
 	if err != nil {
 		return fmt.Errorf("keep the session's spill directory: %w", err)
@@ -72,19 +79,35 @@ func (js *jails) startJail(ctx context.Context, j *jail, req *local.SpawnRequest
 		return err
 	}
 	j.sock = files[0]
-	defer closeFiles(files[1:]...)
 	args := js.policy.bwrapArgs(jailPaths{workspace: req.Workspace, tmp: j.tmp, spill: spill})
 	agent := agentConfig{Socket: fdAgentSock, Exe: fdAgentExe, Writable: js.policy.landlockWritable(req.Workspace)}
 	args = append(append(args, "--", "/proc/self/fd/"+strconv.Itoa(fdAgentExe)), agentArgs(agent)...)
 	j.stderr = &capBuffer{max: 4 << 10}
 	j.cmd = &exec.Cmd{Path: js.bwrap, Args: append([]string{"bwrap"}, args...), Env: req.Env,
 		ExtraFiles: files[1:], Stderr: j.stderr}
-	if err := j.cmd.Start(); err != nil {
+	err = j.cmd.Start()
+	// bwrap holds its copies now: ours would keep the agent's end of the
+	// socket open after bwrap is gone, and its exit unnoticed.
+	closeFiles(files[1:]...)
+	if err != nil {
 		return fmt.Errorf("start bwrap: %w", err)
 	}
 	go func() { _ = j.cmd.Wait(); close(j.exited) }()
+	reading = true
 	go j.read()
+	ctx, cancel := context.WithTimeoutCause(ctx, js.startTimeout,
+		fmt.Errorf("the sandbox did not start within %v (bwrap: %s)", js.startTimeout, bwrapSaid(j)))
+	defer cancel()
 	return j.awaitReady(ctx)
+}
+
+// bwrapSaid is what bwrap has written to stderr so far, or that it wrote
+// nothing.
+func bwrapSaid(j *jail) string {
+	if msg := strings.TrimSpace(j.stderr.String()); msg != "" {
+		return msg
+	}
+	return "nothing on stderr"
 }
 
 // jailFiles opens what bwrap inherits: [host socket, agent socket, agent
@@ -125,12 +148,16 @@ func filterFile(b []byte) (*os.File, error) {
 	return f, nil
 }
 
+// awaitReady waits until the agent says it is ready, bwrap or the agent
+// ends, or ctx ends.
 func (j *jail) awaitReady(ctx context.Context) error {
 	select {
 	case <-j.ready:
 		return nil
 	case <-j.gone:
 		return j.goneErr()
+	case <-j.exited:
+		return fmt.Errorf("bwrap ended (%v) before the sandbox started: %s", j.cmd.ProcessState, bwrapSaid(j))
 	case <-ctx.Done():
 		return context.Cause(ctx)
 	}
@@ -280,22 +307,29 @@ func (p *jailProc) Wait() (local.ExitStatus, error) {
 }
 
 // close ends the jail: the agent sees its socket close and exits, and the
-// kernel kills every process left in the jail's pid namespace.
+// kernel kills every process left in the jail's pid namespace. A jail whose
+// agent never said it was ready has no agent to wait for: bwrap is killed.
 func (j *jail) close() error {
 	if j.sock != nil {
 		_ = unix.Shutdown(int(j.sock.Fd()), unix.SHUT_RDWR)
 	}
 	if j.cmd != nil && j.cmd.Process != nil {
+		wait := 5 * time.Second
+		select {
+		case <-j.ready:
+		default:
+			wait = 0
+		}
 		select {
 		case <-j.exited:
-		case <-time.After(5 * time.Second):
+		case <-time.After(wait):
 			_ = j.cmd.Process.Kill()
 			<-j.exited
 		}
 	}
 	j.sendMu.Lock()
 	if j.sock != nil {
-		<-j.gone // the reader has stopped using the socket
+		<-j.readDone // the reader has stopped using the socket
 		j.sock.Close()
 		j.sock = nil
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/dshgo/dsh/bash"
 	"github.com/dshgo/dsh/bash/local"
@@ -31,6 +32,10 @@ type Options struct {
 	// TempDir is where the jails' private /tmp directories are made.
 	// Default: os.TempDir().
 	TempDir string
+	// StartTimeout bounds the start of a jail, until its agent says it is
+	// ready (about 15 ms here); a start that takes longer fails, saying
+	// what bwrap printed. Default 30 s.
+	StartTimeout time.Duration
 }
 
 // Executor runs every command in a jail of its session; see the package

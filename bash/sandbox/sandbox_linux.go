@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"sync"
+	"time"
 
 	"github.com/dshgo/dsh/bash/local"
 )
@@ -18,6 +19,8 @@ type jails struct {
 	agent   string
 	filter  []byte
 	tempDir string
+	// startTimeout bounds a jail's start (Options.StartTimeout).
+	startTimeout time.Duration
 
 	rootOnce sync.Once
 	root     string // holds the jails' private /tmp directories, made on first use
@@ -44,8 +47,12 @@ func newJails(o *Options, hold func(string) (string, func(), error)) (*jails, er
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
+	startTimeout := o.StartTimeout
+	if startTimeout <= 0 {
+		startTimeout = 30 * time.Second
+	}
 	return &jails{policy: o.Policy, bwrap: bw, agent: agent, filter: filter, tempDir: o.TempDir,
-		hold: hold, byKey: map[string]*jail{}}, nil
+		startTimeout: startTimeout, hold: hold, byKey: map[string]*jail{}}, nil
 }
 
 // tmpDir makes a jail's private /tmp in the jails' directory.
@@ -118,7 +125,8 @@ func (js *jails) get(ctx context.Context, req *local.SpawnRequest) (*jail, error
 
 func newJail(key, owner string) *jail {
 	return &jail{key: key, owner: owner, ready: make(chan struct{}), gone: make(chan struct{}),
-		exited: make(chan struct{}), startDone: make(chan struct{}), waiters: map[uint64]*waiter{}}
+		readDone: make(chan struct{}), exited: make(chan struct{}), startDone: make(chan struct{}),
+		waiters: map[uint64]*waiter{}}
 }
 
 // started records the end of the jail's start.
