@@ -32,7 +32,7 @@
 //     exit codes) reports the exit code it got and no signal; the tool layer
 //     then shows the exit code where it would have named the signal.
 //   - Errors the caller can act on are typed ([*CommandError],
-//     [*TimeoutError], [*WorkdirError], [*TaskLimitError], [*StartError],
+//     [*TimeoutError], [*WorkdirError], [*WorkspaceError], [*TaskLimitError], [*StartError],
 //     [*UnknownTaskError], or one wrapping [ErrAborted] or [ErrClosed]); the
 //     tool layer writes the model's words from them, so every executor reads
 //     the same. Any other error is the executor's own infrastructure failure.

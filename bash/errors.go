@@ -28,7 +28,35 @@ var (
 	// ErrNotDirectory: a working directory names something that is not a
 	// directory (see [WorkdirError]).
 	ErrNotDirectory = errors.New("not a directory")
+	// ErrWorkspaceHome: a workspace that is the home directory or holds it
+	// (the root directory does), which commands must not be able to change
+	// (see [WorkspaceError]).
+	ErrWorkspaceHome = errors.New("the workspace is or holds the home directory")
+	// ErrWorkspaceServer: a workspace that holds, or lies in, a directory
+	// the executor keeps for itself (its sessions' private files).
+	ErrWorkspaceServer = errors.New("the workspace holds or lies in the executor's own directories")
 )
+
+// WorkspaceError says that an executor refuses a session's workspace, which
+// its commands could change: a sandbox makes the workspace writable, so it
+// refuses one that would put the home directory or the executor's own
+// files within their reach. No process was started.
+type WorkspaceError struct {
+	// Path is the workspace.
+	Path string
+	// Holds is what it must not reach: the home directory, or the
+	// executor's directory it holds or lies in.
+	Holds string
+	// Problem is ErrWorkspaceHome or ErrWorkspaceServer.
+	Problem error
+}
+
+func (e *WorkspaceError) Error() string {
+	return fmt.Sprintf("workspace %s refused: %v (%s)", e.Path, e.Problem, e.Holds)
+}
+
+// Unwrap returns Problem.
+func (e *WorkspaceError) Unwrap() error { return e.Problem }
 
 // CommandError says why a command cannot be run at all; no process was
 // started for it. errors.Is matches it with its Problem.

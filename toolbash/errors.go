@@ -18,13 +18,14 @@ func errorText(err error) string {
 		return "unknown error"
 	}
 	var (
-		ce *bash.CommandError
-		te *bash.TimeoutError
-		we *bash.WorkdirError
-		le *bash.TaskLimitError
-		se *bash.StartError
-		ue *bash.UnknownTaskError
-		ke *bash.LinkError
+		ce  *bash.CommandError
+		te  *bash.TimeoutError
+		we  *bash.WorkdirError
+		wse *bash.WorkspaceError
+		le  *bash.TaskLimitError
+		se  *bash.StartError
+		ue  *bash.UnknownTaskError
+		ke  *bash.LinkError
 	)
 	switch {
 	case errors.As(err, &se):
@@ -35,6 +36,8 @@ func errorText(err error) string {
 		return fmt.Sprintf("the timeout must be positive, got %v", te.Timeout)
 	case errors.As(err, &we):
 		return workdirText(we)
+	case errors.As(err, &wse):
+		return workspaceText(wse)
 	case errors.As(err, &le):
 		return taskLimitText(le)
 	case errors.As(err, &ue):
@@ -67,6 +70,14 @@ func workdirText(we *bash.WorkdirError) string {
 		return fmt.Sprintf("working directory %s is not accessible: permission denied", we.Path)
 	}
 	return fmt.Sprintf("working directory %s is unusable: %v", we.Path, we.Err)
+}
+
+func workspaceText(we *bash.WorkspaceError) string {
+	what := "the sandbox's own directory " + we.Holds
+	if errors.Is(we.Problem, bash.ErrWorkspaceHome) {
+		what = "the home directory " + we.Holds
+	}
+	return fmt.Sprintf("the sandbox refuses the workspace %s: commands may change their workspace, and this one would put %s within their reach. Ask the user to open a project directory as the workspace", we.Path, what)
 }
 
 func taskLimitText(le *bash.TaskLimitError) string {

@@ -237,3 +237,35 @@ func stripped(r bash.RunResult) bash.RunResult {
 	stripStreams(&r.Stdout, &r.Stderr)
 	return r
 }
+
+// TestErrorTextsGolden: the words the model reads for each typed error of
+// package bash.
+func TestErrorTextsGolden(t *testing.T) {
+	cases := []struct {
+		name string
+		err  error
+	}{
+		{"command-empty", &bash.CommandError{Problem: bash.ErrEmptyCommand}},
+		{"command-nul", &bash.CommandError{Problem: bash.ErrNULInCommand, Offset: 4}},
+		{"timeout", &bash.TimeoutError{Timeout: -5 * time.Millisecond}},
+		{"workdir-missing", &bash.WorkdirError{Path: "/w", Err: fs.ErrNotExist}},
+		{"workdir-not-directory", &bash.WorkdirError{Path: "/w", Err: bash.ErrNotDirectory}},
+		{"workdir-permission", &bash.WorkdirError{Path: "/w", Err: fs.ErrPermission}},
+		{"workspace-home", &bash.WorkspaceError{Path: "/", Holds: "/home/u", Problem: bash.ErrWorkspaceHome}},
+		{"workspace-server", &bash.WorkspaceError{Path: "/tmp", Holds: "/tmp", Problem: bash.ErrWorkspaceServer}},
+		{"limit-per-owner", &bash.TaskLimitError{Scope: bash.PerOwner, Limit: 16}},
+		{"limit-per-executor", &bash.TaskLimitError{Scope: bash.PerExecutor, Limit: 64}},
+		{"start", &bash.StartError{Task: "bash-3", Err: &bash.WorkdirError{Path: "/w", Err: fs.ErrNotExist}}},
+		{"unknown-task", &bash.UnknownTaskError{ID: "bash-9"}},
+		{"link-lost-task", &bash.LinkError{Host: "box", Task: "bash-3", Err: bash.ErrLinkLost}},
+		{"link-in-flight", &bash.LinkError{Host: "box", InFlight: true, Err: bash.ErrLinkLost}},
+		{"closed", bash.ErrClosed},
+	}
+	got := map[string]string{}
+	var names []string
+	for _, c := range cases {
+		names = append(names, c.name)
+		got[c.name] = errorText(c.err)
+	}
+	golden(t, "errors.txtar", names, got)
+}

@@ -152,6 +152,7 @@ const (
 	kindCommand     = "command"
 	kindTimeout     = "timeout"
 	kindWorkdir     = "workdir"
+	kindWorkspace   = "workspace"
 	kindStart       = "start"
 	kindCanceled    = "canceled" // the far side's call ended with its context
 	kindDeadline    = "deadline"
@@ -164,6 +165,8 @@ const (
 	reasonPermission = "permission"
 	reasonNUL        = "nul"
 	reasonEmpty      = "empty"
+	reasonHome       = "home"
+	reasonServer     = "server"
 )
 
 // wireError carries a typed error of package bash, with its fields, so
@@ -174,6 +177,7 @@ type wireError struct {
 	Message string        `json:"message"`
 	Task    bash.TaskID   `json:"task,omitempty"`
 	Path    string        `json:"path,omitempty"`
+	Holds   string        `json:"holds,omitempty"`
 	Reason  string        `json:"reason,omitempty"`
 	Scope   int           `json:"scope,omitempty"`
 	Limit   int           `json:"limit,omitempty"`
@@ -189,12 +193,13 @@ func toWireError(err error) *wireError {
 	}
 	w := &wireError{Kind: kindOther, Message: err.Error()}
 	var (
-		ce *bash.CommandError
-		te *bash.TimeoutError
-		we *bash.WorkdirError
-		le *bash.TaskLimitError
-		se *bash.StartError
-		ue *bash.UnknownTaskError
+		ce  *bash.CommandError
+		te  *bash.TimeoutError
+		we  *bash.WorkdirError
+		wse *bash.WorkspaceError
+		le  *bash.TaskLimitError
+		se  *bash.StartError
+		ue  *bash.UnknownTaskError
 	)
 	switch {
 	case errors.As(err, &se):
@@ -206,6 +211,8 @@ func toWireError(err error) *wireError {
 	case errors.As(err, &we):
 		w.Kind, w.Path, w.Reason = kindWorkdir, we.Path, reasonOf(we.Err)
 		w.Message = we.Err.Error()
+	case errors.As(err, &wse):
+		w.Kind, w.Path, w.Holds, w.Reason = kindWorkspace, wse.Path, wse.Holds, reasonOf(wse.Problem)
 	case errors.As(err, &le):
 		w.Kind, w.Scope, w.Limit = kindTaskLimit, int(le.Scope), le.Limit
 	case errors.As(err, &ue):
@@ -236,6 +243,10 @@ func reasonOf(err error) string {
 		return reasonNUL
 	case errors.Is(err, bash.ErrEmptyCommand):
 		return reasonEmpty
+	case errors.Is(err, bash.ErrWorkspaceHome):
+		return reasonHome
+	case errors.Is(err, bash.ErrWorkspaceServer):
+		return reasonServer
 	}
 	return ""
 }
@@ -244,7 +255,8 @@ func reasonOf(err error) string {
 var sentinels = map[string]error{
 	reasonNotExist: fs.ErrNotExist, reasonNotDir: bash.ErrNotDirectory,
 	reasonPermission: fs.ErrPermission, reasonNUL: bash.ErrNULInCommand,
-	reasonEmpty: bash.ErrEmptyCommand,
+	reasonEmpty: bash.ErrEmptyCommand, reasonHome: bash.ErrWorkspaceHome,
+	reasonServer: bash.ErrWorkspaceServer,
 }
 
 // err rebuilds the typed error (nil for nil). An infrastructure error of
@@ -262,6 +274,8 @@ func (w *wireError) err(host string) error {
 		return &bash.TimeoutError{Timeout: w.Timeout}
 	case kindWorkdir:
 		return &bash.WorkdirError{Path: w.Path, Err: w.sentinel()}
+	case kindWorkspace:
+		return &bash.WorkspaceError{Path: w.Path, Holds: w.Holds, Problem: w.sentinel()}
 	case kindTaskLimit:
 		return &bash.TaskLimitError{Scope: bash.LimitScope(w.Scope), Limit: w.Limit}
 	case kindUnknownTask:

@@ -34,6 +34,8 @@ func TestErrorRoundTrip(t *testing.T) {
 		{"workdir not a directory", &bash.WorkdirError{Path: "/w", Err: bash.ErrNotDirectory}, nil},
 		{"workdir permission", &bash.WorkdirError{Path: "/w", Err: fs.ErrPermission}, nil},
 		{"workdir other", &bash.WorkdirError{Path: "/w", Err: errors.New("too many links")}, nil},
+		{"workspace home", &bash.WorkspaceError{Path: "/home", Holds: "/home/u", Problem: bash.ErrWorkspaceHome}, nil},
+		{"workspace server", &bash.WorkspaceError{Path: "/tmp", Holds: "/tmp/dsh-jails-1", Problem: bash.ErrWorkspaceServer}, nil},
 		{"empty command", &bash.CommandError{Problem: bash.ErrEmptyCommand}, nil},
 		{"NUL", &bash.CommandError{Problem: bash.ErrNULInCommand, Offset: 7}, nil},
 		{"timeout", &bash.TimeoutError{Timeout: -5 * time.Millisecond}, nil},

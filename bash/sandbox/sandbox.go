@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/dshgo/dsh/bash"
@@ -46,6 +47,9 @@ type Options struct {
 type Executor struct {
 	*local.Executor
 	jails *jails
+
+	home     string   // the policy's home directory
+	tempDirs []string // where the jails' /tmp and the spill files are made
 }
 
 var _ bash.Executor = (*Executor)(nil)
@@ -69,7 +73,7 @@ func New(ctx context.Context, opts *Options) (*Executor, error) {
 	if o.Bwrap == "" {
 		o.Bwrap = "bwrap"
 	}
-	e := &Executor{}
+	e := &Executor{home: o.Policy.home(), tempDirs: []string{tempDirOr(o.TempDir), tempDirOr(lo.SpillDir)}}
 	lo.Spawn = func(ctx context.Context, req *local.SpawnRequest) (local.Process, error) {
 		return e.jails.spawn(ctx, req)
 	}
@@ -78,7 +82,8 @@ func New(ctx context.Context, opts *Options) (*Executor, error) {
 		return nil, err
 	}
 	e.Executor = le
-	if e.jails, err = newJails(&o, le.HoldSpillDir); err != nil {
+	admit := func(ws string) error { return checkWorkspace(ws, e.home, e.tempDirs) }
+	if e.jails, err = newJails(&o, le.HoldSpillDir, admit); err != nil {
 		le.Close()
 		return nil, err
 	}
@@ -89,10 +94,30 @@ func New(ctx context.Context, opts *Options) (*Executor, error) {
 	return e, nil
 }
 
-// check runs one command in a throwaway jail (see New).
+// Resolve applies the defaults to req, as the local executor does, and
+// refuses a workspace that would put the home directory or the executor's
+// own files within the commands' reach (a *bash.WorkspaceError).
+func (e *Executor) Resolve(ctx context.Context, req bash.ExecRequest) (bash.ExecSpec, error) {
+	spec, err := e.Executor.Resolve(ctx, req)
+	if err != nil {
+		return spec, err
+	}
+	if err := e.jails.admit(spec.Workspace); err != nil {
+		return bash.ExecSpec{}, err
+	}
+	return spec, nil
+}
+
+// check runs one command in a throwaway jail (see New), with a workspace
+// of its own: whether jails work here does not depend on the default one.
 func (e *Executor) check(ctx context.Context) error {
 	const owner = "dsh-sandbox-check"
-	spec, err := e.Resolve(ctx, bash.ExecRequest{Command: "exit 0", Owner: owner})
+	ws, err := os.MkdirTemp(e.tempDirs[0], "dsh-sandbox-check-")
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	defer os.RemoveAll(ws)
+	spec, err := e.Resolve(ctx, bash.ExecRequest{Command: "exit 0", Owner: owner, Workspace: ws, Workdir: ws})
 	if err == nil {
 		var res bash.RunResult
 		res, err = e.Run(ctx, spec)

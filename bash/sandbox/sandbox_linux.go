@@ -26,13 +26,14 @@ type jails struct {
 	root     string // holds the jails' private /tmp directories, made on first use
 	rootErr  error
 	hold     func(owner string) (string, func(), error)
+	admit    func(workspace string) error // refuses a workspace (checkWorkspace)
 
 	mu     sync.Mutex
 	byKey  map[string]*jail
 	closed bool
 }
 
-func newJails(o *Options, hold func(string) (string, func(), error)) (*jails, error) {
+func newJails(o *Options, hold func(string) (string, func(), error), admit func(string) error) (*jails, error) {
 	bw, err := exec.LookPath(o.Bwrap)
 	if err != nil {
 		return nil, fmt.Errorf("%w: bwrap (Debian and Ubuntu: apt install bubblewrap): %w", ErrUnavailable, err)
@@ -52,7 +53,7 @@ func newJails(o *Options, hold func(string) (string, func(), error)) (*jails, er
 		startTimeout = 30 * time.Second
 	}
 	return &jails{policy: o.Policy, bwrap: bw, agent: agent, filter: filter, tempDir: o.TempDir,
-		startTimeout: startTimeout, hold: hold, byKey: map[string]*jail{}}, nil
+		startTimeout: startTimeout, hold: hold, admit: admit, byKey: map[string]*jail{}}, nil
 }
 
 // tmpDir makes a jail's private /tmp in the jails' directory.
@@ -92,6 +93,9 @@ func (js *jails) spawn(ctx context.Context, req *local.SpawnRequest) (local.Proc
 // get returns the session's jail, starting it if there is none. Concurrent
 // callers of one session wait for the same start.
 func (js *jails) get(ctx context.Context, req *local.SpawnRequest) (*jail, error) {
+	if err := js.admit(req.Workspace); err != nil {
+		return nil, err // a spec not made by Resolve
+	}
 	key := jailKey(req.Owner, req.Workspace)
 	js.mu.Lock()
 	if js.closed {

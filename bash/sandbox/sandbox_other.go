@@ -14,7 +14,7 @@ func Main() {}
 
 type jails struct{}
 
-func newJails(*Options, func(string) (string, func(), error)) (*jails, error) {
+func newJails(*Options, func(string) (string, func(), error), func(string) error) (*jails, error) {
 	return nil, fmt.Errorf("%w: it needs Linux (bubblewrap, namespaces, seccomp)", ErrUnavailable)
 }
 
@@ -23,6 +23,7 @@ func (*jails) spawn(context.Context, *local.SpawnRequest) (local.Process, error)
 }
 
 func (*jails) endOwner(string) error { return nil }
+func (*jails) admit(string) error    { return nil }
 func (*jails) close() error          { return nil }
 
 // CleanStale removes nothing: there are no jails outside Linux.

@@ -104,3 +104,22 @@ func TestNestedSandbox(t *testing.T) {
 		t.Errorf("nested: exit %d, stdout %q, stderr %q; want the inner run refused with what bwrap said", code, out, errOut)
 	}
 }
+
+// TestSandboxRefusesWideWorkspace: a workspace of / (which hung the jail's
+// agent, whose /proc was then the host's) or of the home directory is
+// refused at once, with the reason, and runs nothing.
+func TestSandboxRefusesWideWorkspace(t *testing.T) {
+	t.Parallel()
+	requireBwrap(t)
+	home, err := os.UserHomeDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{"/", home} {
+		out, errOut, code := dshBash(t, dir, "run", "--sandbox=on", "--", "echo ran")
+		want := "the sandbox refuses the workspace " + dir + ": "
+		if code == 0 || !strings.HasPrefix(out, want) || strings.Contains(out, "ran") {
+			t.Errorf("in %s: exit %d, stdout %q, stderr %q; want it refused", dir, code, out, errOut)
+		}
+	}
+}

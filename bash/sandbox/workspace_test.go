@@ -1,0 +1,73 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/dshgo/dsh/bash"
+	"github.com/dshgo/dsh/bash/local"
+)
+
+// TestWorkspaceRefused: a sandbox will not make writable a workspace that
+// holds the home directory (the root does) or the directories it keeps its
+// sessions' private files in, nor one inside those; a project directory is
+// fine. A refused workspace starts no jail and no command.
+func TestWorkspaceRefused(t *testing.T) {
+	t.Parallel()
+	base := t.TempDir()
+	home, tmp, spill, project := filepath.Join(base, "home", "u"), filepath.Join(base, "tmp"), filepath.Join(base, "spill"), filepath.Join(base, "work", "p")
+	for _, d := range []string{home, tmp, spill, project, filepath.Join(tmp, "dsh-jails-1-2-3", "tmp-x"), filepath.Join(spill, "dsh-spill-1-2-3", "alice")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(home, filepath.Join(base, "work", "home-link")); err != nil {
+		t.Fatal(err)
+	}
+	e, err := newSandbox(t, &Options{Policy: Policy{Home: home}, TempDir: tmp,
+		Local: &local.Options{Cwd: project, SpillDir: spill}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	tests := []struct {
+		ws, holds string
+		problem   error // nil: allowed
+	}{
+		{"/", home, bash.ErrWorkspaceHome},
+		{home, home, bash.ErrWorkspaceHome},
+		{filepath.Dir(home), home, bash.ErrWorkspaceHome},
+		{filepath.Join(base, "work", "home-link"), home, bash.ErrWorkspaceHome},
+		{tmp, tmp, bash.ErrWorkspaceServer},
+		{spill, spill, bash.ErrWorkspaceServer},
+		{filepath.Join(tmp, "dsh-jails-1-2-3", "tmp-x"), filepath.Join(tmp, "dsh-jails-1-2-3"), bash.ErrWorkspaceServer},
+		{filepath.Join(spill, "dsh-spill-1-2-3", "alice"), filepath.Join(spill, "dsh-spill-1-2-3"), bash.ErrWorkspaceServer},
+		{project, "", nil},
+		{filepath.Join(home, "project"), "", nil}, // inside home is fine
+	}
+	ctx := context.Background()
+	for _, tt := range tests {
+		req := bash.ExecRequest{Command: "echo ran", Owner: "o", Workspace: tt.ws, Workdir: project}
+		spec, err := e.Resolve(ctx, req)
+		var we *bash.WorkspaceError
+		if tt.problem == nil {
+			if err != nil {
+				t.Errorf("%s: %v; want it allowed", tt.ws, err)
+			}
+			continue
+		}
+		if !errors.As(err, &we) || !errors.Is(err, tt.problem) || we.Holds != tt.holds {
+			t.Errorf("%s: %v; want a WorkspaceError: %v (%s)", tt.ws, err, tt.problem, tt.holds)
+		}
+		// A spec made without Resolve is refused at the jail.
+		spec = bash.ExecSpec{Command: "echo ran", Owner: "o", Workspace: tt.ws, Workdir: project, Timeout: 10e9}
+		if res, err := e.Run(ctx, spec); !errors.As(err, &we) {
+			t.Errorf("%s: Run without Resolve: %+v, %v; want a WorkspaceError", tt.ws, res, err)
+		}
+	}
+}
