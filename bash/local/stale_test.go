@@ -162,6 +162,7 @@ func TestCleanStale(t *testing.T) {
 		t.Fatal("setup: the killed helper's sleep died with it")
 	}
 	fakeCgroup, fakeSpill := plantReusedPidDirs(t, cgDir, spills)
+	othersCgroup := plantOtherUsersCgroup(t, cgDir)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	removed, err := cleanStaleCgroups(ctx, cgDir)
@@ -183,6 +184,11 @@ func TestCleanStale(t *testing.T) {
 	for _, dir := range want {
 		if _, err := os.Lstat(dir); !os.IsNotExist(err) {
 			t.Errorf("%s is still there: %v", dir, err)
+		}
+	}
+	if othersCgroup != "" {
+		if _, err := os.Stat(othersCgroup); err != nil {
+			t.Errorf("another user's stale cgroup was touched: %v", err)
 		}
 	}
 	checkLive(t, live)
@@ -211,6 +217,29 @@ func plantReusedPidDirs(t *testing.T, cgDir, spills string) (cgroup, spill strin
 	}
 	os.WriteFile(spill+"/no-owner/stdout-1.log", []byte("x"), 0o600)
 	return cgroup, spill
+}
+
+// plantOtherUsersCgroup makes, when this test runs as root, a stale
+// executor cgroup that belongs to another user, which CleanStale must leave
+// alone; it returns "" otherwise.
+func plantOtherUsersCgroup(t *testing.T, cgDir string) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		return ""
+	}
+	start, err := procStartTime(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(cgDir, fmt.Sprintf("dsh-%d-%d-0ddba11d", os.Getpid(), start+2))
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(dir) })
+	if err := os.Chown(dir, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 // checkLive checks that a live helper's directories and sleep are intact.
