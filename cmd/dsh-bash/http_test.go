@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -394,6 +395,36 @@ func foregroundPid(t *testing.T, cs *mcp.ClientSession) int {
 
 // TestMCPHTTPSessionGrace: with --session-grace, the tasks of a client
 // that went away without a DELETE die; --max-sessions caps the sessions.
+// holdCall starts a bash call on cs that runs until the returned function
+// is called, which then waits for its answer.
+func holdCall(t *testing.T, cs *mcp.ClientSession) func() {
+	t.Helper()
+	dir := t.TempDir()
+	running, gate := filepath.Join(dir, "running"), filepath.Join(dir, "gate")
+	for _, f := range []string{running, gate} {
+		if err := syscall.Mkfifo(f, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done := make(chan error, 1)
+	go func() {
+		res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "bash", Arguments: map[string]any{
+			"command": "echo > " + running + "; read x < " + gate + "; echo released", "description": "Wait"}})
+		if err == nil && (len(res.Content) != 1 || res.Content[0].(*mcp.TextContent).Text != "released\n") {
+			err = fmt.Errorf("held call answered %v", res.Content)
+		}
+		done <- err
+	}()
+	testwait.ReadFIFO(t, running, "sign that the held call runs")
+	return func() {
+		testwait.WriteFIFO(t, gate, "go", "release of the held call")
+		err, werr := testwait.Wait(done, "answer of the held call")
+		if err = errors.Join(err, werr); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 func TestMCPHTTPSessionGrace(t *testing.T) {
 	t.Parallel()
 	s := startHTTP(t, nil, "--http", "127.0.0.1:0", "--no-auth", "--session-grace", "200ms", "--max-sessions", "1")
@@ -403,10 +434,14 @@ func TestMCPHTTPSessionGrace(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cs.Close() })
+	// A call in flight keeps the session from its grace (200ms, which a
+	// loaded machine may take between two requests) while the cap is tried.
+	held := holdCall(t, cs)
 	pid := syncedPid(t, cs)
 	if _, err := clientFor(t, s, "", false); err == nil {
 		t.Error("a second session past --max-sessions 1")
 	}
+	held()
 	tr.CloseIdleConnections() // gone, without a DELETE
 	if err := proctest.WaitExit(pid, exitWait); err != nil {
 		t.Error(err)
