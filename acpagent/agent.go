@@ -167,8 +167,13 @@ func (a *Agent) Registry() *tools.Registry { return a.reg }
 // is done. Then it cancels every prompt, waits for them, and kills every
 // session's running tasks. Call it once.
 func (a *Agent) Serve(ctx context.Context, w io.Writer, r io.Reader) error {
-	a.conn = acp.NewAgentSideConnection(a, w, r)
+	// The SDK reads its logger, unguarded, from the goroutines that
+	// NewAgentSideConnection starts, all of which wait for input first:
+	// holding the input back until the logger is set orders the two.
+	gate := &gatedReader{r: r, open: make(chan struct{})}
+	a.conn = acp.NewAgentSideConnection(a, w, gate)
 	a.conn.SetLogger(a.logger)
+	close(gate.open)
 	close(a.ready)
 	select {
 	case <-a.conn.Done():
@@ -176,6 +181,17 @@ func (a *Agent) Serve(ctx context.Context, w io.Writer, r io.Reader) error {
 	}
 	a.shutdown()
 	return nil
+}
+
+// gatedReader holds its reads back until open is closed.
+type gatedReader struct {
+	r    io.Reader
+	open chan struct{}
+}
+
+func (g *gatedReader) Read(p []byte) (int, error) {
+	<-g.open
+	return g.r.Read(p)
 }
 
 // shutdown cancels every prompt and kills every session's tasks.
