@@ -23,3 +23,4 @@ func (d *dirHandle) clear() error                                  { return errN
 func (d *dirHandle) entries() ([]os.DirEntry, error)               { return nil, errNoDirFD }
 func (d *dirHandle) sub(name string) string                        { return d.path + "/" + name }
 func (d *dirHandle) close()                                        {}
+func (d *dirHandle) atPath() bool                                  { return false }

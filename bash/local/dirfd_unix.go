@@ -101,6 +101,17 @@ func (d *dirHandle) unlink(name string) error {
 	return nil
 }
 
+// atPath reports whether d's path still names d itself: not a directory
+// put in its place, nor one reached through a symlink that replaced d or a
+// directory above it.
+func (d *dirHandle) atPath() bool {
+	var at, own unix.Stat_t
+	if unix.Fstat(d.fd, &own) != nil || unix.Lstat(d.path, &at) != nil {
+		return false
+	}
+	return uint64(at.Dev) == uint64(own.Dev) && uint64(at.Ino) == uint64(own.Ino)
+}
+
 // removeChild removes child, which was opened as name in d, once it is
 // empty: only if name still is that very directory (not a symlink or another
 // directory put in its place).

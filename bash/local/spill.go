@@ -31,15 +31,19 @@ type spiller struct {
 	top      *dirHandle           // the parent, open while root exists
 	root     *dirHandle           // the executor's directory, made on first use
 	rootName string               // its name in parent
-	owners   map[string]*ownerDir // by directory name
+	owners   map[string]*ownerDir // by key
 	used     int64                // bytes reserved by files on disk
 	complete []*spillFile         // finished files, oldest first: evicted first
 	closed   bool
+	// abandoned are directories a command moved away from their paths,
+	// closed on close.
+	abandoned []*dirHandle
 }
 
 // ownerDir is the private directory of one owner's spill files.
 type ownerDir struct {
-	name  string
+	key   string // ownerDirName of the owner: its key in spiller.owners
+	name  string // its name in the executor's directory
 	d     *dirHandle
 	files int // files of ours on disk in it
 	holds int // HoldSpillDir calls not released yet: kept even when empty
@@ -107,8 +111,14 @@ func (sp *spiller) rootLocked() (*dirHandle, error) {
 	if sp.closed {
 		return nil, errors.New("spill files are closed")
 	}
-	if sp.root != nil {
+	if sp.root != nil && sp.root.atPath() {
 		return sp.root, nil
+	}
+	if sp.root != nil {
+		// A command moved our directory away (or a directory above it): its
+		// files stay where it went, and new ones go to a new directory, so
+		// that every path handed out names the file that holds the output.
+		sp.abandonRootLocked()
 	}
 	top, err := openDirPath(sp.parent)
 	if err != nil {
@@ -125,32 +135,50 @@ func (sp *spiller) rootLocked() (*dirHandle, error) {
 	return root, nil
 }
 
+// abandonRootLocked forgets the executor's directory, which is no longer
+// at its path, and its owner directories; their files are still accounted
+// for (and removed through their directories) until they go.
+func (sp *spiller) abandonRootLocked() {
+	sp.abandoned = append(sp.abandoned, sp.root, sp.top)
+	for _, od := range sp.owners {
+		sp.abandoned = append(sp.abandoned, od.d)
+	}
+	sp.top, sp.root, sp.rootName, sp.owners = nil, nil, "", nil
+}
+
 // ownerLocked opens an owner's directory, making it if needed.
 func (sp *spiller) ownerLocked(owner string) (*ownerDir, error) {
 	root, err := sp.rootLocked()
 	if err != nil {
 		return nil, err
 	}
-	name := ownerDirName(owner)
-	if od := sp.owners[name]; od != nil {
+	key := ownerDirName(owner)
+	dirName, exclusive := key, false
+	if od := sp.owners[key]; od != nil && od.d.atPath() {
 		return od, nil
+	} else if od != nil {
+		// Moved away (see rootLocked), and something may stand in its
+		// place: the new directory gets a name of its own.
+		delete(sp.owners, key)
+		sp.abandoned = append(sp.abandoned, od.d)
+		dirName, exclusive = key+"-"+randomHex(4), true
 	}
-	d, err := root.mkdirPrivate(name, false)
+	d, err := root.mkdirPrivate(dirName, exclusive)
 	if err != nil {
 		return nil, fmt.Errorf("make the owner's spill directory: %w", err)
 	}
-	od := &ownerDir{name: name, d: d}
-	sp.owners[name] = od
+	od := &ownerDir{key: key, name: dirName, d: d}
+	sp.owners[key] = od
 	return od, nil
 }
 
 // dropIfEmptyLocked removes an owner's directory once it holds no file of
 // ours, unless the executor is closing (close removes it then).
 func (sp *spiller) dropIfEmptyLocked(od *ownerDir) {
-	if od.files > 0 || od.holds > 0 || sp.closed || sp.owners[od.name] != od {
+	if od.files > 0 || od.holds > 0 || sp.closed || sp.owners[od.key] != od {
 		return
 	}
-	delete(sp.owners, od.name)
+	delete(sp.owners, od.key)
 	_ = sp.root.removeChild(od.name, od.d)
 	od.d.close()
 }
@@ -293,9 +321,6 @@ func (sp *spiller) close() error {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
 	sp.closed = true
-	if sp.root == nil {
-		return nil
-	}
 	var errs []error
 	if !sp.keep {
 		for _, f := range sp.complete {
@@ -304,6 +329,22 @@ func (sp *spiller) close() error {
 		}
 		sp.complete = nil
 	}
+	for _, d := range sp.abandoned {
+		d.close()
+	}
+	if sp.root != nil {
+		errs = append(errs, sp.closeRootLocked()...)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("remove the spill files: %w", err)
+	}
+	return nil
+}
+
+// closeRootLocked closes the executor's directory, removing it and its
+// owner directories unless the files are kept.
+func (sp *spiller) closeRootLocked() []error {
+	var errs []error
 	for _, od := range sp.owners {
 		if !sp.keep {
 			errs = append(errs, od.d.clear(), sp.root.removeChild(od.name, od.d))
@@ -315,8 +356,5 @@ func (sp *spiller) close() error {
 	}
 	sp.root.close()
 	sp.top.close()
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("remove the spill files: %w", err)
-	}
-	return nil
+	return errs
 }

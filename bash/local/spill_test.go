@@ -47,7 +47,8 @@ func TestSpillOwnersApart(t *testing.T) {
 // TestSpillDirSwappedForSymlink: a command replaces a spill directory (the
 // owner's, or the executor's) with a symlink to a directory it controls,
 // holding a decoy under the name of an existing spill file. Later spills
-// must not land there, and eviction and Close must not delete the decoy.
+// must not land there, the paths given for them must name their files, and
+// eviction and Close must not delete the decoy.
 func TestSpillDirSwappedForSymlink(t *testing.T) {
 	t.Parallel()
 	for _, level := range []string{"owner", "executor"} {
@@ -73,12 +74,15 @@ func TestSpillDirSwappedForSymlink(t *testing.T) {
 			if fi, err := os.Lstat(swapped); err != nil || fi.Mode()&os.ModeSymlink == 0 {
 				t.Fatalf("setup: %s is not a symlink now: %v", swapped, err)
 			}
-			// The second spill evicts the first (budget), and a new owner's
+			// Each spill evicts the one before (budget), and a new owner's
 			// directory is made.
-			second := run(t, e, bash.ExecRequest{Command: "seq 500", Owner: "alice"})
-			third := run(t, e, bash.ExecRequest{Command: "seq 500", Owner: "bob"})
-			if second.Stdout.SpillPath == "" || third.Stdout.SpillPath == "" {
-				t.Errorf("spilling stopped working: %q %q", second.Stdout.SpillPath, third.Stdout.SpillPath)
+			// Each path the model is given names the file that holds the
+			// output, not one the command planted on the way.
+			for _, owner := range []string{"alice", "bob"} {
+				r := run(t, e, bash.ExecRequest{Command: "seq 500", Owner: owner})
+				if b, err := os.ReadFile(r.Stdout.SpillPath); err != nil || string(b) != seqText(500) {
+					t.Errorf("%s's spill path %q does not hold the output: %v, %d bytes", owner, r.Stdout.SpillPath, err, len(b))
+				}
 			}
 			checkDecoys(t, evil, decoyRel)
 			err = e.Close()
