@@ -12,6 +12,10 @@ type jailPaths struct {
 	workspace string // bound read-write at its own path
 	tmp       string // the jail's private /tmp, on the host
 	spill     string // the owner's spill directory, bound read-only at its own path
+	// serverTemp are the executor's temporary directories (where the jails'
+	// /tmp, the spill files and dsh-bash's token are kept): the private
+	// /tmp is bound over each, hiding every session's files there.
+	serverTemp []string
 }
 
 // Descriptors bwrap inherits (exec.Cmd.ExtraFiles, in this order).
@@ -37,6 +41,9 @@ func (p *Policy) bwrapArgs(jp jailPaths) []string {
 	a = append(a, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc")
 	a = append(a, p.hideArgs(HiddenSystemPaths)...)
 	a = append(a, "--bind", jp.tmp, "/tmp")
+	for _, dir := range p.tempCovers(jp.serverTemp) {
+		a = append(a, "--bind", jp.tmp, dir)
+	}
 	a = append(a, bindArgs("--bind", p.writable(jp.workspace))...)
 	a = append(a, bindArgs("--ro-bind", p.readOnly(jp.workspace))...)
 	if jp.spill != "" {
@@ -45,6 +52,25 @@ func (p *Policy) bwrapArgs(jp jailPaths) []string {
 	a = append(a, p.hideArgs(append(inHome(p.home(), HiddenHomePaths), p.Hidden...))...)
 	a = append(a, "--chdir", jp.workspace, "--seccomp", strconv.Itoa(fdSeccomp))
 	return a
+}
+
+// tempCovers are the temporary directories the jail's private /tmp is also
+// bound over: each of dirs but /tmp itself (covered already), and any that
+// holds the home directory (whose caches and tools jails need). A
+// $TMPDIR outside /tmp thus names the private /tmp in the jail, where the
+// server's files and other sessions' are out of sight, and one under /tmp
+// (which the private /tmp would lack) exists there.
+func (p *Policy) tempCovers(dirs []string) []string {
+	home := realPath(p.home())
+	var out []string
+	for _, dir := range dirs {
+		dir = realPath(dir)
+		if dir == "" || dir == "/tmp" || slices.Contains(out, dir) || home != "" && within(home, dir) {
+			continue
+		}
+		out = append(out, dir)
+	}
+	return out
 }
 
 // writable lists what commands may change: the workspace, the caches
@@ -89,18 +115,43 @@ func bindArgs(op string, paths []string) []string {
 
 // hideArgs covers each existing path: a directory with an empty read-only
 // tmpfs, anything else with /dev/null. A symlink is left alone: what it
-// points to is hidden by its own entry.
+// points to is hidden by its own entry. A path inside a directory it hides
+// is hidden with it (and could not be covered on its own in the empty
+// read-only directory).
 func (p *Policy) hideArgs(paths []string) []string {
-	var a []string
+	var dirs, files []string
 	for _, path := range paths {
+		path = filepath.Clean(path)
 		fi, err := os.Lstat(path)
 		switch {
 		case err != nil || fi.Mode()&os.ModeSymlink != 0:
 		case fi.IsDir():
-			a = append(a, "--tmpfs", path, "--remount-ro", path)
+			dirs = append(dirs, path)
 		default:
-			a = append(a, "--ro-bind", "/dev/null", path)
+			files = append(files, path)
+		}
+	}
+	var a []string
+	for _, dir := range dirs {
+		if !insideOther(dir, dirs) {
+			a = append(a, "--tmpfs", dir, "--remount-ro", dir)
+		}
+	}
+	for _, file := range files {
+		if !insideOther(file, dirs) {
+			a = append(a, "--ro-bind", "/dev/null", file)
 		}
 	}
 	return a
+}
+
+// insideOther reports whether path lies under one of dirs other than
+// itself.
+func insideOther(path string, dirs []string) bool {
+	for _, dir := range dirs {
+		if dir != path && within(path, dir) {
+			return true
+		}
+	}
+	return false
 }

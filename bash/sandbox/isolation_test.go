@@ -79,10 +79,14 @@ func newRig(t *testing.T, sandboxed bool) *rig {
 	os.WriteFile(filepath.Join(r.home, ".ssh", "id_ed25519"), []byte("PRIVATE-KEY-MATERIAL\n"), 0o600)
 	os.MkdirAll(filepath.Join(r.wsB, ".git", "hooks"), 0o755)
 	os.WriteFile(filepath.Join(r.wsB, ".git", "config"), []byte("[core]\n"), 0o644)
+	// The executor's temporary files go outside /tmp (as with TMPDIR=/var/tmp/…),
+	// which the jails' private /tmp would not cover of itself.
+	tmp := filepath.Join(outside, "tmp")
+	os.Mkdir(tmp, 0o700)
 	lo := &local.Options{Cwd: r.wsA, MaxOutputBytes: 1000, Grace: 200 * time.Millisecond,
-		Env: []string{"HOME=" + r.home}}
+		Env: []string{"HOME=" + r.home}, SpillDir: tmp}
 	if sandboxed {
-		r.e, err = newSandbox(t, &Options{Local: lo, Policy: Policy{Home: r.home}})
+		r.e, err = newSandbox(t, &Options{Local: lo, Policy: Policy{Home: r.home}, TempDir: tmp})
 	} else {
 		r.e, err = local.New(lo)
 	}
@@ -153,7 +157,7 @@ func (r *rig) victim(t *testing.T) bash.TaskID {
 		}
 	}
 	spec, _ := r.e.Resolve(ctx, bash.ExecRequest{Owner: "alice", Workspace: r.wsA, Workdir: r.wsA,
-		Command: "for i in $(seq 300); do echo victim-secret-output; done; echo $$ > " + fifo + "; read _ < " + r.gate + "; : " + r.marker()})
+		Command: "echo victim-secret-file > /tmp/victim-file; for i in $(seq 300); do echo victim-secret-output; done; echo $$ > " + fifo + "; read _ < " + r.gate + "; : " + r.marker()})
 	tk, err := r.e.Start(ctx, spec)
 	if err != nil {
 		t.Fatal(err)
@@ -218,6 +222,11 @@ var attacks = []attack{
 			return `grep -rhs victim-secret-output /tmp /var/tmp 2>/dev/null | head -1`
 		},
 		func(t *testing.T, r *rig, out string) bool { return strings.Contains(out, "victim-secret-output") }},
+	{"read another session's /tmp",
+		func(r *rig) string {
+			return `grep -rhs victim-secret-file /tmp /var/tmp 2>/dev/null | head -1`
+		},
+		func(t *testing.T, r *rig, out string) bool { return strings.Contains(out, "victim-secret-file") }},
 	{"reach the cgroup file system",
 		func(r *rig) string { return "find /sys/fs/cgroup -maxdepth 2 -name cgroup.procs | head -1" },
 		func(t *testing.T, r *rig, out string) bool { return strings.TrimSpace(out) != "" }},

@@ -79,7 +79,7 @@ func (js *jails) startJail(ctx context.Context, j *jail, req *local.SpawnRequest
 		return err
 	}
 	j.sock = files[0]
-	args := js.policy.bwrapArgs(jailPaths{workspace: req.Workspace, tmp: j.tmp, spill: spill})
+	args := js.policy.bwrapArgs(jailPaths{workspace: req.Workspace, tmp: j.tmp, spill: spill, serverTemp: js.serverTemp})
 	agent := agentConfig{Socket: fdAgentSock, Exe: fdAgentExe, Writable: js.policy.landlockWritable(req.Workspace)}
 	args = append(append(args, "--", "/proc/self/fd/"+strconv.Itoa(fdAgentExe)), agentArgs(agent)...)
 	j.stderr = &capBuffer{max: 4 << 10}

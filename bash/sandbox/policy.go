@@ -37,11 +37,14 @@ type Policy struct {
 }
 
 // HiddenHomePaths are the credentials in the home directory that no jail
-// sees: relative to Home.
+// sees: relative to Home. .config/dsh holds dsh-bash's own configuration
+// and tokens: a jail that read or changed them could reach, or widen, the
+// server that jails it.
 var HiddenHomePaths = []string{
 	".ssh", ".gnupg", ".aws", ".azure", ".config/gcloud", ".kube", ".docker",
 	".netrc", ".git-credentials", ".npmrc", ".pypirc", ".config/gh",
 	".password-store", ".vault-token", ".terraform.d/credentials.tfrc.json",
+	".config/dsh",
 }
 
 // HiddenSystemPaths are hidden in every jail: the runtime directory (docker

@@ -83,7 +83,7 @@ func New(ctx context.Context, opts *Options) (*Executor, error) {
 	}
 	e.Executor = le
 	admit := func(ws string) error { return checkWorkspace(ws, e.home, e.tempDirs) }
-	if e.jails, err = newJails(&o, le.HoldSpillDir, admit); err != nil {
+	if e.jails, err = newJails(&o, e.tempDirs, le.HoldSpillDir, admit); err != nil {
 		le.Close()
 		return nil, err
 	}

@@ -19,6 +19,9 @@ type jails struct {
 	agent   string
 	filter  []byte
 	tempDir string
+	// serverTemp are the executor's temporary directories, hidden in
+	// every jail (see jailPaths).
+	serverTemp []string
 	// startTimeout bounds a jail's start (Options.StartTimeout).
 	startTimeout time.Duration
 
@@ -33,7 +36,7 @@ type jails struct {
 	closed bool
 }
 
-func newJails(o *Options, hold func(string) (string, func(), error), admit func(string) error) (*jails, error) {
+func newJails(o *Options, serverTemp []string, hold func(string) (string, func(), error), admit func(string) error) (*jails, error) {
 	bw, err := exec.LookPath(o.Bwrap)
 	if err != nil {
 		return nil, fmt.Errorf("%w: bwrap (Debian and Ubuntu: apt install bubblewrap): %w", ErrUnavailable, err)
@@ -52,7 +55,7 @@ func newJails(o *Options, hold func(string) (string, func(), error), admit func(
 	if startTimeout <= 0 {
 		startTimeout = 30 * time.Second
 	}
-	return &jails{policy: o.Policy, bwrap: bw, agent: agent, filter: filter, tempDir: o.TempDir,
+	return &jails{policy: o.Policy, bwrap: bw, agent: agent, filter: filter, tempDir: o.TempDir, serverTemp: serverTemp,
 		startTimeout: startTimeout, hold: hold, admit: admit, byKey: map[string]*jail{}}, nil
 }
 

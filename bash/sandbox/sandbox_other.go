@@ -14,7 +14,7 @@ func Main() {}
 
 type jails struct{}
 
-func newJails(*Options, func(string) (string, func(), error), func(string) error) (*jails, error) {
+func newJails(*Options, []string, func(string) (string, func(), error), func(string) error) (*jails, error) {
 	return nil, fmt.Errorf("%w: it needs Linux (bubblewrap, namespaces, seccomp)", ErrUnavailable)
 }
 
