@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/dshgo/dsh/bash"
@@ -68,7 +69,27 @@ func (f *execFlags) loadConfig() error {
 		f.remote.merge(&c.Remote)
 	}
 	f.permissions.file, f.permissions.configPath = c.Permissions, path
-	return f.sandbox.merge(&c.Sandbox)
+	if err := f.sandbox.merge(&c.Sandbox); err != nil {
+		return err
+	}
+	// A jail must not read, or change, what configures its server: its
+	// permission rules, its remote hosts, its sandbox.
+	f.sandbox.hidden = append(f.sandbox.hidden, ownConfigPaths(path)...)
+	return nil
+}
+
+// ownConfigPaths are dsh-bash's configuration file and directory.
+func ownConfigPaths(path string) []string {
+	var paths []string
+	if path != "" {
+		if abs, err := filepath.Abs(path); err == nil {
+			paths = append(paths, abs)
+		}
+	}
+	if def := defaultConfigPath(); def != "" {
+		paths = append(paths, filepath.Dir(def))
+	}
+	return paths
 }
 
 // staleTimeout bounds the start-up clean-up of what a killed dsh-bash left.

@@ -34,7 +34,11 @@ type httpFlags struct {
 	grace       time.Duration
 	maxSessions int
 
-	token string // the token given, once checked; "" to generate one
+	token string // the token given, once checked, or generated
+	// tokenPath is the file that holds the token: the one given, or the
+	// one generated (then removeToken deletes it and its directory).
+	tokenPath   string
+	removeToken func()
 }
 
 func registerHTTPFlags(fs *flag.FlagSet) *httpFlags {
@@ -104,6 +108,7 @@ func (hf *httpFlags) validate(fs *flag.FlagSet) error {
 	switch {
 	case hf.tokenFile != "":
 		hf.token, err = readTokenFile(hf.tokenFile)
+		hf.tokenPath, _ = filepath.Abs(hf.tokenFile)
 	case env != "":
 		hf.token, err = checkToken(env, tokenEnv)
 	}
@@ -197,6 +202,54 @@ func writeTokenFile() (token, path string, remove func(), err error) {
 	return token, path, remove, nil
 }
 
+// prepare makes the token file when no token was given (and --no-auth was
+// not), so that its path is known before any jail is made: every jail
+// hides it. Call done when the server has ended.
+func (hf *httpFlags) prepare() error {
+	if hf.token != "" || hf.noAuth {
+		return nil
+	}
+	var err error
+	hf.token, hf.tokenPath, hf.removeToken, err = writeTokenFile()
+	return err
+}
+
+// done removes a generated token file.
+func (hf *httpFlags) done() {
+	if hf.removeToken != nil {
+		hf.removeToken()
+	}
+}
+
+// serverPaths are the paths of this server's own endpoint and credential
+// that a jailed command could use to reach it: the token file (and the
+// private directory of a generated one) and a unix socket's path.
+func (hf *httpFlags) serverPaths() []string {
+	var paths []string
+	if hf.tokenPath != "" {
+		paths = append(paths, hf.tokenPath)
+	}
+	if hf.removeToken != nil {
+		paths = append(paths, filepath.Dir(hf.tokenPath))
+	}
+	if path, ok := strings.CutPrefix(hf.addr, "unix:"); ok {
+		if abs, err := filepath.Abs(path); err == nil {
+			paths = append(paths, abs)
+		}
+	}
+	return paths
+}
+
+// refuseOpenPort refuses --no-auth on a TCP port when jailed commands
+// share the host's network: any of them could open a session of its own,
+// with a workspace of its choosing, outside its jail.
+func (hf *httpFlags) refuseOpenPort(jailsOnNetwork bool) error {
+	if !hf.noAuth || !jailsOnNetwork || strings.HasPrefix(hf.addr, "unix:") {
+		return nil
+	}
+	return errors.New("--no-auth on a TCP port is refused while sandboxed commands have the network: any of them could reach this server and open a session outside its jail; serve on unix:PATH (hidden from the jails), use a token, or give --sandbox-network=off")
+}
+
 // serveHTTP serves srv over streamable HTTP until ctx is done, then ends
 // every session at once and closes srv.
 func serveHTTP(ctx context.Context, srv *mcpserver.Server, hf *httpFlags, stderr io.Writer) error {
@@ -205,23 +258,15 @@ func serveHTTP(ctx context.Context, srv *mcpserver.Server, hf *httpFlags, stderr
 	if err != nil {
 		return err
 	}
-	token := hf.token
-	if token == "" && !hf.noAuth {
-		var path string
-		var remove func()
-		if token, path, remove, err = writeTokenFile(); err != nil {
-			ln.Close()
-			return err
-		}
-		defer remove()
-		fmt.Fprintf(stderr, "dsh-bash mcp: bearer token in %s (removed on exit)\n", path)
+	if hf.removeToken != nil {
+		fmt.Fprintf(stderr, "dsh-bash mcp: bearer token in %s (removed on exit)\n", hf.tokenPath)
 	}
 	if hf.noAuth {
 		fmt.Fprintln(stderr, "dsh-bash mcp: no token required (--no-auth)")
 	}
 	fmt.Fprintf(stderr, "dsh-bash mcp: serving streamable HTTP on %s\n", where(ln))
 	return srv.ServeStreamable(ctx, ln, &mcpserver.HTTPOptions{
-		Token: token, NoAuth: hf.noAuth, SessionTimeout: max(hf.idle, 0),
+		Token: hf.token, NoAuth: hf.noAuth, SessionTimeout: max(hf.idle, 0),
 		SessionGrace: never(hf.grace), MaxSessions: int(never(time.Duration(hf.maxSessions))),
 	})
 }

@@ -339,7 +339,13 @@ func TestMCPHTTPUnix(t *testing.T) {
 
 func readToken(t *testing.T, s *httpServer) string {
 	t.Helper()
-	b, err := os.ReadFile(s.tokenPath(t))
+	return tokenIn(t, s.tokenPath(t))
+}
+
+// tokenIn is the token in the file at path.
+func tokenIn(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,12 @@ func mcpCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if !refuseTokenArg(args, stderr) || !parseNoArgs(fs, args, stderr) || !hf.check(fs, stderr) {
 		return 2
 	}
+	if err := hf.prepare(); err != nil {
+		fmt.Fprintf(stderr, "dsh-bash mcp: %v\n", err)
+		return 1
+	}
+	defer hf.done()
+	ef.sandbox.hidden = append(ef.sandbox.hidden, hf.serverPaths()...)
 	opts := ef.options()
 	opts.Cwd = *cwd
 	exec, ok := ef.executor(ctx, "mcp", opts, stderr)
@@ -26,6 +32,10 @@ func mcpCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		return 2
 	}
 	defer closeExecutor("mcp", exec, stderr)
+	if err := hf.refuseOpenPort(ef.sandbox.onNetwork()); err != nil {
+		fmt.Fprintf(stderr, "dsh-bash mcp: %v\n", err)
+		return 2
+	}
 	perm, err := ef.permissions.options()
 	if err != nil {
 		fmt.Fprintf(stderr, "dsh-bash mcp: %v\n", err)

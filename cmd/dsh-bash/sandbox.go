@@ -134,6 +134,9 @@ func (f *sandboxFlags) policy() (sandbox.Policy, error) {
 	return p, nil
 }
 
+// onNetwork reports whether commands run jailed with the host's network.
+func (f *sandboxFlags) onNetwork() bool { return f.active && f.network != "off" }
+
 // instructions are the MCP server's instructions: a warning when commands
 // are not sandboxed.
 func (f *sandboxFlags) instructions() string {
