@@ -28,6 +28,10 @@ var (
 	// ErrNotDirectory: a working directory names something that is not a
 	// directory (see [WorkdirError]).
 	ErrNotDirectory = errors.New("not a directory")
+	// ErrOutsideSandbox: a working directory exists on the host but not
+	// in the sandbox's view of it (its /tmp is the session's own; hidden
+	// paths are empty) (see [WorkdirError]).
+	ErrOutsideSandbox = errors.New("outside the sandbox's view")
 	// ErrWorkspaceHome: a workspace that is the home directory or holds it
 	// (the root directory does), which commands must not be able to change
 	// (see [WorkspaceError]).
@@ -89,7 +93,8 @@ func (e *TimeoutError) Error() string {
 type WorkdirError struct {
 	// Path is the working directory, as the executor's commands see it.
 	Path string
-	// Err is why: fs.ErrNotExist, ErrNotDirectory, or the system's error.
+	// Err is why: fs.ErrNotExist, ErrNotDirectory, ErrOutsideSandbox, or
+	// the system's error.
 	Err error
 }
 
@@ -99,6 +104,8 @@ func (e *WorkdirError) Error() string {
 		return fmt.Sprintf("working directory %s does not exist", e.Path)
 	case errors.Is(e.Err, ErrNotDirectory):
 		return fmt.Sprintf("working directory %s is not a directory", e.Path)
+	case errors.Is(e.Err, ErrOutsideSandbox):
+		return fmt.Sprintf("working directory %s is outside the sandbox's view", e.Path)
 	}
 	return fmt.Sprintf("working directory %s is unusable: %v", e.Path, e.Err)
 }

@@ -66,6 +66,8 @@ func workdirText(we *bash.WorkdirError) string {
 		return fmt.Sprintf("working directory %s does not exist", we.Path)
 	case errors.Is(we.Err, bash.ErrNotDirectory):
 		return fmt.Sprintf("working directory %s is not a directory", we.Path)
+	case errors.Is(we.Err, bash.ErrOutsideSandbox):
+		return fmt.Sprintf("working directory %s exists outside the sandbox, where commands cannot see it (the sandbox has a /tmp of its own and hides some paths): use a directory inside the workspace, or ask the user to open that directory as the workspace", we.Path)
 	case errors.Is(we.Err, fs.ErrPermission):
 		return fmt.Sprintf("working directory %s is not accessible: permission denied", we.Path)
 	}

@@ -250,6 +250,7 @@ func TestErrorTextsGolden(t *testing.T) {
 		{"timeout", &bash.TimeoutError{Timeout: -5 * time.Millisecond}},
 		{"workdir-missing", &bash.WorkdirError{Path: "/w", Err: fs.ErrNotExist}},
 		{"workdir-not-directory", &bash.WorkdirError{Path: "/w", Err: bash.ErrNotDirectory}},
+		{"workdir-outside-sandbox", &bash.WorkdirError{Path: "/tmp/x", Err: bash.ErrOutsideSandbox}},
 		{"workdir-permission", &bash.WorkdirError{Path: "/w", Err: fs.ErrPermission}},
 		{"workspace-home", &bash.WorkspaceError{Path: "/", Holds: "/home/u", Problem: bash.ErrWorkspaceHome}},
 		{"workspace-server", &bash.WorkspaceError{Path: "/tmp", Holds: "/tmp", Problem: bash.ErrWorkspaceServer}},

@@ -167,6 +167,7 @@ const (
 	reasonEmpty      = "empty"
 	reasonHome       = "home"
 	reasonServer     = "server"
+	reasonOutside    = "outsideSandbox"
 )
 
 // wireError carries a typed error of package bash, with its fields, so
@@ -237,6 +238,8 @@ func reasonOf(err error) string {
 		return reasonNotExist
 	case errors.Is(err, bash.ErrNotDirectory):
 		return reasonNotDir
+	case errors.Is(err, bash.ErrOutsideSandbox):
+		return reasonOutside
 	case errors.Is(err, fs.ErrPermission):
 		return reasonPermission
 	case errors.Is(err, bash.ErrNULInCommand):
@@ -256,7 +259,7 @@ var sentinels = map[string]error{
 	reasonNotExist: fs.ErrNotExist, reasonNotDir: bash.ErrNotDirectory,
 	reasonPermission: fs.ErrPermission, reasonNUL: bash.ErrNULInCommand,
 	reasonEmpty: bash.ErrEmptyCommand, reasonHome: bash.ErrWorkspaceHome,
-	reasonServer: bash.ErrWorkspaceServer,
+	reasonServer: bash.ErrWorkspaceServer, reasonOutside: bash.ErrOutsideSandbox,
 }
 
 // err rebuilds the typed error (nil for nil). An infrastructure error of

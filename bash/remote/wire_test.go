@@ -32,6 +32,7 @@ func TestErrorRoundTrip(t *testing.T) {
 	}{
 		{"workdir missing", &bash.WorkdirError{Path: "/w", Err: fs.ErrNotExist}, nil},
 		{"workdir not a directory", &bash.WorkdirError{Path: "/w", Err: bash.ErrNotDirectory}, nil},
+		{"workdir outside the sandbox", &bash.WorkdirError{Path: "/tmp/x", Err: bash.ErrOutsideSandbox}, nil},
 		{"workdir permission", &bash.WorkdirError{Path: "/w", Err: fs.ErrPermission}, nil},
 		{"workdir other", &bash.WorkdirError{Path: "/w", Err: errors.New("too many links")}, nil},
 		{"workspace home", &bash.WorkspaceError{Path: "/home", Holds: "/home/u", Problem: bash.ErrWorkspaceHome}, nil},

@@ -259,13 +259,23 @@ func (j *jail) started(m agentMsg, w *waiter, req *local.SpawnRequest) (local.Pr
 	return &jailProc{pid: pid, w: w, j: j}, nil
 }
 
-// workdirError is the typed error for a working directory the jail lacks.
+// workdirError is the typed error for a working directory the jail lacks:
+// one that the host has is outside the jail's view.
 func workdirError(dir string, errno syscall.Errno) error {
 	var err error = errno
-	if errno == unix.ENOTDIR {
+	switch {
+	case errno == unix.ENOTDIR:
 		err = bash.ErrNotDirectory
+	case errno == unix.ENOENT && isDir(dir):
+		err = bash.ErrOutsideSandbox
 	}
 	return &bash.WorkdirError{Path: dir, Err: err}
+}
+
+// isDir reports whether path is a directory on the host.
+func isDir(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.IsDir()
 }
 
 // pidfdPid reads the pid a pidfd refers to, in our pid namespace.

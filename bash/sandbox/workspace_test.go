@@ -71,3 +71,36 @@ func TestWorkspaceRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestWorkdirOutsideSandbox: a working directory that exists on the host
+// but not in the jail (under /tmp, which the jail has its own of) is a
+// WorkdirError that says so, not one that says it does not exist; one that
+// exists nowhere still does not exist.
+func TestWorkdirOutsideSandbox(t *testing.T) {
+	t.Parallel()
+	ws, err := os.MkdirTemp("/var/tmp", "dsh-test-ws-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(ws)
+	e, err := newSandbox(t, &Options{Local: &local.Options{Cwd: ws}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	hostOnly := t.TempDir() // under /tmp
+	for _, tt := range []struct {
+		dir  string
+		want error
+	}{{hostOnly, bash.ErrOutsideSandbox}, {filepath.Join(hostOnly, "missing"), os.ErrNotExist}} {
+		ctx := context.Background()
+		spec, err := e.Resolve(ctx, bash.ExecRequest{Command: "pwd", Owner: "o", Workspace: ws, Workdir: tt.dir})
+		if err == nil {
+			_, err = e.Run(ctx, spec)
+		}
+		var we *bash.WorkdirError
+		if !errors.As(err, &we) || !errors.Is(err, tt.want) {
+			t.Errorf("workdir %s: %v; want a WorkdirError for %v", tt.dir, err, tt.want)
+		}
+	}
+}
