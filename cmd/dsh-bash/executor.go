@@ -17,7 +17,7 @@ import (
 func executorCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs, ef := newFlags("executor", stderr)
 	cwd := fs.String("cwd", "", "working directory of a command that names none (default: the current directory)")
-	if !parseNoArgs(fs, args, stderr) {
+	if !parseNoArgs(fs, args, stderr) || !checkCwd("executor", *cwd, stderr) {
 		return 2
 	}
 	ef.serving = true

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -126,6 +127,33 @@ func (f *execFlags) executor(ctx context.Context, name string, opts *local.Optio
 	return exec, true
 }
 
+// checkCwd refuses a --cwd that is not a directory: a usage error, never
+// a reason to run without the sandbox.
+func checkCwd(name, cwd string, stderr io.Writer) bool {
+	if cwd == "" {
+		return true
+	}
+	fi, err := os.Stat(cwd)
+	if err == nil && !fi.IsDir() {
+		err = errors.New("not a directory")
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "dsh-bash %s: --cwd %s: %v\n", name, cwd, unwrapPath(err))
+		return false
+	}
+	return true
+}
+
+// unwrapPath is the system's reason in a *fs.PathError, which names the
+// path again.
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
 // options turns the flags into executor options (zero: the default).
 func (f *execFlags) options() *local.Options {
 	return &local.Options{
@@ -181,8 +209,10 @@ func (f *execFlags) makeExecutor(ctx context.Context, name string, opts *local.O
 	if !f.remote.active() {
 		return f.sandbox.executor(ctx, name, opts, stderr)
 	}
-	if f.sandbox.given() {
-		return nil, errors.New("the --sandbox flags apply where commands run: with --executor-cmd or --remote, give them to the far side's dsh-bash executor")
+	if f.sandbox.given() || f.sandbox.mode == "on" {
+		// "on" from $DSH_BASH_SANDBOX or the configuration file too: the
+		// user asked for a sandbox that this process cannot give.
+		return nil, errors.New("the sandbox settings (--sandbox flags, $DSH_BASH_SANDBOX=on, the configuration file's sandbox.mode \"on\") apply where commands run: with --executor-cmd or --remote, give them to the far side's dsh-bash executor")
 	}
 	return f.remote.executor(ctx, stderr)
 }

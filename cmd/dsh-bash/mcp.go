@@ -16,7 +16,7 @@ func mcpCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	fs, ef := newFlags("mcp", stderr)
 	cwd := fs.String("cwd", "", "working directory of sessions whose client has no roots (default: the current directory)")
 	hf := registerHTTPFlags(fs)
-	if !refuseTokenArg(args, stderr) || !parseNoArgs(fs, args, stderr) || !hf.check(fs, stderr) {
+	if !refuseTokenArg(args, stderr) || !parseNoArgs(fs, args, stderr) || !hf.check(fs, stderr) || !checkCwd("mcp", *cwd, stderr) {
 		return 2
 	}
 	if err := hf.prepare(); err != nil {

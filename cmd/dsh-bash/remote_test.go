@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -92,6 +93,15 @@ func TestExecutorCmd(t *testing.T) {
 	_, errOut, code = dshBash(t, dir, "run", "--executor-cmd", far, "--sandbox=on", "--", "true")
 	if code != 2 || !strings.Contains(errOut, "give them to the far side") {
 		t.Errorf("sandbox flags with --executor-cmd: exit %d, stderr %q", code, errOut)
+	}
+	// "on" from any source, not just the flag.
+	conf := filepath.Join(t.TempDir(), "config.json")
+	os.WriteFile(conf, []byte(`{"sandbox": {"mode": "on"}}`), 0o600)
+	for _, env := range [][]string{{"DSH_BASH_SANDBOX=on"}, {"DSH_BASH_SANDBOX=", "DSH_BASH_CONFIG=" + conf}} {
+		_, errOut, code = dshBashEnv(t, dir, env, "run", "--executor-cmd", far, "--", "true")
+		if code != 2 || !strings.Contains(errOut, "give them to the far side") {
+			t.Errorf("sandbox on (%q) with --executor-cmd: exit %d, stderr %q", env, code, errOut)
+		}
 	}
 	_, errOut, code = dshBash(t, dir, "run", "--executor-cmd", "/nonexistent/dsh-bash executor", "--", "true")
 	if code != 2 || !strings.Contains(errOut, "/nonexistent/dsh-bash") {

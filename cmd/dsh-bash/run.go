@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/dshgo/dsh/session"
@@ -72,8 +73,7 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		fmt.Fprintf(stderr, "dsh-bash run: %v\n", err)
 		return 2
 	}
-	cwd, _ := os.Getwd()
-	res := reg.Execute(ctx, &tools.Call{Tool: toolbash.BashName, Args: raw, Session: session.Session{Cwd: cwd}})
+	res := reg.Execute(ctx, &tools.Call{Tool: toolbash.BashName, Args: raw, Session: session.Session{Cwd: runWorkspace(*workdir)}})
 	text := res.Text()
 	if !strings.HasSuffix(text, "\n") && isTerminal(stdout) {
 		text += "\n" // for the prompt's sake; piped output stays exact
@@ -89,6 +89,24 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		return 1
 	}
 	return 0
+}
+
+// runWorkspace is the workspace of run's call: the current directory, or
+// the --workdir the user named when it lies outside it (a directory the
+// user names is one they mean commands to use, sandboxed or not).
+func runWorkspace(workdir string) string {
+	cwd, _ := os.Getwd()
+	if workdir == "" {
+		return cwd
+	}
+	abs, err := filepath.Abs(workdir)
+	if err != nil {
+		return cwd
+	}
+	if rel, err := filepath.Rel(cwd, abs); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+		return cwd
+	}
+	return abs
 }
 
 // callArgs are the bash tool's arguments for the command line's call; the

@@ -123,3 +123,36 @@ func TestSandboxRefusesWideWorkspace(t *testing.T) {
 		}
 	}
 }
+
+// TestRunWorkdirOutsideCwd: the directory run's --workdir names, outside
+// the current directory (here under /tmp, which jails have their own of),
+// is the workspace: the command runs there, sandboxed, and its writes land
+// there on the host.
+func TestRunWorkdirOutsideCwd(t *testing.T) {
+	t.Parallel()
+	requireBwrap(t)
+	dir := t.TempDir()
+	out, errOut, code := dshBash(t, t.TempDir(), "run", "--sandbox=on", "--workdir", dir, "--", "pwd; echo x > made")
+	if code != 0 || out != dir+"\n" {
+		t.Errorf("exit %d, stdout %q, stderr %q; want it run in %s", code, out, errOut, dir)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "made")); err != nil {
+		t.Errorf("the write did not land in the workdir: %v", err)
+	}
+}
+
+// TestBadCwdIsUsageError: a --cwd that is no directory is a usage error
+// (exit 2, saying which), never a reason to run without the sandbox.
+func TestBadCwdIsUsageError(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "file")
+	os.WriteFile(file, nil, 0o600)
+	for _, cmd := range []string{"mcp", "executor"} {
+		for _, cwd := range []string{"/nonexistent", file} {
+			out, errOut, code := dshBash(t, t.TempDir(), cmd, "--cwd", cwd)
+			if code != 2 || !strings.HasPrefix(errOut, "dsh-bash "+cmd+": --cwd "+cwd+": ") || out != "" {
+				t.Errorf("%s --cwd %s: exit %d, stdout %q, stderr %q; want a usage error", cmd, cwd, code, out, errOut)
+			}
+		}
+	}
+}
