@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -258,6 +259,13 @@ var attacks = []attack{
 			}
 			return false
 		}},
+	{"hold capabilities",
+		// As root (here) or with file capabilities, commands would hold
+		// some; in the jail's user namespace, bwrap would give them all.
+		func(r *rig) string { return "grep CapEff /proc/self/status" },
+		func(t *testing.T, r *rig, out string) bool {
+			return !strings.Contains(out, "0000000000000000") || os.Geteuid() != 0 && !r.sandboxed
+		}},
 	{"make a user namespace",
 		func(r *rig) string { return "unshare -U true && echo made" },
 		func(t *testing.T, r *rig, out string) bool { return strings.Contains(out, "made") }},
@@ -283,5 +291,48 @@ func TestIsolation(t *testing.T) {
 				})
 			}
 		})
+	}
+}
+
+// TestNetworkOff: with NetworkOff a jailed command cannot reach a server
+// on the host's loopback (its own loopback is another); with NetworkOn the
+// same command does, which shows the test can tell.
+func TestNetworkOff(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	for _, network := range []Network{NetworkOn, NetworkOff} {
+		ws := t.TempDir()
+		e, err := newSandbox(t, &Options{Policy: Policy{Network: network}, Local: &local.Options{Cwd: ws}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer e.Close()
+		ctx := context.Background()
+		spec, err := e.Resolve(ctx, bash.ExecRequest{Owner: "o", Workspace: ws, Workdir: ws,
+			Command: "(exec 3<>/dev/tcp/127.0.0.1/" + port + ") 2>/dev/null && echo connected || echo refused"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := e.Run(ctx, spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := map[Network]string{NetworkOn: "connected\n", NetworkOff: "refused\n"}[network]; res.Stdout.Text != want {
+			t.Errorf("network %v: %q, want %q", network, res.Stdout.Text, want)
+		}
 	}
 }

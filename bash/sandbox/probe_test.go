@@ -56,6 +56,15 @@ func probeSyscalls(w io.Writer) int {
 		{"mount", unix.SYS_MOUNT, [3]uintptr{}},
 		{"unshare", unix.SYS_UNSHARE, [3]uintptr{unix.CLONE_NEWNS}},
 		{"setns", unix.SYS_SETNS, [3]uintptr{0, 0}},
+		// On a descriptor that is no terminal these fail with ENOTTY.
+		{"ioctl(TIOCSTI)", unix.SYS_IOCTL, [3]uintptr{0, unix.TIOCSTI}},
+		{"ioctl(TIOCLINUX)", unix.SYS_IOCTL, [3]uintptr{0, unix.TIOCLINUX}},
+		// Bad descriptors and addresses: EBADF or EFAULT, past the filter.
+		{"open_by_handle_at", unix.SYS_OPEN_BY_HANDLE_AT, [3]uintptr{^uintptr(0)}},
+		{"pidfd_getfd", unix.SYS_PIDFD_GETFD, [3]uintptr{^uintptr(0), 0}},
+		{"finit_module", unix.SYS_FINIT_MODULE, [3]uintptr{^uintptr(0)}},
+		{"init_module", unix.SYS_INIT_MODULE, [3]uintptr{0, 0, 0}},
+		{"kexec_file_load", unix.SYS_KEXEC_FILE_LOAD, [3]uintptr{^uintptr(0), ^uintptr(0), 0}},
 		{"clone(CLONE_NEWUSER)", unix.SYS_CLONE, [3]uintptr{unix.CLONE_NEWUSER | uintptr(syscall.SIGCHLD)}},
 	}
 	for _, c := range calls {
