@@ -16,6 +16,9 @@ type jailPaths struct {
 	// /tmp, the spill files and dsh-bash's token are kept): the private
 	// /tmp is bound over each, hiding every session's files there.
 	serverTemp []string
+	// env is the commands' environment, whose cache variables name more
+	// writable directories (see CacheEnv).
+	env []string
 }
 
 // Descriptors bwrap inherits (exec.Cmd.ExtraFiles, in this order).
@@ -44,7 +47,7 @@ func (p *Policy) bwrapArgs(jp jailPaths) []string {
 	for _, dir := range p.tempCovers(jp.serverTemp) {
 		a = append(a, "--bind", jp.tmp, dir)
 	}
-	a = append(a, bindArgs("--bind", p.writable(jp.workspace))...)
+	a = append(a, bindArgs("--bind", p.writable(jp))...)
 	a = append(a, bindArgs("--ro-bind", p.readOnly(jp.workspace))...)
 	if jp.spill != "" {
 		a = append(a, "--ro-bind", jp.spill, jp.spill)
@@ -74,9 +77,10 @@ func (p *Policy) tempCovers(dirs []string) []string {
 }
 
 // writable lists what commands may change: the workspace, the caches
-// (unless locked), the policy's extra paths.
-func (p *Policy) writable(workspace string) []string {
-	w := []string{workspace}
+// (unless locked: those in the home directory and those env's cache
+// variables name), the policy's extra paths.
+func (p *Policy) writable(jp jailPaths) []string {
+	w := []string{jp.workspace}
 	if !p.LockCaches {
 		// Made when missing: what pip install --user and XDG tools write
 		// to, which a read-only home would refuse to have created.
@@ -84,6 +88,7 @@ func (p *Policy) writable(workspace string) []string {
 			_ = os.MkdirAll(dir, 0o755)
 		}
 		w = append(w, inHome(p.home(), CachePaths)...)
+		w = append(w, p.envCaches(jp.env, append([]string{"/tmp"}, jp.serverTemp...))...)
 	}
 	return append(w, p.Writable...)
 }
@@ -98,8 +103,8 @@ func (p *Policy) readOnly(workspace string) []string {
 }
 
 // landlockWritable is what the agent's Landlock rules let commands write.
-func (p *Policy) landlockWritable(workspace string) []string {
-	return slices.Concat(p.writable(workspace), []string{"/tmp", "/dev"})
+func (p *Policy) landlockWritable(jp jailPaths) []string {
+	return slices.Concat(p.writable(jp), []string{"/tmp", "/dev"})
 }
 
 // bindArgs binds each existing path onto itself.

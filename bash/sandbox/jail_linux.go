@@ -79,8 +79,9 @@ func (js *jails) startJail(ctx context.Context, j *jail, req *local.SpawnRequest
 		return err
 	}
 	j.sock = files[0]
-	args := js.policy.bwrapArgs(jailPaths{workspace: req.Workspace, tmp: j.tmp, spill: spill, serverTemp: js.serverTemp})
-	agent := agentConfig{Socket: fdAgentSock, Exe: fdAgentExe, Writable: js.policy.landlockWritable(req.Workspace)}
+	jp := jailPaths{workspace: req.Workspace, tmp: j.tmp, spill: spill, serverTemp: js.serverTemp, env: req.Env}
+	args := js.policy.bwrapArgs(jp)
+	agent := agentConfig{Socket: fdAgentSock, Exe: fdAgentExe, Writable: js.policy.landlockWritable(jp)}
 	args = append(append(args, "--", "/proc/self/fd/"+strconv.Itoa(fdAgentExe)), agentArgs(agent)...)
 	j.stderr = &capBuffer{max: 4 << 10}
 	j.cmd = &exec.Cmd{Path: js.bwrap, Args: append([]string{"bwrap"}, args...), Env: req.Env,

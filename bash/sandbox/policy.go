@@ -3,6 +3,8 @@ package sandbox
 import (
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 )
 
 // Network says what a jail may reach.
@@ -57,6 +59,54 @@ var HiddenSystemPaths = []string{"/run", "/var/run", "/sys/fs/cgroup"}
 var CachePaths = []string{
 	".cache", "go", ".npm", ".cargo", ".rustup", ".local", ".m2", ".gradle",
 	".yarn", ".pnpm-store", ".bun", ".deno", ".nuget", ".config/go",
+}
+
+// CacheEnv are the environment variables that locate tool caches (a list
+// of paths for GOPATH): the directories they name in the commands'
+// environment are writable like CachePaths, unless LockCaches. A value
+// that is the root, or holds the home directory, /tmp or the executor's
+// temporary directories, is ignored.
+var CacheEnv = []string{
+	"GOCACHE", "GOMODCACHE", "GOPATH", "npm_config_cache", "NPM_CONFIG_CACHE",
+	"YARN_CACHE_FOLDER", "PNPM_HOME", "BUN_INSTALL", "DENO_DIR", "CARGO_HOME",
+	"RUSTUP_HOME", "PIP_CACHE_DIR", "PYTHONUSERBASE", "UV_CACHE_DIR",
+	"POETRY_CACHE_DIR", "XDG_CACHE_HOME", "GRADLE_USER_HOME", "MAVEN_USER_HOME",
+	"NUGET_PACKAGES", "CCACHE_DIR", "SCCACHE_DIR",
+}
+
+// envCaches are the cache directories env's CacheEnv variables name,
+// except any that holds the home directory or one of private.
+func (p *Policy) envCaches(env, private []string) []string {
+	private = append([]string{p.home()}, private...)
+	var dirs []string
+	for _, kv := range env {
+		name, value, _ := strings.Cut(kv, "=")
+		if !slices.Contains(CacheEnv, name) {
+			continue
+		}
+		for _, dir := range filepath.SplitList(value) {
+			if !filepath.IsAbs(dir) {
+				continue
+			}
+			if !holdsAny(realPath(dir), private) {
+				dirs = append(dirs, filepath.Clean(dir))
+			}
+		}
+	}
+	return dirs
+}
+
+// holdsAny reports whether dir is the root or is, or holds, one of paths.
+func holdsAny(dir string, paths []string) bool {
+	if dir == "/" {
+		return true
+	}
+	for _, p := range paths {
+		if p = realPath(p); p != "" && within(p, dir) {
+			return true
+		}
+	}
+	return false
 }
 
 // home is the policy's home directory.

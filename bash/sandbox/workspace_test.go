@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/dshgo/dsh/bash"
@@ -101,6 +102,56 @@ func TestWorkdirOutsideSandbox(t *testing.T) {
 		var we *bash.WorkdirError
 		if !errors.As(err, &we) || !errors.Is(err, tt.want) {
 			t.Errorf("workdir %s: %v; want a WorkdirError for %v", tt.dir, err, tt.want)
+		}
+	}
+}
+
+// TestCacheEnvWritable: the caches the commands' environment names
+// (GOCACHE, each GOPATH entry, …) are writable in the jail, unless the
+// caches are locked; a cache variable naming the root or the home
+// directory opens nothing.
+func TestCacheEnvWritable(t *testing.T) {
+	t.Parallel()
+	base, err := os.MkdirTemp("/var/tmp", "dsh-test-caches-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(base)
+	ws, home := filepath.Join(base, "ws"), filepath.Join(base, "home")
+	dirs := map[string]string{"gocache": "", "gp1": "", "gp2": ""}
+	for _, d := range []string{ws, home, filepath.Join(base, "gocache"), filepath.Join(base, "gp1"), filepath.Join(base, "gp2")} {
+		os.MkdirAll(d, 0o755)
+	}
+	env := []string{"HOME=" + home, "GOCACHE=" + filepath.Join(base, "gocache"),
+		"GOPATH=" + filepath.Join(base, "gp1") + ":" + filepath.Join(base, "gp2"),
+		"XDG_CACHE_HOME=/", "PIP_CACHE_DIR=" + base}
+	cmd := ""
+	for d := range dirs {
+		cmd += "touch " + filepath.Join(base, d, "f") + " 2>/dev/null && echo " + d + "; "
+	}
+	cmd += "touch " + filepath.Join(base, "top") + " 2>/dev/null && echo base; touch /etc/dsh-test-planted 2>/dev/null && echo etc; true"
+	for _, lock := range []bool{false, true} {
+		e, err := newSandbox(t, &Options{Policy: Policy{Home: home, LockCaches: lock}, Local: &local.Options{Cwd: ws, Env: env}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		spec, err := e.Resolve(ctx, bash.ExecRequest{Command: cmd, Owner: "o", Workspace: ws, Workdir: ws})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := e.Run(ctx, spec)
+		e.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for d := range dirs {
+			if got := strings.Contains(res.Stdout.Text, d+"\n"); got == lock {
+				t.Errorf("locked=%v: %s writable=%v (stdout %q)", lock, d, got, res.Stdout.Text)
+			}
+		}
+		if strings.Contains(res.Stdout.Text, "base\n") || strings.Contains(res.Stdout.Text, "etc\n") {
+			t.Errorf("locked=%v: a cache variable naming / or a directory holding home opened it: %q", lock, res.Stdout.Text)
 		}
 	}
 }
