@@ -270,3 +270,22 @@ func TestErrorTextsGolden(t *testing.T) {
 	}
 	golden(t, "errors.txtar", names, got)
 }
+
+// TestSandboxTextGolden: what the model is told about its sandbox.
+func TestSandboxTextGolden(t *testing.T) {
+	cases := []struct {
+		name  string
+		facts SandboxFacts
+	}{
+		{"default", SandboxFacts{}},
+		{"network-off-locked", SandboxFacts{NetworkOff: true, LockCaches: true}},
+		{"extra-paths", SandboxFacts{Writable: []string{"/data"}, ReadOnly: []string{"/w/.env"}}},
+	}
+	got := map[string]string{}
+	var names []string
+	for _, c := range cases {
+		names = append(names, c.name)
+		got[c.name] = SandboxText(c.facts)
+	}
+	golden(t, "sandbox.txtar", names, got)
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/dshgo/dsh/bash"
 	"github.com/dshgo/dsh/bash/local"
 	"github.com/dshgo/dsh/bash/sandbox"
+	"github.com/dshgo/dsh/toolbash"
 )
 
 // sandboxFlags choose and shape the sandbox.
@@ -137,10 +138,14 @@ func (f *sandboxFlags) policy() (sandbox.Policy, error) {
 // onNetwork reports whether commands run jailed with the host's network.
 func (f *sandboxFlags) onNetwork() bool { return f.active && f.network != "off" }
 
-// instructions are the MCP server's instructions: a warning when commands
-// are not sandboxed.
+// instructions are the MCP server's instructions: what the sandbox
+// allows, or a warning when commands are not sandboxed.
 func (f *sandboxFlags) instructions() string {
-	if f.active || f.mode == "off" {
+	switch {
+	case f.active:
+		return toolbash.SandboxText(toolbash.SandboxFacts{NetworkOff: f.network == "off", LockCaches: f.lockCaches,
+			Writable: f.writable, ReadOnly: f.readOnly})
+	case f.mode == "off":
 		return ""
 	}
 	return "Warning: " + unsandboxedWarning + "."

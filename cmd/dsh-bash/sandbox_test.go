@@ -156,3 +156,17 @@ func TestBadCwdIsUsageError(t *testing.T) {
 		}
 	}
 }
+
+// TestSandboxInstructions: the MCP server tells the model what its
+// sandbox allows: that the network is off, so it asks the user instead of
+// waiting for a download to time out, and which paths are read-only.
+func TestSandboxInstructions(t *testing.T) {
+	t.Parallel()
+	requireBwrap(t)
+	m := startRawMCP(t, "--sandbox=on", "--sandbox-network=off", "--cwd", t.TempDir())
+	for _, want := range []string{"Commands run in a sandbox", "The network is off", ".git/config and .git/hooks are read-only"} {
+		if !strings.Contains(m.init, want) {
+			t.Errorf("the instructions do not say %q: %s", want, m.init)
+		}
+	}
+}
