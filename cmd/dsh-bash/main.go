@@ -5,13 +5,17 @@
 //	dsh-bash acp --model MODEL [--base-url URL] [--api-key-file PATH] [--yolo] [executor flags]
 //	dsh-bash run [--workdir DIR] [--timeout-ms N] [executor flags] -- COMMAND
 //	dsh-bash schema
+//	dsh-bash doctor [--cwd DIR] [executor flags]
+//	dsh-bash --version
 //
 // mcp serves the tools to an MCP client, over stdio or streamable HTTP;
 // acp is an agent for an ACP editor (Zed) that drives an OpenAI-compatible
 // model with the tools;
 // run makes one bash call through the same tool layer a model uses and
 // prints exactly the text the model would get; schema prints the three
-// tool definitions as JSON. Executor flags: --default-timeout-ms,
+// tool definitions as JSON; doctor prints what a session would get here
+// (where commands run, the sandbox and why, its layers, network and
+// paths). Executor flags: --default-timeout-ms,
 // --max-timeout-ms, --max-output-bytes, --max-result-chars.
 //
 // SIGINT, SIGTERM and SIGHUP abort every call in flight and stop every
@@ -56,6 +60,8 @@ const usage = `usage:
   dsh-bash run [--workdir DIR] [--timeout-ms N] [executor flags] -- COMMAND
   dsh-bash executor [executor flags]
   dsh-bash schema
+  dsh-bash doctor [--cwd DIR] [executor flags]   what a session gets here
+  dsh-bash --version
 
 HTTP flags (ADDR is HOST:PORT, loopback unless a token guards it, or unix:PATH):
   --token-file PATH        the bearer token required, read from a file only you
@@ -99,6 +105,11 @@ func cli(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return schemaCmd(args[1:], stdout, stderr)
 	case "executor":
 		return executorCmd(ctx, args[1:], stdin, stdout, stderr)
+	case "doctor":
+		return doctorCmd(ctx, args[1:], stdout, stderr)
+	case "-V", "--version", "version":
+		fmt.Fprint(stdout, versionLine())
+		return 0
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0

@@ -26,7 +26,8 @@ type sandboxFlags struct {
 	writable   listFlag
 	readOnly   listFlag
 	hidden     listFlag
-	active     bool // set once the executor is made: commands run jailed
+	active     bool   // set once the executor is made: commands run jailed
+	reason     string // why auto ran without the sandbox
 	fs         *flag.FlagSet
 }
 
@@ -119,6 +120,7 @@ func (f *sandboxFlags) executor(ctx context.Context, name string, opts *local.Op
 	if f.mode == "on" || !errors.Is(err, sandbox.ErrUnavailable) {
 		return nil, err
 	}
+	f.reason = err.Error()
 	fmt.Fprintf(stderr, "dsh-bash %s: WARNING: %s (%v; --sandbox=off silences this, --sandbox=on refuses to start)\n", name, unsandboxedWarning, err)
 	return local.New(opts)
 }

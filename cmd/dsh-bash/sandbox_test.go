@@ -170,3 +170,32 @@ func TestSandboxInstructions(t *testing.T) {
 		}
 	}
 }
+
+// TestDoctor: dsh-bash doctor says what a session gets with the same
+// flags: the sandbox's layers, network and paths, or why there is none;
+// --version says which dsh-bash this is.
+func TestDoctor(t *testing.T) {
+	t.Parallel()
+	requireBwrap(t)
+	ws, hide := t.TempDir(), t.TempDir()
+	out, errOut, code := dshBash(t, ws, "doctor", "--sandbox=on", "--sandbox-network=off", "--sandbox-hide", hide)
+	for _, want := range []string{"dsh-bash ", "sandbox: active (--sandbox=on)", "network: off", "writable:\n  " + ws + "\n", "hidden:\n", "  " + hide + "\n"} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("doctor: exit %d, no %q in stdout %q (stderr %q)", code, want, out, errOut)
+		}
+	}
+	// Without bwrap on PATH, auto runs unsandboxed, and doctor says why.
+	bin := t.TempDir()
+	bashPath, err := exec.LookPath("bash")
+	if err != nil || os.Symlink(bashPath, filepath.Join(bin, "bash")) != nil {
+		t.Fatal("no bash to put on a PATH of its own")
+	}
+	out, errOut, code = dshBashEnv(t, ws, []string{"PATH=" + bin, "DSH_BASH_SANDBOX=auto"}, "doctor")
+	if code != 0 || !strings.Contains(out, "sandbox: NOT active (--sandbox=auto): ") || !strings.Contains(out, "bwrap") {
+		t.Errorf("doctor without bwrap: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	out, _, code = dshBash(t, ws, "--version")
+	if code != 0 || !strings.HasPrefix(out, "dsh-bash ") || !strings.Contains(out, "go1.") {
+		t.Errorf("--version: exit %d, %q", code, out)
+	}
+}

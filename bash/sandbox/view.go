@@ -1,0 +1,29 @@
+package sandbox
+
+// View is what the commands of a session's jail may see and change, as the
+// jail is set up (for users: dsh-bash doctor). Paths that do not exist are
+// left out, as the jail leaves them out.
+type View struct {
+	// Writable are bound read-write; everything else is read-only.
+	Writable []string
+	// Private are the host directories each jail gets a private, empty
+	// /tmp in place of (/tmp and the executor's temporary directories).
+	Private []string
+	// ReadOnly stay read-only inside writable paths.
+	ReadOnly []string
+	// Hidden are replaced by empty ones.
+	Hidden []string
+	// Network is the jail's network.
+	Network Network
+	// LandlockABI is the kernel's Landlock ABI version, which the agent
+	// restricts writes with too (0: none, the bind mounts alone).
+	LandlockABI int
+}
+
+// String is "on" or "off".
+func (n Network) String() string {
+	if n == NetworkOff {
+		return "off"
+	}
+	return "on"
+}

@@ -1,0 +1,37 @@
+package sandbox
+
+import (
+	"os"
+
+	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
+)
+
+// View describes the jail a session with the given workspace gets, whose
+// commands have env as their environment.
+func (e *Executor) View(workspace string, env []string) View {
+	p := &e.jails.policy
+	jp := jailPaths{workspace: workspace, serverTemp: e.jails.serverTemp, env: env}
+	abi, err := llsys.LandlockGetABIVersion()
+	if err != nil {
+		abi = 0
+	}
+	return View{
+		Writable:    existing(p.writable(jp)),
+		Private:     append([]string{"/tmp"}, p.tempCovers(jp.serverTemp)...),
+		ReadOnly:    existing(p.readOnly(workspace)),
+		Hidden:      existing(append(append(append([]string{}, HiddenSystemPaths...), inHome(p.home(), HiddenHomePaths)...), p.Hidden...)),
+		Network:     p.Network,
+		LandlockABI: abi,
+	}
+}
+
+// existing are those of paths that exist.
+func existing(paths []string) []string {
+	var out []string
+	for _, p := range paths {
+		if _, err := os.Lstat(p); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}

@@ -1,0 +1,83 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strings"
+
+	"github.com/dshgo/dsh/bash"
+	"github.com/dshgo/dsh/bash/sandbox"
+)
+
+// versionLine is what dsh-bash --version prints.
+func versionLine() string {
+	return fmt.Sprintf("dsh-bash %s (%s, %s/%s)\n", version(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+}
+
+// doctorCmd prints what a session would get here with the same flags:
+// where commands run, the sandbox and why, its layers, network and paths.
+// It exits 0 when the executor could be made, else 1 (2 for bad usage).
+func doctorCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs, ef := newFlags("doctor", stderr)
+	cwd := fs.String("cwd", "", "the workspace to describe (default: the current directory)")
+	if !parseNoArgs(fs, args, stderr) || !checkCwd("doctor", *cwd, stderr) {
+		return 2
+	}
+	opts := ef.options()
+	opts.Cwd = *cwd
+	fmt.Fprint(stdout, versionLine())
+	exec, ok := ef.executor(ctx, "doctor", opts, stderr)
+	if !ok {
+		fmt.Fprintln(stdout, "executor: cannot be made with these settings (see above)")
+		return 1
+	}
+	defer closeExecutor("doctor", exec, stderr)
+	ws := *cwd
+	if ws == "" {
+		ws, _ = os.Getwd()
+	}
+	describe(stdout, exec, ws, &ef.sandbox)
+	return 0
+}
+
+// describe writes the doctor's report on exec.
+func describe(w io.Writer, exec bash.Executor, ws string, sf *sandboxFlags) {
+	se, ok := exec.(*sandbox.Executor)
+	if !ok {
+		fmt.Fprintf(w, "containment: %s\n", containmentOf(exec))
+		if sf.mode != "off" && sf.reason != "" {
+			fmt.Fprintf(w, "sandbox: NOT active (--sandbox=%s): %s\n", sf.mode, sf.reason)
+		} else {
+			fmt.Fprintf(w, "sandbox: not active (--sandbox=%s)\n", sf.mode)
+		}
+		return
+	}
+	cont := se.Containment().String()
+	fmt.Fprintf(w, "containment: sandbox, each command in a %s\n", cont)
+	v := se.View(ws, os.Environ())
+	fmt.Fprintf(w, "sandbox: active (--sandbox=%s): bubblewrap namespaces (user, pid, ipc, uts%s), no capabilities, seccomp filter\n",
+		sf.mode, map[bool]string{true: ", net", false: ""}[v.Network == sandbox.NetworkOff])
+	if v.LandlockABI > 0 {
+		fmt.Fprintf(w, "landlock: ABI %d (writes restricted by the kernel too)\n", v.LandlockABI)
+	} else {
+		fmt.Fprintln(w, "landlock: unavailable (writes restricted by the mounts alone)")
+	}
+	fmt.Fprintf(w, "network: %s\n", v.Network)
+	fmt.Fprintf(w, "workspace: %s\n", ws)
+	for _, l := range []struct {
+		name  string
+		paths []string
+	}{{"writable", v.Writable}, {"private /tmp over", v.Private}, {"read-only inside writable", v.ReadOnly}, {"hidden", v.Hidden}} {
+		fmt.Fprintf(w, "%s:\n", l.name)
+		for _, p := range l.paths {
+			fmt.Fprintf(w, "  %s\n", p)
+		}
+	}
+	fmt.Fprintln(w, "everything else: read-only")
+	if !strings.Contains(cont, "cgroup") {
+		fmt.Fprintln(w, "note: no cgroup per command here; a command's processes are followed by process group")
+	}
+}
