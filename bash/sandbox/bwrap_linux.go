@@ -48,7 +48,9 @@ func (p *Policy) bwrapArgs(jp jailPaths) []string {
 		a = append(a, "--bind", jp.tmp, dir)
 	}
 	a = append(a, bindArgs("--bind", p.writable(jp))...)
-	a = append(a, bindArgs("--ro-bind", p.readOnly(jp.workspace))...)
+	mounts, readOnly := protected(jp.workspace)
+	a = append(a, bindArgs("--bind", mounts)...)
+	a = append(a, bindArgs("--ro-bind", append(readOnly, p.ReadOnly...))...)
 	if jp.spill != "" {
 		a = append(a, "--ro-bind", jp.spill, jp.spill)
 	}
@@ -93,13 +95,14 @@ func (p *Policy) writable(jp jailPaths) []string {
 	return append(w, p.Writable...)
 }
 
-// readOnly lists what stays read-only inside the writable paths: a
-// repository's hooks and config (core.hooksPath, core.fsmonitor and
-// friends would run code outside the jail at the user's next git command),
-// and the policy's extra paths.
+// readOnly lists what stays read-only inside the writable paths: what
+// protected lists in the workspace (a repository's hooks and config, whose
+// core.hooksPath, core.fsmonitor and friends would run code outside the
+// jail at the user's next git command, and its nested ones), and the
+// policy's extra paths.
 func (p *Policy) readOnly(workspace string) []string {
-	git := filepath.Join(workspace, ".git")
-	return append([]string{filepath.Join(git, "hooks"), filepath.Join(git, "config")}, p.ReadOnly...)
+	_, ro := protected(workspace)
+	return append(ro, p.ReadOnly...)
 }
 
 // landlockWritable is what the agent's Landlock rules let commands write.

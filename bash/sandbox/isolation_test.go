@@ -78,8 +78,15 @@ func newRig(t *testing.T, sandboxed bool) *rig {
 	r.outside = outside
 	os.MkdirAll(filepath.Join(r.home, ".ssh"), 0o700)
 	os.WriteFile(filepath.Join(r.home, ".ssh", "id_ed25519"), []byte("PRIVATE-KEY-MATERIAL\n"), 0o600)
-	os.MkdirAll(filepath.Join(r.wsB, ".git", "hooks"), 0o755)
-	os.WriteFile(filepath.Join(r.wsB, ".git", "config"), []byte("[core]\n"), 0o644)
+	for _, repo := range []string{".git", "sub/.git", "sub/deeper/.git"} {
+		os.MkdirAll(filepath.Join(r.wsB, repo, "hooks"), 0o755)
+		os.WriteFile(filepath.Join(r.wsB, repo, "config"), []byte("[core]\n"), 0o644)
+	}
+	os.MkdirAll(filepath.Join(r.wsB, "wt"), 0o755)
+	os.WriteFile(filepath.Join(r.wsB, "wt", ".git"), []byte("gitdir: ../.git/worktrees/wt\n"), 0o644)
+	os.MkdirAll(filepath.Join(r.wsB, ".vscode"), 0o755)
+	os.MkdirAll(filepath.Join(r.wsB, ".dsh"), 0o755)
+	os.WriteFile(filepath.Join(r.wsB, ".dsh", "permissions.json"), []byte("{}\n"), 0o644)
 	// The executor's temporary files go outside /tmp (as with TMPDIR=/var/tmp/…),
 	// which the jails' private /tmp would not cover of itself.
 	tmp := filepath.Join(outside, "tmp")
@@ -249,6 +256,35 @@ var attacks = []attack{
 			_, err := os.Stat(filepath.Join(r.wsB, ".git", "hooks", "pre-commit"))
 			return strings.Contains(string(b), "hooksPath") || err == nil
 		}},
+	{"rename .git and make a new repository",
+		func(r *rig) string {
+			return "mv .git .git-old && mkdir .git && printf '[core]\\n\\tfsmonitor = x\\n' > .git/config"
+		},
+		func(t *testing.T, r *rig, out string) bool {
+			_, err := os.Stat(filepath.Join(r.wsB, ".git-old"))
+			return err == nil || hostFileChanged(r, ".git/config", "[core]\n")
+		}},
+	{"plant code in nested repositories",
+		func(r *rig) string {
+			return "for g in sub/.git sub/deeper/.git; do printf '\\tfsmonitor = x\\n' >> $g/config; echo x > $g/hooks/post-checkout; done"
+		},
+		func(t *testing.T, r *rig, out string) bool {
+			_, err := os.Stat(filepath.Join(r.wsB, "sub", ".git", "hooks", "post-checkout"))
+			return err == nil || hostFileChanged(r, "sub/.git/config", "[core]\n") || hostFileChanged(r, "sub/deeper/.git/config", "[core]\n")
+		}},
+	{"redirect a worktree's .git file",
+		func(r *rig) string { return "echo 'gitdir: /var/tmp/evil' > wt/.git" },
+		func(t *testing.T, r *rig, out string) bool {
+			return hostFileChanged(r, "wt/.git", "gitdir: ../.git/worktrees/wt\n")
+		}},
+	{"plant editor tasks or widen the project's rules",
+		func(r *rig) string {
+			return "echo '{}' > .vscode/tasks.json; echo '{\"allow\": [\"*\"]}' > .dsh/permissions.json"
+		},
+		func(t *testing.T, r *rig, out string) bool {
+			_, err := os.Stat(filepath.Join(r.wsB, ".vscode", "tasks.json"))
+			return err == nil || hostFileChanged(r, ".dsh/permissions.json", "{}\n")
+		}},
 	{"make forbidden system calls",
 		func(r *rig) string { return r.probe() },
 		func(t *testing.T, r *rig, out string) bool {
@@ -269,6 +305,13 @@ var attacks = []attack{
 	{"make a user namespace",
 		func(r *rig) string { return "unshare -U true && echo made" },
 		func(t *testing.T, r *rig, out string) bool { return strings.Contains(out, "made") }},
+}
+
+// hostFileChanged reports whether the file at rel in session B's workspace
+// no longer holds want, on the host.
+func hostFileChanged(r *rig, rel, want string) bool {
+	b, err := os.ReadFile(filepath.Join(r.wsB, rel))
+	return err != nil || string(b) != want
 }
 
 // TestIsolation runs every attack from session B while session A works. Under
