@@ -9,7 +9,7 @@ import (
 
 // Bounds of the search for repositories in a workspace at a jail's start.
 const (
-	repoSearchDepth   = 4    // directory levels below the workspace
+	repoSearchDepth   = 4     // directory levels below the workspace
 	repoSearchEntries = 20000 // directory entries read, at most
 )
 
