@@ -167,6 +167,9 @@ type RunResult struct {
 	// LeftoversKilled is set when processes outlived the shell but could not
 	// be adopted (the caller's task limit was reached), so they were killed.
 	LeftoversKilled bool
+	// Limit names the resource limit that ended the command ("memory
+	// limit 2 GiB"), empty when none did.
+	Limit string `json:",omitempty"`
 }
 
 // Output is the text of one stream.
@@ -211,6 +214,9 @@ type Task struct {
 	ExitCode int
 	// Signal names the signal that ended the shell, if one did.
 	Signal string
+	// Limit names the resource limit that ended the command ("memory
+	// limit 2 GiB"), empty when none did.
+	Limit string
 	// Owner is the owner token stored at spawn; empty for none.
 	Owner string
 	// Err says why a StatusFailed task could not start: a [*WorkdirError],

@@ -33,7 +33,11 @@ func runTextWhole(r bash.RunResult) string {
 	if r.TimedOut {
 		line(&b, fmt.Sprintf("[timed out after %dms]", r.Timeout.Milliseconds()))
 	}
+	if r.Limit != "" {
+		line(&b, "[killed: "+r.Limit+" reached]")
+	}
 	switch {
+	case r.Limit != "" && r.Signal == "SIGKILL": // the limit's kill
 	case r.Signal != "":
 		line(&b, "[killed by signal: "+r.Signal+"]")
 	case r.ExitCode != 0:
@@ -136,8 +140,14 @@ func statusLine(t bash.Task) string {
 	case bash.StatusRunning:
 		return "[status: running]"
 	case bash.StatusCompleted:
+		if t.Limit != "" {
+			return fmt.Sprintf("[status: completed, exit code: %d, after the %s killed a process]", t.ExitCode, t.Limit)
+		}
 		return fmt.Sprintf("[status: completed, exit code: %d]", t.ExitCode)
 	case bash.StatusKilled:
+		if t.Limit != "" {
+			return "[status: killed: " + t.Limit + " reached]"
+		}
 		if t.Signal != "" {
 			return "[status: killed by " + t.Signal + "]"
 		}

@@ -59,6 +59,7 @@ wait:
 		e.track(p, false)
 	}
 	res.ExitCode, res.Signal = exitStatus(p)
+	res.Limit = p.status.Limit
 	switch {
 	case res.Aborted:
 		return res, fmt.Errorf("%w: %w", bash.ErrAborted, context.Cause(ctx))

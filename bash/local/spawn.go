@@ -66,6 +66,9 @@ type ExitStatus struct {
 	Code int
 	// Signal is the signal that ended the shell; 0 after a normal exit.
 	Signal syscall.Signal
+	// Limit names the resource limit that ended the shell ("memory limit
+	// 2 GiB"), when a SpawnFunc that enforces limits knows one did.
+	Limit string
 }
 
 // spawnExec is the default SpawnFunc: os/exec on this host.

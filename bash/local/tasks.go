@@ -22,12 +22,13 @@ type task struct {
 	status   bash.TaskStatus
 	exitCode int
 	signal   string
+	limit    string
 	err      error
 }
 
 func (t *task) snapshot() bash.Task {
 	return bash.Task{ID: t.id, Command: t.spec.Command, Status: t.status, ExitCode: t.exitCode,
-		Signal: t.signal, Owner: t.spec.Owner, Err: t.err}
+		Signal: t.signal, Limit: t.limit, Owner: t.spec.Owner, Err: t.err}
 }
 
 // reserve checks the limits and registers a running task with no proc yet.
@@ -66,6 +67,9 @@ func (e *Executor) launched(t *task, p *proc) {
 		if p.stopping() || sig != "" {
 			status = bash.StatusKilled
 		}
+		e.mu.Lock()
+		t.limit = p.status.Limit
+		e.mu.Unlock()
 		e.finish(t, status, code, sig, nil)
 		e.track(p, false)
 	}()

@@ -122,18 +122,19 @@ type wireTask struct {
 	Status   bash.TaskStatus `json:"status"`
 	ExitCode int             `json:"exitCode"`
 	Signal   string          `json:"signal,omitempty"`
+	Limit    string          `json:"limit,omitempty"`
 	Owner    string          `json:"owner,omitempty"`
 	Err      *wireError      `json:"err,omitempty"`
 }
 
 func toWireTask(t bash.Task) wireTask {
 	return wireTask{ID: t.ID, Command: t.Command, Status: t.Status, ExitCode: t.ExitCode,
-		Signal: t.Signal, Owner: t.Owner, Err: toWireError(t.Err)}
+		Signal: t.Signal, Limit: t.Limit, Owner: t.Owner, Err: toWireError(t.Err)}
 }
 
 func (w wireTask) task(host string) bash.Task {
 	return bash.Task{ID: w.ID, Command: w.Command, Status: w.Status, ExitCode: w.ExitCode,
-		Signal: w.Signal, Owner: w.Owner, Err: w.Err.err(host)}
+		Signal: w.Signal, Limit: w.Limit, Owner: w.Owner, Err: w.Err.err(host)}
 }
 
 type wireRead struct {

@@ -101,6 +101,11 @@ func restrictFiles(writable []string) error {
 	for _, p := range writable {
 		rules = append(rules, landlock.RWDirs(p).WithRefer().IgnoreIfMissing())
 	}
+	// The agent's own oom_score_adj, which it raises for each fork (see
+	// fork); /proc/self is resolved now, to the agent.
+	if self, err := os.Readlink("/proc/self"); err == nil {
+		rules = append(rules, landlock.RWFiles("/proc/"+self+"/oom_score_adj").IgnoreIfMissing())
+	}
 	cfg := landlock.V7.BestEffort()
 	if err := cfg.RestrictPaths(rules...); err != nil {
 		return fmt.Errorf("landlock: %w", err)
@@ -168,9 +173,22 @@ func (a *agent) fork(m *spawnMsg, fds []int) (pid, pidfd int, err error) {
 	if m.Cgroup {
 		sys.UseCgroupFD, sys.CgroupFD = true, fds[len(fds)-1]
 	}
+	// The shell inherits the agent's oom_score_adj: raised for the fork, a
+	// session's memory limit kills its commands before its agent (which
+	// may lower it back, to its own floor, unprivileged).
+	own, oerr := os.ReadFile("/proc/self/oom_score_adj")
+	if oerr == nil {
+		_ = os.WriteFile("/proc/self/oom_score_adj", []byte(commandOOMScoreAdj), 0)
+	}
 	pid, err = syscall.ForkExec(m.Path, m.Args, &syscall.ProcAttr{Dir: m.Dir, Env: m.Env, Files: files, Sys: sys})
+	if oerr == nil {
+		_ = os.WriteFile("/proc/self/oom_score_adj", own, 0)
+	}
 	return pid, pidfd, err
 }
+
+// commandOOMScoreAdj is the commands' oom_score_adj in a jail.
+const commandOOMScoreAdj = "500"
 
 // errWorkdir marks a working directory that does not exist in the jail
 // (it may on the host: /tmp is the jail's own) or is no directory.

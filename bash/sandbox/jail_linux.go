@@ -31,6 +31,8 @@ type jail struct {
 	owner string
 	tmp   string // its private /tmp on the host
 	unpin func() // releases the owner's spill directory
+	cg    jailCgroups
+	limit string // the memory limit, as the model reads it
 
 	cmd    *exec.Cmd
 	stderr *capBuffer
@@ -86,7 +88,12 @@ func (js *jails) startJail(ctx context.Context, j *jail, req *local.SpawnRequest
 	j.stderr = &capBuffer{max: 4 << 10}
 	j.cmd = &exec.Cmd{Path: js.bwrap, Args: append([]string{"bwrap"}, args...), Env: req.Env,
 		ExtraFiles: files[1:], Stderr: j.stderr}
-	err = j.cmd.Start()
+	if j.cg, err = js.limits.make(); err != nil {
+		closeFiles(files...)
+		return err
+	}
+	j.limit = "memory limit " + ByteSize(js.limits.limits.Memory)
+	err = js.limits.startIn(j.cg, j.cmd.Start)
 	// bwrap holds its copies now: ours would keep the agent's end of the
 	// socket open after bwrap is gone, and its exit unnoticed.
 	closeFiles(files[1:]...)
@@ -257,7 +264,7 @@ func (j *jail) started(m agentMsg, w *waiter, req *local.SpawnRequest) (local.Pr
 	if err != nil {
 		return nil, err
 	}
-	return &jailProc{pid: pid, w: w, j: j}, nil
+	return &jailProc{pid: pid, w: w, j: j, oomBase: j.cg.oomKills()}, nil
 }
 
 // workdirError is the typed error for a working directory the jail lacks:
@@ -295,17 +302,23 @@ func pidfdPid(fd int) (int, error) {
 
 // jailProc is a shell started in a jail.
 type jailProc struct {
-	pid int
-	w   *waiter
-	j   *jail
+	pid     int
+	w       *waiter
+	j       *jail
+	oomBase uint64 // the jail's memory-limit kills when the shell started
 }
 
 func (p *jailProc) Pid() int { return p.pid }
 
-// Wait returns the shell's own wait status, as the agent (its parent) saw it.
+// Wait returns the shell's own wait status, as the agent (its parent) saw
+// it, naming the memory limit when it killed a process of the session
+// while the shell ran (the shell itself, or one of its commands).
 func (p *jailProc) Wait() (local.ExitStatus, error) {
 	select {
 	case st := <-p.w.exited:
+		if p.j.cg.oomKills() > p.oomBase {
+			st.Limit = p.j.limit
+		}
 		return st, nil
 	case <-p.j.gone:
 		select {
@@ -348,10 +361,11 @@ func (j *jail) close() error {
 	if j.unpin != nil {
 		j.unpin()
 	}
+	cgErr := j.cg.remove()
 	if j.tmp != "" {
-		return removeTree(j.tmp)
+		return errors.Join(removeTree(j.tmp), cgErr)
 	}
-	return nil
+	return cgErr
 }
 
 // removeTree removes a jail's /tmp, making directories writable first

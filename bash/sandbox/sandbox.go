@@ -37,6 +37,8 @@ type Options struct {
 	// ready (about 15 ms here); a start that takes longer fails, saying
 	// what bwrap printed. Default 30 s.
 	StartTimeout time.Duration
+	// Limits bound each session's memory and processes.
+	Limits Limits
 }
 
 // Executor runs every command in a jail of its session; see the package

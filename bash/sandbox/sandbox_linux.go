@@ -24,6 +24,10 @@ type jails struct {
 	serverTemp []string
 	// startTimeout bounds a jail's start (Options.StartTimeout).
 	startTimeout time.Duration
+	// limits puts each jail in cgroups with the session's limits;
+	// limitsErr says why some limit cannot apply here.
+	limits    *limiter
+	limitsErr error
 
 	rootOnce sync.Once
 	root     string // holds the jails' private /tmp directories, made on first use
@@ -55,8 +59,9 @@ func newJails(o *Options, serverTemp []string, hold func(string) (string, func()
 	if startTimeout <= 0 {
 		startTimeout = 30 * time.Second
 	}
+	limits, limitsErr := newLimiter(o.Limits)
 	return &jails{policy: o.Policy, bwrap: bw, agent: agent, filter: filter, tempDir: o.TempDir, serverTemp: serverTemp,
-		startTimeout: startTimeout, hold: hold, admit: admit, byKey: map[string]*jail{}}, nil
+		startTimeout: startTimeout, limits: limits, limitsErr: limitsErr, hold: hold, admit: admit, byKey: map[string]*jail{}}, nil
 }
 
 // tmpDir makes a jail's private /tmp in the jails' directory.
@@ -195,5 +200,6 @@ func (js *jails) close() error {
 	if js.root != "" {
 		errs = append(errs, removeTree(js.root))
 	}
+	errs = append(errs, js.limits.close())
 	return errors.Join(errs...)
 }

@@ -60,6 +60,52 @@ func CleanStale(ctx context.Context, tempDir string) (removed []string, err erro
 		}
 		removed = append(removed, dir)
 	}
+	cgs, cerr := cleanStaleLimits()
+	return append(removed, cgs...), errors.Join(append(errs, cerr)...)
+}
+
+// staleLimitsName is the name of an executor's directory in a cgroup v1
+// hierarchy (see newLimiter): dsh-limits-PID-START-RANDOM-PID.
+var staleLimitsName = regexp.MustCompile(`^dsh-limits-([0-9]+)-([0-9]+)-[0-9]+$`)
+
+// cleanStaleLimits removes the cgroup v1 directories of executors that
+// are gone, with their jails' (which their jails, gone with them, left
+// empty).
+func cleanStaleLimits() ([]string, error) {
+	mounts, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil, err
+	}
+	own, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return nil, err
+	}
+	var removed []string
+	var errs []error
+	for _, ctrl := range []string{"memory", "pids"} {
+		parent, err := v1Dir(string(mounts), string(own), ctrl)
+		if err != nil {
+			continue // no such hierarchy: nothing was made there
+		}
+		entries, _ := os.ReadDir(parent)
+		for _, ent := range entries {
+			if !ent.IsDir() || !stamp.Stale(staleLimitsName, ent.Name()) || !ownDir(filepath.Join(parent, ent.Name())) {
+				continue
+			}
+			dir := filepath.Join(parent, ent.Name())
+			jails, _ := os.ReadDir(dir)
+			for _, j := range jails {
+				if j.IsDir() {
+					errs = append(errs, jailCgroups{memory: filepath.Join(dir, j.Name())}.remove())
+				}
+			}
+			if err := (jailCgroups{memory: dir}).remove(); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			removed = append(removed, dir)
+		}
+	}
 	return removed, errors.Join(errs...)
 }
 

@@ -18,6 +18,11 @@ type View struct {
 	// LandlockABI is the kernel's Landlock ABI version, which the agent
 	// restricts writes with too (0: none, the bind mounts alone).
 	LandlockABI int
+	// Memory and Pids are each session's limits where they apply (0:
+	// none); LimitsMissing says why one that was asked for does not.
+	Memory        int64
+	Pids          int
+	LimitsMissing string
 }
 
 // String is "on" or "off".

@@ -15,7 +15,8 @@ func (e *Executor) View(workspace string, env []string) View {
 	if err != nil {
 		abi = 0
 	}
-	return View{
+	lm := e.jails.limits
+	v := View{
 		Writable:    existing(p.writable(jp)),
 		Private:     append([]string{"/tmp"}, p.tempCovers(jp.serverTemp)...),
 		ReadOnly:    existing(p.readOnly(workspace)),
@@ -23,6 +24,16 @@ func (e *Executor) View(workspace string, env []string) View {
 		Network:     p.Network,
 		LandlockABI: abi,
 	}
+	if lm.memory != "" {
+		v.Memory = lm.limits.Memory
+	}
+	if lm.pids != "" {
+		v.Pids = lm.limits.Pids
+	}
+	if e.jails.limitsErr != nil {
+		v.LimitsMissing = e.jails.limitsErr.Error()
+	}
+	return v
 }
 
 // existing are those of paths that exist.

@@ -40,6 +40,8 @@ type sandboxConfig struct {
 	Writable   []string `json:"writable"`
 	ReadOnly   []string `json:"readOnly"`
 	Hidden     []string `json:"hidden"`
+	Memory     string   `json:"memory"` // as --sandbox-memory
+	Pids       int      `json:"pids"`   // as --sandbox-pids
 }
 
 // configPath is the file read when neither --config nor $DSH_BASH_CONFIG

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 
 	"github.com/dshgo/dsh/bash"
@@ -43,6 +44,14 @@ func doctorCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	return 0
 }
 
+// limitText is text, or "none" for a zero limit.
+func limitText(n int64, text string) string {
+	if n == 0 {
+		return "none"
+	}
+	return text
+}
+
 // describe writes the doctor's report on exec.
 func describe(w io.Writer, exec bash.Executor, ws string, sf *sandboxFlags) {
 	se, ok := exec.(*sandbox.Executor)
@@ -66,6 +75,11 @@ func describe(w io.Writer, exec bash.Executor, ws string, sf *sandboxFlags) {
 		fmt.Fprintln(w, "landlock: unavailable (writes restricted by the mounts alone)")
 	}
 	fmt.Fprintf(w, "network: %s\n", v.Network)
+	fmt.Fprintf(w, "limits per session: memory %s, processes %s\n",
+		limitText(v.Memory, sandbox.ByteSize(v.Memory)), limitText(int64(v.Pids), strconv.Itoa(v.Pids)))
+	if v.LimitsMissing != "" {
+		fmt.Fprintf(w, "limits unavailable: %s\n", v.LimitsMissing)
+	}
 	fmt.Fprintf(w, "workspace: %s\n", ws)
 	for _, l := range []struct {
 		name  string

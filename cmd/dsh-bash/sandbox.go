@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/dshgo/dsh/bash"
@@ -26,6 +27,8 @@ type sandboxFlags struct {
 	writable   listFlag
 	readOnly   listFlag
 	hidden     listFlag
+	memory     string // a size ("2G"), "off", or "" for the default
+	pids       int    // 0 default, -1 none
 	active     bool   // set once the executor is made: commands run jailed
 	reason     string // why auto ran without the sandbox
 	fs         *flag.FlagSet
@@ -39,6 +42,8 @@ func (f *sandboxFlags) register(fs *flag.FlagSet) {
 	fs.Var(&f.writable, "sandbox-writable", "another path commands may change (repeatable)")
 	fs.Var(&f.readOnly, "sandbox-read-only", "a path that stays read-only even inside a writable one (repeatable)")
 	fs.Var(&f.hidden, "sandbox-hide", "a path commands cannot see (repeatable)")
+	fs.StringVar(&f.memory, "sandbox-memory", "", "most memory one session's commands may use together: a size (512M, 2G) or off (default: a quarter of the machine's)")
+	fs.IntVar(&f.pids, "sandbox-pids", 0, "most processes one session may have at once; -1 no limit (default 4096)")
 }
 
 // merge completes the parsed flags with the environment and the
@@ -54,6 +59,12 @@ func (f *sandboxFlags) merge(c *sandboxConfig) error {
 		f.network = c.Network
 	}
 	f.lockCaches = f.lockCaches || c.LockCaches
+	if !given["sandbox-memory"] && c.Memory != "" {
+		f.memory = c.Memory
+	}
+	if !given["sandbox-pids"] && c.Pids != 0 {
+		f.pids = c.Pids
+	}
 	for _, l := range []struct {
 		flag *listFlag
 		file []string
@@ -112,7 +123,11 @@ func (f *sandboxFlags) executor(ctx context.Context, name string, opts *local.Op
 	default:
 		return nil, fmt.Errorf("--sandbox must be auto, on or off (got %q)", f.mode)
 	}
-	se, err := sandbox.New(ctx, &sandbox.Options{Local: opts, Policy: policy})
+	limits, err := f.limits()
+	if err != nil {
+		return nil, err
+	}
+	se, err := sandbox.New(ctx, &sandbox.Options{Local: opts, Policy: policy, Limits: limits})
 	if err == nil {
 		f.active = true
 		return se, nil
@@ -135,6 +150,51 @@ func (f *sandboxFlags) policy() (sandbox.Policy, error) {
 		return p, fmt.Errorf("--sandbox-network must be on or off (got %q)", f.network)
 	}
 	return p, nil
+}
+
+// limits are the sessions' limits the flags give.
+func (f *sandboxFlags) limits() (sandbox.Limits, error) {
+	l := sandbox.Limits{Pids: f.pids}
+	if f.pids < -1 {
+		return l, fmt.Errorf("--sandbox-pids must be positive, or -1 for no limit (got %d)", f.pids)
+	}
+	switch f.memory {
+	case "":
+	case "off":
+		l.Memory = -1
+	default:
+		n, err := parseSize(f.memory)
+		if err != nil {
+			return l, fmt.Errorf("--sandbox-memory: %w", err)
+		}
+		l.Memory = n
+	}
+	return l, nil
+}
+
+// parseSize reads a size in bytes with an optional K, M or G suffix (powers
+// of 1024); at least 16 MiB, below which a shell hardly starts.
+func parseSize(size string) (int64, error) {
+	s, mult := size, int64(1)
+	switch strings.ToUpper(s[len(s)-1:]) {
+	case "K":
+		mult = 1 << 10
+	case "M":
+		mult = 1 << 20
+	case "G":
+		mult = 1 << 30
+	}
+	if mult > 1 {
+		s = s[:len(s)-1]
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n <= 0 || n > (1<<62)/mult {
+		return 0, fmt.Errorf("%q is not a size: give bytes or a number with K, M or G (2G)", size)
+	}
+	if n*mult < 16<<20 {
+		return 0, fmt.Errorf("%s is below 16M", size)
+	}
+	return n * mult, nil
 }
 
 // onNetwork reports whether commands run jailed with the host's network.

@@ -199,3 +199,22 @@ func TestDoctor(t *testing.T) {
 		t.Errorf("--version: exit %d, %q", code, out)
 	}
 }
+
+// TestSandboxMemoryLimit: --sandbox-memory bounds a session's memory, and
+// the model reads that the limit ended the command; a bad size is a usage
+// error.
+func TestSandboxMemoryLimit(t *testing.T) {
+	t.Parallel()
+	requireBwrap(t)
+	out, errOut, code := dshBash(t, t.TempDir(), "run", "--sandbox=on", "--sandbox-memory", "64M", "--", "head -c 300000000 /dev/zero | tail > /dev/null")
+	if strings.Contains(errOut, "limits unavailable") {
+		t.Skip(errOut)
+	}
+	if code != 0 || !strings.Contains(out, "[killed: memory limit 64 MiB reached]\n[exit code: 137]") {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	_, errOut, code = dshBash(t, t.TempDir(), "run", "--sandbox=on", "--sandbox-memory", "lots", "--", "true")
+	if code != 2 || !strings.Contains(errOut, `--sandbox-memory: "lots" is not a size`) {
+		t.Errorf("bad size: exit %d, stderr %q", code, errOut)
+	}
+}

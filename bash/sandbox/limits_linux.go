@@ -1,0 +1,254 @@
+package sandbox
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+)
+
+// limiter puts each jail in cgroups of its own in the cgroup v1 memory and
+// pids hierarchies, with the session's limits, where the host mounts them
+// (hybrid hosts, where cgroup v2 has no controllers) and lets us write
+// there. The jail's every process is born into them: bwrap is forked from a
+// thread of ours moved into them for the fork, and moved back after (v1
+// membership is per thread, and a child inherits its parent thread's).
+type limiter struct {
+	limits Limits
+	memory string // our directory in the memory hierarchy; "" if none
+	pids   string // our directory in the pids hierarchy; "" if none
+
+	forkMu sync.Mutex // one thread moved at a time
+	next   atomic.Uint64
+}
+
+// jailCgroups are one jail's cgroups ("" where the hierarchy is missing).
+type jailCgroups struct {
+	memory, pids string
+}
+
+// newLimiter makes the executor's directories in the v1 hierarchies; err
+// says why there are none (the limits then do not apply).
+func newLimiter(l Limits) (*limiter, error) {
+	lm := &limiter{limits: l.withDefaults(memTotal())}
+	mounts, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return lm, err
+	}
+	own, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return lm, err
+	}
+	name := strings.Replace(jailsPrefix(), "dsh-jails-", "dsh-limits-", 1) + strconv.FormatUint(uint64(os.Getpid()), 10)
+	var errs []error
+	for ctrl, dst := range map[string]*string{"memory": &lm.memory, "pids": &lm.pids} {
+		if (ctrl == "memory" && lm.limits.Memory < 0) || (ctrl == "pids" && lm.limits.Pids < 0) {
+			continue
+		}
+		dir, err := v1Dir(string(mounts), string(own), ctrl)
+		if err == nil {
+			dir = filepath.Join(dir, name)
+			err = os.Mkdir(dir, 0o755)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("cgroup v1 %s: %w", ctrl, err))
+			continue
+		}
+		*dst = dir
+	}
+	return lm, errors.Join(errs...)
+}
+
+// v1Dir is where this process's cgroup of the v1 hierarchy with controller
+// ctrl lies, from /proc/self/mountinfo and /proc/self/cgroup.
+func v1Dir(mountinfo, cgroup, ctrl string) (string, error) {
+	var rel string
+	for line := range strings.Lines(cgroup) {
+		f := strings.SplitN(strings.TrimSpace(line), ":", 3)
+		if len(f) == 3 && f[0] != "0" && slices.Contains(strings.Split(f[1], ","), ctrl) {
+			rel = f[2]
+		}
+	}
+	if rel == "" {
+		return "", errors.New("not mounted")
+	}
+	sc := bufio.NewScanner(strings.NewReader(mountinfo))
+	for sc.Scan() {
+		pre, post, ok := strings.Cut(sc.Text(), " - ")
+		f, g := strings.Fields(pre), strings.Fields(post)
+		if !ok || len(f) < 5 || len(g) < 3 || g[0] != "cgroup" || !slices.Contains(strings.Split(g[2], ","), ctrl) {
+			continue
+		}
+		under, ok := strings.CutPrefix(rel, f[3])
+		if !ok {
+			return "", fmt.Errorf("our cgroup %s is outside the mount of %s", rel, f[3])
+		}
+		return filepath.Join(f[4], under), nil
+	}
+	return "", errors.New("not mounted")
+}
+
+// active reports whether any limit applies.
+func (lm *limiter) active() bool { return lm != nil && (lm.memory != "" || lm.pids != "") }
+
+// make makes a jail's cgroups with the limits.
+func (lm *limiter) make() (jailCgroups, error) {
+	var cg jailCgroups
+	if !lm.active() {
+		return cg, nil
+	}
+	name := "jail-" + strconv.FormatUint(lm.next.Add(1), 10)
+	if lm.memory != "" {
+		cg.memory = filepath.Join(lm.memory, name)
+		if err := mkLimited(cg.memory, "memory.limit_in_bytes", lm.limits.Memory); err != nil {
+			return cg, err
+		}
+	}
+	if lm.pids != "" {
+		cg.pids = filepath.Join(lm.pids, name)
+		if err := mkLimited(cg.pids, "pids.max", int64(lm.limits.Pids)); err != nil {
+			cg.remove()
+			return cg, err
+		}
+	}
+	return cg, nil
+}
+
+func mkLimited(dir, file string, v int64) error {
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return fmt.Errorf("make the session's cgroup: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, file), []byte(strconv.FormatInt(v, 10)), 0); err != nil {
+		os.Remove(dir)
+		return fmt.Errorf("set the session's limit (%s): %w", file, err)
+	}
+	return nil
+}
+
+// startIn runs start, which forks the jail's first process, from a thread
+// moved into cg for the while.
+func (lm *limiter) startIn(cg jailCgroups, start func() error) error {
+	if cg == (jailCgroups{}) {
+		return start()
+	}
+	lm.forkMu.Lock()
+	defer lm.forkMu.Unlock()
+	done := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		tid := unix.Gettid()
+		back, err := threadCgroups(tid)
+		if err == nil {
+			err = moveThread(tid, cg)
+		}
+		if err != nil {
+			runtime.UnlockOSThread()
+			done <- fmt.Errorf("enter the session's cgroups: %w", err)
+			return
+		}
+		serr := start()
+		if err := moveThread(tid, back); err != nil {
+			// The thread must run nothing more charged to the jail: this
+			// goroutine ends locked to it, which ends the thread.
+			done <- errors.Join(serr, fmt.Errorf("leave the session's cgroups: %w", err))
+			return
+		}
+		runtime.UnlockOSThread()
+		done <- serr
+	}()
+	return <-done
+}
+
+// threadCgroups is where thread tid is now in the hierarchies cg names.
+func threadCgroups(tid int) (jailCgroups, error) {
+	b, err := os.ReadFile("/proc/self/task/" + strconv.Itoa(tid) + "/cgroup")
+	if err != nil {
+		return jailCgroups{}, err
+	}
+	mounts, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return jailCgroups{}, err
+	}
+	var cg jailCgroups
+	var errs []error
+	for ctrl, dst := range map[string]*string{"memory": &cg.memory, "pids": &cg.pids} {
+		if *dst, err = v1Dir(string(mounts), string(b), ctrl); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return cg, errors.Join(errs...)
+}
+
+// moveThread moves thread tid into cg's cgroups.
+func moveThread(tid int, cg jailCgroups) error {
+	for _, dir := range []string{cg.memory, cg.pids} {
+		if dir == "" {
+			continue
+		}
+		if err := os.WriteFile(filepath.Join(dir, "tasks"), []byte(strconv.Itoa(tid)), 0); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// oomKills is how many processes the memory limit of cg has killed.
+func (cg jailCgroups) oomKills() uint64 {
+	if cg.memory == "" {
+		return 0
+	}
+	b, _ := os.ReadFile(filepath.Join(cg.memory, "memory.oom_control"))
+	for line := range bytes.Lines(b) {
+		if v, ok := bytes.CutPrefix(line, []byte("oom_kill ")); ok {
+			n, _ := strconv.ParseUint(string(bytes.TrimSpace(v)), 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+// remove removes cg's cgroups, which must be empty.
+func (cg jailCgroups) remove() error {
+	var errs []error
+	for _, dir := range []string{cg.memory, cg.pids} {
+		if dir != "" {
+			if err := unix.Rmdir(dir); err != nil && !errors.Is(err, unix.ENOENT) {
+				errs = append(errs, fmt.Errorf("remove the session's cgroup %s: %w", dir, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// close removes the executor's directories.
+func (lm *limiter) close() error {
+	if lm == nil {
+		return nil
+	}
+	return jailCgroups{memory: lm.memory, pids: lm.pids}.remove()
+}
+
+// memTotal is the machine's memory in bytes (0 if unknown).
+func memTotal() int64 {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	for line := range bytes.Lines(b) {
+		if v, ok := bytes.CutPrefix(line, []byte("MemTotal:")); ok {
+			kb, _ := strconv.ParseInt(string(bytes.TrimSuffix(bytes.TrimSpace(v), []byte(" kB"))), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
