@@ -48,6 +48,23 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// placeBinary puts dsh-bash at path, as a hard link where it can: a copy
+// written here could be held open for writing by a child another test
+// forks meanwhile, and exec would fail with "text file busy".
+func placeBinary(t *testing.T, path string) {
+	t.Helper()
+	if os.Link(binary, path) == nil {
+		return
+	}
+	b, err := os.ReadFile(binary)
+	if err == nil {
+		err = os.WriteFile(path, b, 0o755)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 func dshBash(t *testing.T, dir string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	// Spill files kept by run go away with the test.

@@ -92,13 +92,7 @@ func TestNestedSandbox(t *testing.T) {
 	ws := t.TempDir()
 	// The jail has a /tmp of its own: the inner binary goes in the
 	// workspace, which it sees.
-	b, err := os.ReadFile(binary)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(ws, "dsh-bash"), b, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	placeBinary(t, filepath.Join(ws, "dsh-bash"))
 	out, errOut, code := dshBash(t, ws, "run", "--sandbox=on", "--", "./dsh-bash run --sandbox=on -- echo inner; echo inner exit $?")
 	if code != 0 || strings.Contains(out, "inner\n") || !strings.Contains(out, "bwrap:") || strings.Contains(out, "inner exit 0") {
 		t.Errorf("nested: exit %d, stdout %q, stderr %q; want the inner run refused with what bwrap said", code, out, errOut)

@@ -233,9 +233,7 @@ func TestSecretsOutOfReach(t *testing.T) {
 	defer os.RemoveAll(dir)
 	os.Chmod(dir, 0o755)
 	bin := filepath.Join(dir, "dsh-bash")
-	if b, err := os.ReadFile(binary); err != nil || os.WriteFile(bin, b, 0o755) != nil {
-		t.Fatal(err)
-	}
+	placeBinary(t, bin)
 	cmd := exec.Command(bin, "run", "--sandbox=off", "--", `tr '\0' '\n' < /proc/$PPID/environ | grep DSH_TEST_SECRET_TOKEN || echo unreadable`)
 	cmd.Dir = dir
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "TMPDIR=" + dir, "DSH_TEST_SECRET_TOKEN=hunter2"}
