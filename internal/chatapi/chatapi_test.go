@@ -375,6 +375,20 @@ func TestDefaults(t *testing.T) {
 	}
 }
 
+func TestEndpoint(t *testing.T) {
+	t.Setenv("OPENAI_BASE_URL", "")
+	for base, want := range map[string]string{
+		"":                          "https://api.openai.com/v1/chat/completions",
+		"http://127.0.0.1:8080":     "http://127.0.0.1:8080/chat/completions",
+		"http://127.0.0.1:8080/v1/": "http://127.0.0.1:8080/v1/chat/completions",
+		"https://h.example/openai/deployments/d?api-version=1": "https://h.example/openai/deployments/d/chat/completions?api-version=1",
+	} {
+		if got, err := (&Client{BaseURL: base}).endpoint(); got != want || err != nil {
+			t.Errorf("base URL %q: endpoint %q, %v; want %q", base, got, err, want)
+		}
+	}
+}
+
 func TestBadBaseURL(t *testing.T) {
 	t.Parallel()
 	for _, base := range []string{"ftp://example.com/v1", "localhost:8080", "http://", "http://a b/"} {
@@ -523,8 +537,8 @@ func TestCancelWhileWaiting(t *testing.T) {
 	testwait.Recv(t, arrived, "the first attempt")
 	time.Sleep(50 * time.Millisecond) // into the pause, most likely
 	cancel()
-	if err := testwait.Recv(t, done, "the end of Stream once cancelled"); !errors.Is(err, context.Canceled) {
-		t.Errorf("error %v, want context.Canceled", err)
+	if err := testwait.Recv(t, done, "the end of Stream once cancelled"); err != context.Canceled {
+		t.Errorf("error %v, want ctx.Err(), context.Canceled", err)
 	}
 	if len(arrived) != 0 {
 		t.Errorf("%d more attempts", len(arrived))
@@ -589,8 +603,8 @@ func TestCancelMidStream(t *testing.T) {
 		_, err := c.Stream(ctx, hello, func(string) { cancel() })
 		done <- err
 	}()
-	if err := testwait.Recv(t, done, "the end of Stream once cancelled"); !errors.Is(err, context.Canceled) {
-		t.Errorf("error %v, want context.Canceled", err)
+	if err := testwait.Recv(t, done, "the end of Stream once cancelled"); err != context.Canceled {
+		t.Errorf("error %v, want ctx.Err(), context.Canceled", err)
 	}
 	testwait.Recv(t, ended, "the end of the request at the server")
 }
