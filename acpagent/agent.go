@@ -36,26 +36,36 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"sync"
 
 	"github.com/coder/acp-go-sdk"
 	"github.com/dshgo/dsh/bash"
+	"github.com/dshgo/dsh/internal/chatapi"
 	"github.com/dshgo/dsh/toolbash"
 	"github.com/dshgo/dsh/tools"
-	"github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
 )
 
 // Options configures an Agent. Model is required.
 type Options struct {
 	// Model is the chat-completions model, e.g. "deepseek-chat" or "gpt-4.1".
 	Model string
-	// ClientOptions configure the OpenAI-compatible client (base URL, API
-	// key, HTTP client). The client also reads OPENAI_BASE_URL and
-	// OPENAI_API_KEY; these options win.
-	ClientOptions []option.RequestOption
+	// BaseURL is the OpenAI-compatible API's base, to which
+	// "/chat/completions" is added, e.g. "https://api.deepseek.com/v1".
+	// Empty: $OPENAI_BASE_URL, else "https://api.openai.com/v1".
+	BaseURL string
+	// APIKey is sent as "Authorization: Bearer KEY". Empty:
+	// $OPENAI_API_KEY; none is sent if that is empty too.
+	APIKey string
+	// HTTPClient sends the model requests. Nil: http.DefaultClient.
+	HTTPClient *http.Client
+	// MaxRetries is how many times a model request that failed before its
+	// answer began (no connection, or a 408, 409, 429 or 5xx status) is
+	// tried again, after the server's Retry-After or a backoff; one whose
+	// answer began is not. Zero: 2; negative: none.
+	MaxRetries int
 	// SystemPrompt replaces the default system prompt; "%s" in it, if any,
 	// stands for the session's working directory.
 	SystemPrompt string
@@ -91,10 +101,10 @@ type Agent struct {
 	reg    *tools.Registry
 	tb     *toolbash.Tools
 	gate   *toolbash.Gate // nil: ask about every call (unless Yolo)
-	llm    openai.Client
+	llm    *chatapi.Client
 	opts   Options
 	logger *slog.Logger
-	defs   []openai.ChatCompletionToolUnionParam
+	defs   []chatapi.Tool
 
 	ready   chan struct{} // closed once conn is set
 	conn    *acp.AgentSideConnection
@@ -116,7 +126,7 @@ func New(exec bash.Executor, opts *Options) (*Agent, error) {
 		reg:      &tools.Registry{},
 		opts:     *opts,
 		logger:   opts.Logger,
-		llm:      openai.NewClient(opts.ClientOptions...),
+		llm:      &chatapi.Client{BaseURL: opts.BaseURL, APIKey: opts.APIKey, HTTPClient: opts.HTTPClient, MaxRetries: opts.MaxRetries},
 		ready:    make(chan struct{}),
 		sessions: map[acp.SessionId]*agentSession{},
 	}
@@ -144,17 +154,11 @@ func New(exec bash.Executor, opts *Options) (*Agent, error) {
 		a.reg.Use(a.permission)
 	}
 	for _, t := range a.reg.Tools() {
-		var params map[string]any
-		raw, err := json.Marshal(t.InputSchema)
-		if err == nil {
-			err = json.Unmarshal(raw, &params)
-		}
+		params, err := json.Marshal(t.InputSchema)
 		if err != nil {
 			return nil, fmt.Errorf("acpagent: the schema of %s: %w", t.Name, err)
 		}
-		a.defs = append(a.defs, openai.ChatCompletionFunctionTool(openai.FunctionDefinitionParam{
-			Name: t.Name, Description: openai.String(t.Description), Parameters: params,
-		}))
+		a.defs = append(a.defs, chatapi.FunctionTool(t.Name, t.Description, params))
 	}
 	return a, nil
 }
@@ -261,7 +265,7 @@ func (a *Agent) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.Ne
 	_, _ = rand.Read(b)
 	id := acp.SessionId("sess-" + hex.EncodeToString(b))
 	s := &agentSession{id: id, owner: string(id), cwd: filepath.Clean(p.Cwd), allowed: map[string]bool{}}
-	s.history = []openai.ChatCompletionMessageParamUnion{openai.SystemMessage(systemPrompt(a.opts.SystemPrompt, s.cwd))}
+	s.history = []chatapi.Message{chatapi.SystemMessage(systemPrompt(a.opts.SystemPrompt, s.cwd))}
 	a.mu.Lock()
 	s.terminal = a.terminal
 	a.sessions[id] = s
@@ -340,7 +344,7 @@ type agentSession struct {
 	terminal bool
 
 	mu      sync.Mutex
-	history []openai.ChatCompletionMessageParamUnion
+	history []chatapi.Message
 	cancel  context.CancelFunc // of the running prompt
 	allowed map[string]bool    // tools the user allowed for the session
 }
@@ -353,16 +357,16 @@ func (s *agentSession) cancelPrompt() {
 	}
 }
 
-func (s *agentSession) append(msgs ...openai.ChatCompletionMessageParamUnion) {
+func (s *agentSession) append(msgs ...chatapi.Message) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.history = append(s.history, msgs...)
 }
 
-func (s *agentSession) messages() []openai.ChatCompletionMessageParamUnion {
+func (s *agentSession) messages() []chatapi.Message {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]openai.ChatCompletionMessageParamUnion(nil), s.history...)
+	return append([]chatapi.Message(nil), s.history...)
 }
 
 // endSession kills the session's tasks and forgets what its user allowed.

@@ -8,6 +8,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -424,6 +426,76 @@ func TestCancel(t *testing.T) {
 	want := []string{"tool: command aborted", "tool: cancelled by the user before it ran", "user: again"}
 	if got := msgs[len(msgs)-3:]; !reflect.DeepEqual(got, want) {
 		t.Errorf("history %q", got)
+	}
+}
+
+// TestHistory: the model's next request holds the assistant's message, its
+// text and tool calls, then a tool message for each call; a call the model
+// gave no id gets one.
+func TestHistory(t *testing.T) {
+	r := newRig(t, false, true, fakellm.Turn{Text: "Looking.", Calls: []fakellm.Call{bashCall("c1", "echo one"), bashCall("", "echo two")}},
+		fakellm.Turn{Text: "ok"})
+	sid := r.newSession(t, t.TempDir())
+	if got := r.prompt(t, sid, "go"); got != acp.StopReasonEndTurn {
+		t.Fatalf("stop reason %s", got)
+	}
+	type message struct {
+		Role       string  `json:"role"`
+		Content    *string `json:"content"`
+		ToolCallID string  `json:"tool_call_id"`
+		ToolCalls  []struct {
+			ID       string `json:"id"`
+			Type     string `json:"type"`
+			Function struct{ Name, Arguments string }
+		} `json:"tool_calls"`
+	}
+	var msgs []message
+	for _, raw := range r.model.Request(1).Messages {
+		var m message
+		if err := json.Unmarshal(raw, &m); err != nil {
+			t.Fatal(err)
+		}
+		msgs = append(msgs, m)
+	}
+	if len(msgs) != 5 {
+		t.Fatalf("%d messages, want system, user, assistant and two tool messages: %+v", len(msgs), msgs)
+	}
+	a := msgs[2]
+	if a.Role != "assistant" || a.Content == nil || *a.Content != "Looking." || len(a.ToolCalls) != 2 {
+		t.Fatalf("assistant message %+v", a)
+	}
+	if id := a.ToolCalls[1].ID; !regexp.MustCompile(`^call_[0-9a-f]{16}$`).MatchString(id) {
+		t.Errorf("the call without an id got %q", id)
+	}
+	for i, tc := range a.ToolCalls {
+		var args map[string]any
+		if tc.Type != "function" || tc.Function.Name != "bash" || json.Unmarshal([]byte(tc.Function.Arguments), &args) != nil {
+			t.Errorf("tool call %d: %+v", i, tc)
+		}
+		if m := msgs[3+i]; m.Role != "tool" || m.ToolCallID != tc.ID || m.Content == nil || !strings.Contains(*m.Content, []string{"one", "two"}[i]) {
+			t.Errorf("tool message %d: %+v for call %s", i, m, tc.ID)
+		}
+	}
+	if a.ToolCalls[0].ID != "c1" {
+		t.Errorf("the first call's id %q, want c1", a.ToolCalls[0].ID)
+	}
+}
+
+// TestModelError: a model request the server refuses fails the prompt,
+// saying what the server said.
+func TestModelError(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		io.WriteString(w, `{"error":{"message":"Incorrect API key provided","type":"invalid_request_error"}}`)
+	}))
+	t.Cleanup(srv.Close)
+	r := newRigWith(t, rigOptions{yolo: true, baseURL: srv.URL})
+	sid := r.newSession(t, t.TempDir())
+	_, err := r.promptErr(sid, "go")
+	want := "the model request failed: chat completions: HTTP 401 Unauthorized: Incorrect API key provided"
+	if err == nil || !strings.Contains(fmt.Sprint(err), want) {
+		t.Errorf("prompt error %v, want one saying %q", err, want)
 	}
 }
 

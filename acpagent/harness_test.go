@@ -19,7 +19,6 @@ import (
 	"github.com/dshgo/dsh/internal/fakellm"
 	"github.com/dshgo/dsh/internal/testwait"
 	"github.com/dshgo/dsh/toolbash"
-	"github.com/openai/openai-go/v3/option"
 	"go.uber.org/goleak"
 )
 
@@ -47,6 +46,8 @@ type rigOptions struct {
 	clientReader func(io.Reader) io.Reader
 	// permissions, if set, are the agent's permission rules.
 	permissions *toolbash.GateOptions
+	// baseURL, if set, is the model's in place of the fake model's.
+	baseURL string
 }
 
 func newRig(t testing.TB, terminal bool, yolo bool, turns ...fakellm.Turn) *rig {
@@ -61,8 +62,11 @@ func newRigWith(t testing.TB, o rigOptions, turns ...fakellm.Turn) *rig {
 		t.Fatal(err)
 	}
 	model := fakellm.New(t, turns...)
+	if o.baseURL == "" {
+		o.baseURL = model.URL
+	}
 	agent, err := New(exec, &Options{Model: "fake-model", Yolo: o.yolo, Permissions: o.permissions,
-		ClientOptions: []option.RequestOption{option.WithBaseURL(model.URL), option.WithAPIKey("test-key"), option.WithMaxRetries(0)}})
+		BaseURL: o.baseURL, APIKey: "test-key", MaxRetries: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,10 +10,10 @@ import (
 	"strings"
 
 	"github.com/coder/acp-go-sdk"
+	"github.com/dshgo/dsh/internal/chatapi"
 	"github.com/dshgo/dsh/session"
 	"github.com/dshgo/dsh/toolbash"
 	"github.com/dshgo/dsh/tools"
-	"github.com/openai/openai-go/v3"
 )
 
 // Texts the model reads when the user intervenes.
@@ -55,11 +55,11 @@ func (a *Agent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptResp
 		s.mu.Unlock()
 	}()
 
-	s.append(openai.UserMessage(promptText(p.Prompt)))
+	s.append(chatapi.UserMessage(promptText(p.Prompt)))
 	bridge := &Bridge{Tools: a.reg, Updates: a.conn, TerminalOutput: s.terminal}
 	for range a.opts.MaxRounds {
 		if notices := a.tb.TakeNotices(s.owner); len(notices) > 0 {
-			s.append(openai.UserMessage(toolbash.NoticesText(notices)))
+			s.append(chatapi.UserMessage(toolbash.NoticesText(notices)))
 		}
 		msg, err := a.complete(ctx, s)
 		if ctx.Err() != nil {
@@ -68,20 +68,20 @@ func (a *Agent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptResp
 		if err != nil {
 			return acp.PromptResponse{}, acp.NewInternalError(map[string]any{"error": "the model request failed: " + err.Error()})
 		}
-		s.append(msg.ToParam())
+		s.append(msg)
 		if len(msg.ToolCalls) == 0 {
 			return acp.PromptResponse{StopReason: acp.StopReasonEndTurn}, nil
 		}
 		for _, tc := range msg.ToolCalls {
 			if ctx.Err() != nil {
-				s.append(openai.ToolMessage(cancelledText, tc.ID))
+				s.append(chatapi.ToolMessage(cancelledText, tc.ID))
 				continue
 			}
 			res := bridge.RunToolCall(ctx, s.id, s.cwd, &tools.Call{
 				ID: tc.ID, Tool: tc.Function.Name, Args: json.RawMessage(tc.Function.Arguments),
 				Session: session.Session{ID: s.owner, Cwd: s.cwd},
 			})
-			s.append(openai.ToolMessage(res.Text(), tc.ID))
+			s.append(chatapi.ToolMessage(res.Text(), tc.ID))
 		}
 		if ctx.Err() != nil {
 			return acp.PromptResponse{StopReason: acp.StopReasonCancelled}, nil
@@ -110,30 +110,14 @@ func promptText(blocks []acp.ContentBlock) string {
 
 // complete makes one streaming model request, sending the assistant's text
 // to the client as agent_message_chunk updates as it arrives.
-func (a *Agent) complete(ctx context.Context, s *agentSession) (openai.ChatCompletionMessage, error) {
-	stream := a.llm.Chat.Completions.NewStreaming(ctx, openai.ChatCompletionNewParams{
-		Model:    a.opts.Model,
-		Messages: s.messages(),
-		Tools:    a.defs,
+func (a *Agent) complete(ctx context.Context, s *agentSession) (chatapi.Message, error) {
+	req := &chatapi.Request{Model: a.opts.Model, Messages: s.messages(), Tools: a.defs}
+	msg, err := a.llm.Stream(ctx, req, func(text string) {
+		_ = a.conn.SessionUpdate(ctx, acp.SessionNotification{SessionId: s.id, Update: acp.UpdateAgentMessageText(text)})
 	})
-	defer stream.Close()
-	var acc openai.ChatCompletionAccumulator
-	for stream.Next() {
-		chunk := stream.Current()
-		acc.AddChunk(chunk)
-		for _, c := range chunk.Choices {
-			if c.Delta.Content != "" {
-				_ = a.conn.SessionUpdate(ctx, acp.SessionNotification{SessionId: s.id, Update: acp.UpdateAgentMessageText(c.Delta.Content)})
-			}
-		}
+	if err != nil {
+		return chatapi.Message{}, err
 	}
-	if err := stream.Err(); err != nil {
-		return openai.ChatCompletionMessage{}, err
-	}
-	if len(acc.Choices) == 0 {
-		return openai.ChatCompletionMessage{}, errors.New("the model returned no choices")
-	}
-	msg := acc.Choices[0].Message
 	for i := range msg.ToolCalls {
 		if msg.ToolCalls[i].ID == "" { // some servers omit ids; the protocol needs them
 			b := make([]byte, 8)

@@ -6,7 +6,6 @@ import (
 	"io"
 
 	"github.com/dshgo/dsh/acpagent"
-	"github.com/openai/openai-go/v3/option"
 )
 
 // acpCmd runs an ACP agent over stdio for an editor (Zed), driving an
@@ -26,17 +25,13 @@ func acpCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		fmt.Fprintln(stderr, "dsh-bash acp: --model is required")
 		return 2
 	}
-	var copts []option.RequestOption
-	if *baseURL != "" {
-		copts = append(copts, option.WithBaseURL(*baseURL))
-	}
+	var key string // empty: $OPENAI_API_KEY
 	if *keyFile != "" {
-		key, err := readSecretFile(*keyFile, "API key file")
-		if err != nil {
+		var err error
+		if key, err = readSecretFile(*keyFile, "API key file"); err != nil {
 			fmt.Fprintf(stderr, "dsh-bash acp: %v\n", err)
 			return 2
 		}
-		copts = append(copts, option.WithAPIKey(key))
 	}
 	exec, ok := ef.executor(ctx, "acp", ef.options(), stderr)
 	if !ok {
@@ -48,7 +43,7 @@ func acpCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		fmt.Fprintf(stderr, "dsh-bash acp: %v\n", err)
 		return 2
 	}
-	agent, err := acpagent.New(exec, &acpagent.Options{Model: *model, ClientOptions: copts, Yolo: *yolo,
+	agent, err := acpagent.New(exec, &acpagent.Options{Model: *model, BaseURL: *baseURL, APIKey: key, Yolo: *yolo,
 		MaxResultChars: ef.maxResultChars, Logger: warnLogger(stderr), Version: version(), Permissions: perm})
 	if err != nil {
 		fmt.Fprintf(stderr, "dsh-bash acp: %v\n", err)
