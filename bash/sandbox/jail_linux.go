@@ -361,11 +361,14 @@ func (j *jail) close() error {
 	if j.unpin != nil {
 		j.unpin()
 	}
-	cgErr := j.cg.remove()
+	// Its processes are gone; the kernel may not have released the last
+	// of them yet: a cgroup still busy is left for the executor's Close,
+	// or the next start's CleanStale.
+	_ = j.cg.remove()
 	if j.tmp != "" {
-		return errors.Join(removeTree(j.tmp), cgErr)
+		return removeTree(j.tmp)
 	}
-	return cgErr
+	return nil
 }
 
 // removeTree removes a jail's /tmp, making directories writable first

@@ -49,7 +49,9 @@ func newLimiter(l Limits) (*limiter, error) {
 	if err != nil {
 		return lm, err
 	}
-	name := strings.Replace(jailsPrefix(), "dsh-jails-", "dsh-limits-", 1) + strconv.FormatUint(uint64(os.Getpid()), 10)
+	// Stamped, as the jails' directory is, for CleanStale; and unique: a
+	// process may run several executors.
+	pattern := strings.Replace(jailsPrefix(), "dsh-jails-", "dsh-limits-", 1) + "*"
 	var errs []error
 	for ctrl, dst := range map[string]*string{"memory": &lm.memory, "pids": &lm.pids} {
 		if (ctrl == "memory" && lm.limits.Memory < 0) || (ctrl == "pids" && lm.limits.Pids < 0) {
@@ -57,8 +59,7 @@ func newLimiter(l Limits) (*limiter, error) {
 		}
 		dir, err := v1Dir(string(mounts), string(own), ctrl)
 		if err == nil {
-			dir = filepath.Join(dir, name)
-			err = os.Mkdir(dir, 0o755)
+			dir, err = os.MkdirTemp(dir, pattern)
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("cgroup v1 %s: %w", ctrl, err))
@@ -230,12 +231,27 @@ func (cg jailCgroups) remove() error {
 	return errors.Join(errs...)
 }
 
-// close removes the executor's directories.
+// close removes the executor's directories, with the jails' that were
+// still busy when their jails closed. What the kernel has still not
+// released is left to CleanStale, which removes it once this process is
+// gone: empty cgroups hold nothing.
 func (lm *limiter) close() error {
 	if lm == nil {
 		return nil
 	}
-	return jailCgroups{memory: lm.memory, pids: lm.pids}.remove()
+	for _, dir := range []string{lm.memory, lm.pids} {
+		if dir == "" {
+			continue
+		}
+		entries, _ := os.ReadDir(dir)
+		for _, ent := range entries {
+			if ent.IsDir() {
+				_ = unix.Rmdir(filepath.Join(dir, ent.Name()))
+			}
+		}
+		_ = unix.Rmdir(dir)
+	}
+	return nil
 }
 
 // memTotal is the machine's memory in bytes (0 if unknown).

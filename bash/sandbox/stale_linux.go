@@ -65,7 +65,7 @@ func CleanStale(ctx context.Context, tempDir string) (removed []string, err erro
 }
 
 // staleLimitsName is the name of an executor's directory in a cgroup v1
-// hierarchy (see newLimiter): dsh-limits-PID-START-RANDOM-PID.
+// hierarchy (see newLimiter): dsh-limits-PID-START-RANDOM.
 var staleLimitsName = regexp.MustCompile(`^dsh-limits-([0-9]+)-([0-9]+)-[0-9]+$`)
 
 // cleanStaleLimits removes the cgroup v1 directories of executors that
