@@ -279,6 +279,11 @@ func TestTimeoutKillsTree(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			e := newExec(t, &Options{Containment: mode, Grace: 300 * time.Millisecond})
 			pids := filepath.Join(t.TempDir(), "pids")
+			// Made first: the wait loop's wc would fail on a missing file,
+			// and so end the loop before the pids are written.
+			if err := os.WriteFile(pids, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
 			sp := newSyncPoint(t)
 			escaped, n := "", 2
 			if mode == ContainCgroup {
