@@ -69,6 +69,9 @@ type Options struct {
 	// SystemPrompt replaces the default system prompt; "%s" in it, if any,
 	// stands for the session's working directory.
 	SystemPrompt string
+	// Instructions follow the system prompt: where commands run and what
+	// their sandbox allows (dsh-bash gives the MCP server's instructions).
+	Instructions string
 	// Yolo runs tools without asking the user's permission.
 	Yolo bool
 	// MaxRounds bounds the model requests of one prompt. Default 100.
@@ -265,7 +268,7 @@ func (a *Agent) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.Ne
 	_, _ = rand.Read(b)
 	id := acp.SessionId("sess-" + hex.EncodeToString(b))
 	s := &agentSession{id: id, owner: string(id), cwd: filepath.Clean(p.Cwd), allowed: map[string]bool{}}
-	s.history = []chatapi.Message{chatapi.SystemMessage(systemPrompt(a.opts.SystemPrompt, s.cwd))}
+	s.history = []chatapi.Message{chatapi.SystemMessage(systemPrompt(a.opts.SystemPrompt, s.cwd, a.opts.Instructions))}
 	a.mu.Lock()
 	s.terminal = a.terminal
 	a.sessions[id] = s
@@ -273,9 +276,12 @@ func (a *Agent) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.Ne
 	return acp.NewSessionResponse{SessionId: id}, nil
 }
 
-func systemPrompt(tmpl, cwd string) string {
+func systemPrompt(tmpl, cwd, instructions string) string {
 	if strings.Contains(tmpl, "%s") {
-		return strings.ReplaceAll(tmpl, "%s", cwd)
+		tmpl = strings.ReplaceAll(tmpl, "%s", cwd)
+	}
+	if instructions != "" {
+		tmpl += "\n\n" + instructions
 	}
 	return tmpl
 }

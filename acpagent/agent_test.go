@@ -623,3 +623,17 @@ func TestTasksDieWithConnection(t *testing.T) {
 		t.Errorf("background sleep %d outlived the connection", pid)
 	}
 }
+
+// TestSystemPrompt: the session's directory fills %s, and the
+// instructions (what the sandbox allows) follow the prompt.
+func TestSystemPrompt(t *testing.T) {
+	for _, tt := range []struct{ tmpl, cwd, instructions, want string }{
+		{"in %s.", "/w", "", "in /w."},
+		{"in %s.", "/w", "Commands run in a sandbox.", "in /w.\n\nCommands run in a sandbox."},
+		{"fixed", "/w", "", "fixed"},
+	} {
+		if got := systemPrompt(tt.tmpl, tt.cwd, tt.instructions); got != tt.want {
+			t.Errorf("systemPrompt(%q, %q, %q) = %q, want %q", tt.tmpl, tt.cwd, tt.instructions, got, tt.want)
+		}
+	}
+}

@@ -43,7 +43,7 @@ func acpCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		fmt.Fprintf(stderr, "dsh-bash acp: %v\n", err)
 		return 2
 	}
-	agent, err := acpagent.New(exec, &acpagent.Options{Model: *model, BaseURL: *baseURL, APIKey: key, Yolo: *yolo,
+	agent, err := acpagent.New(exec, &acpagent.Options{Instructions: ef.instructions(exec), Model: *model, BaseURL: *baseURL, APIKey: key, Yolo: *yolo,
 		MaxResultChars: ef.maxResultChars, Logger: warnLogger(stderr), Version: version(), Permissions: perm})
 	if err != nil {
 		fmt.Fprintf(stderr, "dsh-bash acp: %v\n", err)

@@ -210,6 +210,9 @@ func (f *sandboxFlags) instructions() string {
 	case f.mode == "off":
 		return ""
 	}
+	if f.reason != "" {
+		return "Warning: " + unsandboxedWarning + " (" + f.reason + ")."
+	}
 	return "Warning: " + unsandboxedWarning + "."
 }
 
