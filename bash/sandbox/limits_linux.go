@@ -41,11 +41,7 @@ type jailCgroups struct {
 // says why there are none (the limits then do not apply).
 func newLimiter(l Limits) (*limiter, error) {
 	lm := &limiter{limits: l.withDefaults(memTotal())}
-	mounts, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return lm, err
-	}
-	own, err := os.ReadFile("/proc/self/cgroup")
+	mounts, own, err := cgroupFiles("/proc/self/cgroup")
 	if err != nil {
 		return lm, err
 	}
@@ -57,7 +53,7 @@ func newLimiter(l Limits) (*limiter, error) {
 		if (ctrl == "memory" && lm.limits.Memory < 0) || (ctrl == "pids" && lm.limits.Pids < 0) {
 			continue
 		}
-		dir, err := v1Dir(string(mounts), string(own), ctrl)
+		dir, err := v1Dir(mounts, own, ctrl)
 		if err == nil {
 			dir, err = os.MkdirTemp(dir, pattern)
 		}
@@ -68,6 +64,17 @@ func newLimiter(l Limits) (*limiter, error) {
 		*dst = dir
 	}
 	return lm, errors.Join(errs...)
+}
+
+// cgroupFiles reads this process's mount table and the cgroup file at path
+// (/proc/self/cgroup, or a thread's).
+func cgroupFiles(path string) (mountinfo, cgroup string, err error) {
+	m, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return "", "", err
+	}
+	c, err := os.ReadFile(path)
+	return string(m), string(c), err
 }
 
 // v1Dir is where this process's cgroup of the v1 hierarchy with controller
@@ -172,18 +179,14 @@ func (lm *limiter) startIn(cg jailCgroups, start func() error) error {
 
 // threadCgroups is where thread tid is now in the hierarchies cg names.
 func threadCgroups(tid int) (jailCgroups, error) {
-	b, err := os.ReadFile("/proc/self/task/" + strconv.Itoa(tid) + "/cgroup")
-	if err != nil {
-		return jailCgroups{}, err
-	}
-	mounts, err := os.ReadFile("/proc/self/mountinfo")
+	mounts, own, err := cgroupFiles("/proc/self/task/" + strconv.Itoa(tid) + "/cgroup")
 	if err != nil {
 		return jailCgroups{}, err
 	}
 	var cg jailCgroups
 	var errs []error
 	for ctrl, dst := range map[string]*string{"memory": &cg.memory, "pids": &cg.pids} {
-		if *dst, err = v1Dir(string(mounts), string(b), ctrl); err != nil {
+		if *dst, err = v1Dir(mounts, own, ctrl); err != nil {
 			errs = append(errs, err)
 		}
 	}

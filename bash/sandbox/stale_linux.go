@@ -72,18 +72,14 @@ var staleLimitsName = regexp.MustCompile(`^dsh-limits-([0-9]+)-([0-9]+)-[0-9]+$`
 // are gone, with their jails' (which their jails, gone with them, left
 // empty).
 func cleanStaleLimits() ([]string, error) {
-	mounts, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return nil, err
-	}
-	own, err := os.ReadFile("/proc/self/cgroup")
+	mounts, own, err := cgroupFiles("/proc/self/cgroup")
 	if err != nil {
 		return nil, err
 	}
 	var removed []string
 	var errs []error
 	for _, ctrl := range []string{"memory", "pids"} {
-		parent, err := v1Dir(string(mounts), string(own), ctrl)
+		parent, err := v1Dir(mounts, own, ctrl)
 		if err != nil {
 			continue // no such hierarchy: nothing was made there
 		}

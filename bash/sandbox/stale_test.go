@@ -81,9 +81,8 @@ func TestJailsDirStamped(t *testing.T) {
 // another package's test starts may still do so: then they are gone all
 // the same.)
 func TestCleanStaleLimits(t *testing.T) {
-	mounts, _ := os.ReadFile("/proc/self/mountinfo")
-	own, _ := os.ReadFile("/proc/self/cgroup")
-	parent, err := v1Dir(string(mounts), string(own), "memory")
+	mounts, own, _ := cgroupFiles("/proc/self/cgroup")
+	parent, err := v1Dir(mounts, own, "memory")
 	if err != nil {
 		t.Skipf("no cgroup v1 memory hierarchy: %v", err)
 	}
