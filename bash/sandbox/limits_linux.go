@@ -97,8 +97,8 @@ func v1Dir(mountinfo, cgroup, ctrl string) (string, error) {
 		if !ok || len(f) < 5 || len(g) < 3 || g[0] != "cgroup" || !slices.Contains(strings.Split(g[2], ","), ctrl) {
 			continue
 		}
-		under, ok := strings.CutPrefix(rel, f[3])
-		if !ok {
+		under, ok := strings.CutPrefix(rel, strings.TrimSuffix(f[3], "/"))
+		if !ok || under != "" && !strings.HasPrefix(under, "/") {
 			return "", fmt.Errorf("our cgroup %s is outside the mount of %s", rel, f[3])
 		}
 		return filepath.Join(f[4], under), nil

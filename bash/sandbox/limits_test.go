@@ -58,3 +58,30 @@ func TestLimits(t *testing.T) {
 		t.Errorf("the other session: %+v", other)
 	}
 }
+
+// TestV1Dir: where this process's cgroup lies in a v1 hierarchy, from the
+// mount table and /proc/self/cgroup, including a mount of part of the
+// hierarchy (a container's) and a controller mounted with others.
+func TestV1Dir(t *testing.T) {
+	const mounts = `30 25 0:26 / /sys/fs/cgroup/memory rw,nosuid - cgroup cgroup rw,memory
+31 25 0:27 / /sys/fs/cgroup/pids rw,nosuid - cgroup cgroup rw,pids
+32 25 0:28 /docker/abc /sys/fs/cgroup/cpu,cpuacct rw - cgroup cgroup rw,cpu,cpuacct
+33 25 0:29 / /sys/fs/cgroup/unified rw - cgroup2 cgroup2 rw
+`
+	for _, tt := range []struct {
+		cgroup, ctrl, want string
+		fails           bool
+	}{
+		{"4:memory:/user/a\n8:pids:/\n0::/\n", "memory", "/sys/fs/cgroup/memory/user/a", false},
+		{"4:memory:/user/a\n8:pids:/\n0::/\n", "pids", "/sys/fs/cgroup/pids", false},
+		{"2:cpu,cpuacct:/docker/abc/x\n", "cpuacct", "/sys/fs/cgroup/cpu,cpuacct/x", false},
+		{"2:cpu,cpuacct:/elsewhere\n", "cpu", "", true},
+		{"2:cpu,cpuacct:/docker/abcdef\n", "cpu", "", true},
+		{"0::/user.slice\n", "memory", "", true},
+	} {
+		got, err := v1Dir(mounts, tt.cgroup, tt.ctrl)
+		if got != tt.want || (err != nil) != tt.fails {
+			t.Errorf("v1Dir(%q, %s) = %q, %v; want %q (fails %v)", tt.cgroup, tt.ctrl, got, err, tt.want, tt.fails)
+		}
+	}
+}
