@@ -70,7 +70,7 @@ func TestV1Dir(t *testing.T) {
 `
 	for _, tt := range []struct {
 		cgroup, ctrl, want string
-		fails           bool
+		fails              bool
 	}{
 		{"4:memory:/user/a\n8:pids:/\n0::/\n", "memory", "/sys/fs/cgroup/memory/user/a", false},
 		{"4:memory:/user/a\n8:pids:/\n0::/\n", "pids", "/sys/fs/cgroup/pids", false},
