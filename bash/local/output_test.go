@@ -248,6 +248,9 @@ func seqText(n int) string {
 	return b.String()
 }
 
+// TestSpillKept: with KeepSpillFiles a spill file outlives Close, and a
+// directory that holds none (an owner's held for a jail, or one whose
+// command spilled nothing) does not.
 func TestSpillKept(t *testing.T) {
 	t.Parallel()
 	parent := t.TempDir()
@@ -256,9 +259,31 @@ func TestSpillKept(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := runCmd(t, e, "seq 100")
+	_, release, err := e.HoldSpillDir("someone-else")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
 	e.Close()
 	if got, err := os.ReadFile(res.Stdout.SpillPath); err != nil || string(got) != seqText(100) {
 		t.Errorf("kept spill: %v", err)
+	}
+	if dirs, _ := filepath.Glob(filepath.Join(filepath.Dir(filepath.Dir(res.Stdout.SpillPath)), "*")); len(dirs) != 1 {
+		t.Errorf("kept beside the spill file's directory: %q", dirs)
+	}
+	// An executor that spilled nothing leaves nothing.
+	empty := t.TempDir()
+	e, err = New(testOptions(&Options{MaxOutputBytes: 10, SpillDir: empty, KeepSpillFiles: true}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCmd(t, e, "true")
+	if _, release, err := e.HoldSpillDir("owner"); err == nil {
+		release()
+	}
+	e.Close()
+	if left, _ := os.ReadDir(empty); len(left) != 0 {
+		t.Errorf("an executor that kept no file left %v", left)
 	}
 }
 

@@ -348,11 +348,15 @@ func (sp *spiller) closeRootLocked() []error {
 	for _, od := range sp.owners {
 		if !sp.keep {
 			errs = append(errs, od.d.clear(), sp.root.removeChild(od.name, od.d))
+		} else {
+			_ = sp.root.removeChild(od.name, od.d) // kept files: only if empty
 		}
 		od.d.close()
 	}
 	if !sp.keep {
 		errs = append(errs, sp.root.clear(), sp.top.removeChild(sp.rootName, sp.root))
+	} else {
+		_ = sp.top.removeChild(sp.rootName, sp.root) // only if nothing is kept
 	}
 	sp.root.close()
 	sp.top.close()
