@@ -171,14 +171,31 @@ func (f *execFlags) options() *local.Options {
 func newFlags(name string, stderr io.Writer) (*flag.FlagSet, *execFlags) {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	// The flag package calls Usage after a bad flag too: the full list is
+	// for -h alone (see parseFlags).
+	fs.Usage = func() {}
 	ef := &execFlags{}
 	ef.register(fs)
 	return fs, ef
 }
 
+// parseFlags parses args: after -h it prints the subcommand's flags, after
+// a bad flag (which the flag package has named) where to find them.
+func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) bool {
+	err := fs.Parse(args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		fmt.Fprintf(stderr, "usage of dsh-bash %s:\n", fs.Name())
+		fs.PrintDefaults()
+	case err != nil:
+		fmt.Fprintf(stderr, "dsh-bash %s: run 'dsh-bash %s -h' for its flags, 'dsh-bash help' for the commands\n", fs.Name(), fs.Name())
+	}
+	return err == nil
+}
+
 // parseNoArgs parses args for a subcommand that takes flags only.
 func parseNoArgs(fs *flag.FlagSet, args []string, stderr io.Writer) bool {
-	if err := fs.Parse(args); err != nil {
+	if !parseFlags(fs, args, stderr) {
 		return false
 	}
 	if fs.NArg() > 0 {

@@ -222,3 +222,18 @@ func TestSignalStopsEverything(t *testing.T) {
 		}
 	}
 }
+
+// TestBadFlagShort: a bad flag is named, with one line saying where the
+// help is, not the whole flag list; -h gives the list.
+func TestBadFlagShort(t *testing.T) {
+	t.Parallel()
+	out, errOut, code := dshBash(t, t.TempDir(), "run", "--bogus", "--", "true")
+	want := "flag provided but not defined: -bogus\ndsh-bash run: run 'dsh-bash run -h' for its flags, 'dsh-bash help' for the commands\n"
+	if code != 2 || out != "" || errOut != want {
+		t.Errorf("bad flag: exit %d, stdout %q, stderr %q; want stderr %q", code, out, errOut, want)
+	}
+	_, errOut, code = dshBash(t, t.TempDir(), "mcp", "-h")
+	if code != 2 || !strings.HasPrefix(errOut, "usage of dsh-bash mcp:\n") || !strings.Contains(errOut, "-sandbox-memory") {
+		t.Errorf("-h: exit %d, stderr %q", code, errOut)
+	}
+}

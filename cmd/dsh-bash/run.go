@@ -30,7 +30,7 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	fs, ef := newFlags("run", stderr)
 	workdir := fs.String("workdir", "", "working directory of the call (relative: from the current directory)")
 	timeoutMs := fs.Float64("timeout-ms", 0, "the call's timeoutMs")
-	if err := fs.Parse(args); err != nil {
+	if !parseFlags(fs, args, stderr) {
 		return 2
 	}
 	command := strings.Join(fs.Args(), " ")
