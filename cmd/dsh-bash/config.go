@@ -134,5 +134,9 @@ func expandPath(p string) (string, error) {
 	if !filepath.IsAbs(p) {
 		return "", fmt.Errorf("path %q is not absolute (start it with / or ~/)", p)
 	}
+	if strings.ContainsAny(p, "*?[") {
+		// Taken as a name it would match nothing, and hide nothing.
+		return "", fmt.Errorf("path %q has a wildcard: the sandbox takes paths, not patterns; name each path", p)
+	}
 	return filepath.Clean(p), nil
 }

@@ -212,3 +212,13 @@ func TestSandboxMemoryLimit(t *testing.T) {
 		t.Errorf("bad size: exit %d, stderr %q", code, errOut)
 	}
 }
+
+// TestSandboxPathWildcardRefused: a pattern given as a sandbox path, which
+// would hide nothing, is refused, saying so.
+func TestSandboxPathWildcardRefused(t *testing.T) {
+	t.Parallel()
+	_, errOut, code := dshBash(t, t.TempDir(), "run", "--sandbox-hide", "*.pem", "--", "true")
+	if code != 2 || !strings.Contains(errOut, "has a wildcard: the sandbox takes paths, not patterns") {
+		t.Errorf("exit %d, stderr %q", code, errOut)
+	}
+}
