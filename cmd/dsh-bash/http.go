@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -264,7 +265,7 @@ func serveHTTP(ctx context.Context, srv *mcpserver.Server, hf *httpFlags, stderr
 	if hf.noAuth {
 		fmt.Fprintln(stderr, "dsh-bash mcp: no token required (--no-auth)")
 	}
-	fmt.Fprintf(stderr, "dsh-bash mcp: serving streamable HTTP on %s\n", where(ln))
+	fmt.Fprintf(stderr, "dsh-bash mcp: serving streamable HTTP on %s\n", where(ln, hf.addr))
 	return srv.ServeStreamable(ctx, ln, &mcpserver.HTTPOptions{
 		Token: hf.token, NoAuth: hf.noAuth, SessionTimeout: max(hf.idle, 0),
 		SessionGrace: never(hf.grace), MaxSessions: int(never(time.Duration(hf.maxSessions))),
@@ -280,10 +281,17 @@ func never(d time.Duration) time.Duration {
 	return d
 }
 
-// where names a listener for users: an http:// URL, or unix:PATH.
-func where(ln net.Listener) string {
-	if a, ok := ln.Addr().(*net.UnixAddr); ok {
+// where names a listener for users: an http:// URL, or unix:PATH. A
+// wildcard address keeps the host the user gave (0.0.0.0, not the [::]
+// Go listens on for it), with the port the listener got.
+func where(ln net.Listener, addr string) string {
+	switch a := ln.Addr().(type) {
+	case *net.UnixAddr:
 		return "unix:" + a.Name
+	case *net.TCPAddr:
+		if host, _, err := net.SplitHostPort(addr); err == nil && a.IP.IsUnspecified() {
+			return "http://" + net.JoinHostPort(host, strconv.Itoa(a.Port)) + "/"
+		}
 	}
 	return "http://" + ln.Addr().String() + "/"
 }

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -454,4 +455,25 @@ func TestMCPHTTPSessionGrace(t *testing.T) {
 	}
 	mustClient(t, s, "") // its place is free
 	s.stop(t)
+}
+
+// TestWhere: the address a server says it serves on is the one the user
+// gave, with the port it got: 0.0.0.0 stays 0.0.0.0.
+func TestWhere(t *testing.T) {
+	for _, tt := range []struct{ listen, flag, want string }{
+		{"0.0.0.0:0", "0.0.0.0:0", "http://0.0.0.0:PORT/"},
+		{"127.0.0.1:0", "127.0.0.1:0", "http://127.0.0.1:PORT/"},
+		{"[::1]:0", "[::1]:0", "http://[::1]:PORT/"},
+	} {
+		ln, err := net.Listen("tcp", tt.listen)
+		if err != nil {
+			t.Logf("%s: %v", tt.listen, err)
+			continue
+		}
+		port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+		if got := where(ln, tt.flag); got != strings.ReplaceAll(tt.want, "PORT", port) {
+			t.Errorf("where(%s) = %q, want %q", tt.flag, got, tt.want)
+		}
+		ln.Close()
+	}
 }
