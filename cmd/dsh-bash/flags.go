@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/dshgo/dsh/bash"
@@ -119,12 +120,32 @@ func (f *execFlags) executor(ctx context.Context, name string, opts *local.Optio
 	if err != nil {
 		fmt.Fprintf(stderr, "dsh-bash %s: cleaning up after killed dsh-bash processes: %v\n", name, err)
 	}
+	if err := f.inapplicable(); err != nil {
+		fmt.Fprintf(stderr, "dsh-bash %s: %v\n", name, err)
+		return nil, false
+	}
 	exec, err := f.makeExecutor(ctx, name, opts, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "dsh-bash %s: %v\n", name, err)
 		return nil, false
 	}
 	return exec, true
+}
+
+// inapplicable refuses a flag given on the command line that the other
+// settings leave without effect, instead of ignoring it silently.
+func (f *execFlags) inapplicable() error {
+	var err error
+	f.sandbox.fs.Visit(func(fl *flag.Flag) {
+		switch {
+		case err != nil:
+		case (fl.Name == "remote-upload" || fl.Name == "remote-command") && len(f.remote.urls) == 0:
+			err = fmt.Errorf("--%s applies to --remote hosts, and none is given (--executor-cmd runs its command as it is)", fl.Name)
+		case strings.HasPrefix(fl.Name, "sandbox-") && f.sandbox.mode == "off":
+			err = fmt.Errorf("--%s has no effect with --sandbox=off", fl.Name)
+		}
+	})
+	return err
 }
 
 // checkCwd refuses a --cwd that is not a directory: a usage error, never

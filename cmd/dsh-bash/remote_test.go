@@ -162,3 +162,23 @@ func TestExecutorIgnoresConfiguredRemotes(t *testing.T) {
 		t.Errorf("%+v %v", res, err)
 	}
 }
+
+// TestInapplicableFlagsRefused: a flag that the other settings leave
+// without effect is refused, naming it, instead of ignored.
+func TestInapplicableFlagsRefused(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--remote-upload"}, "--remote-upload applies to --remote hosts, and none is given"},
+		{[]string{"--executor-cmd", "true", "--remote-upload"}, "--remote-upload applies to --remote hosts"},
+		{[]string{"--sandbox=off", "--sandbox-network=off"}, "--sandbox-network has no effect with --sandbox=off"},
+	} {
+		args := append(append([]string{"run"}, tt.args...), "--", "true")
+		_, errOut, code := dshBash(t, t.TempDir(), args...)
+		if code != 2 || !strings.Contains(errOut, tt.want) {
+			t.Errorf("%q: exit %d, stderr %q; want %q", tt.args, code, errOut, tt.want)
+		}
+	}
+}
