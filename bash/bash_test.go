@@ -38,3 +38,20 @@ func TestCommandError(t *testing.T) {
 		t.Errorf("message %q", got)
 	}
 }
+
+// TestLinkErrorNamesHostOnce: a dial error that names the host already (as
+// an SSH dialer's does) does not get it twice.
+func TestLinkErrorNamesHostOnce(t *testing.T) {
+	for _, tt := range []struct {
+		err  *LinkError
+		want string
+	}{
+		{&LinkError{Host: "u@h:22", Err: errors.New("u@h:22: connection refused")}, "u@h:22: connection refused"},
+		{&LinkError{Host: "u@h:22", Err: errors.New("connection refused")}, "u@h:22: connection refused"},
+		{&LinkError{Host: "box", Task: "bash-3", Err: ErrLinkLost}, "box: task bash-3: " + ErrLinkLost.Error()},
+	} {
+		if got := tt.err.Error(); got != tt.want {
+			t.Errorf("%#v: %q, want %q", tt.err, got, tt.want)
+		}
+	}
+}

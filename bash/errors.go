@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strings"
 	"time"
 )
 
@@ -185,10 +186,12 @@ type LinkError struct {
 var ErrLinkLost = errors.New("the connection was lost")
 
 func (e *LinkError) Error() string {
+	// A dial's error often names the host already (an SSH dialer's does).
+	msg := strings.TrimPrefix(fmt.Sprint(e.Err), e.Host+": ")
 	if e.Task != "" {
-		return fmt.Sprintf("%s: task %s: %v", e.Host, e.Task, e.Err)
+		return fmt.Sprintf("%s: task %s: %s", e.Host, e.Task, msg)
 	}
-	return fmt.Sprintf("%s: %v", e.Host, e.Err)
+	return fmt.Sprintf("%s: %s", e.Host, msg)
 }
 
 // Unwrap returns Err.
