@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -60,6 +61,11 @@ func staleMatch(re *regexp.Regexp, name string) bool { return stamp.Stale(re, na
 // cleanStaleCgroups kills and removes the stale executor cgroups in parent.
 func cleanStaleCgroups(ctx context.Context, parent string) ([]string, error) {
 	entries, err := os.ReadDir(parent)
+	if errors.Is(err, fs.ErrNotExist) {
+		// Our cgroup is not in this mount namespace's view (a dsh-bash run
+		// inside another's jail): nothing of ours can be there.
+		return nil, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("list cgroups: %w", err)
 	}

@@ -285,3 +285,13 @@ func TestCleanStaleSparesLive(t *testing.T) {
 		checkLive(t, h)
 	}
 }
+
+// TestCleanStaleQuietWithoutCgroup: where this process's cgroup directory
+// is not in view (inside another dsh-bash's jail, whose cgroup file system
+// is hidden), there is nothing to clean and nothing to say.
+func TestCleanStaleQuietWithoutCgroup(t *testing.T) {
+	removed, err := cleanStaleCgroups(context.Background(), filepath.Join(t.TempDir(), "not-mounted"))
+	if err != nil || len(removed) != 0 {
+		t.Errorf("removed %q, %v; want nothing, quietly", removed, err)
+	}
+}
