@@ -9,6 +9,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -75,8 +77,37 @@ func loadConfig(path string, explicit bool) (*config, error) {
 	if err := c.Sandbox.expand(); err != nil {
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
+	if err := c.Sandbox.check(b); err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
 	return c, nil
 }
+
+// check refuses values of the sandbox object that no flag would take,
+// naming the field and its line in b.
+func (s *sandboxConfig) check(b []byte) error {
+	for _, f := range []struct {
+		key, value string
+		allowed    []string
+	}{{"mode", s.Mode, []string{"auto", "on", "off"}}, {"network", s.Network, []string{"on", "off"}}} {
+		if f.value != "" && !slices.Contains(f.allowed, f.value) {
+			return fmt.Errorf("line %d: sandbox.%s must be %s (got %q)", keyLine(b, f.key), f.key, strings.Join(f.allowed, ", "), f.value)
+		}
+	}
+	return nil
+}
+
+// keyLine is the line of the first "key": in b (1 if none).
+func keyLine(b []byte, key string) int {
+	m := regexp.MustCompile(`"` + regexp.QuoteMeta(key) + `"\s*:`).FindIndex(b)
+	if m == nil {
+		return 1
+	}
+	return 1 + bytes.Count(b[:m[0]], []byte("\n"))
+}
+
+// unknownField is the field a strict decoder's error names.
+var unknownField = regexp.MustCompile(`unknown field "([^"]*)"`)
 
 // decodeConfig decodes one JSON object strictly: an unknown field (a typo)
 // or trailing data is an error, not silently ignored.
@@ -104,6 +135,9 @@ func lineOf(b []byte, d *json.Decoder, err error) error {
 		off = te.Offset
 	}
 	line := 1 + bytes.Count(b[:min(int(off), len(b))], []byte("\n"))
+	if m := unknownField.FindStringSubmatch(err.Error()); m != nil {
+		line = keyLine(b, m[1]) // the decoder stops at the object's end
+	}
 	return fmt.Errorf("line %d: %w", line, err)
 }
 
