@@ -33,9 +33,9 @@ func acpCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 			return 2
 		}
 	}
-	exec, ok := ef.executor(ctx, "acp", ef.options(), stderr)
-	if !ok {
-		return 2
+	exec, code := ef.executor(ctx, "acp", ef.options(), stderr)
+	if code != 0 {
+		return code
 	}
 	defer closeExecutor("acp", exec, stderr)
 	perm, err := ef.permissions.options()

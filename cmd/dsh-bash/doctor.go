@@ -30,10 +30,10 @@ func doctorCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	opts := ef.options()
 	opts.Cwd = *cwd
 	fmt.Fprint(stdout, versionLine())
-	exec, ok := ef.executor(ctx, "doctor", opts, stderr)
-	if !ok {
+	exec, code := ef.executor(ctx, "doctor", opts, stderr)
+	if code != 0 {
 		fmt.Fprintln(stdout, "executor: cannot be made with these settings (see above)")
-		return 1
+		return code
 	}
 	defer closeExecutor("doctor", exec, stderr)
 	ws := *cwd

@@ -23,9 +23,9 @@ func executorCmd(ctx context.Context, args []string, stdin io.Reader, stdout, st
 	ef.serving = true
 	opts := ef.options()
 	opts.Cwd = *cwd
-	exec, ok := ef.executor(ctx, "executor", opts, stderr)
-	if !ok {
-		return 2
+	exec, code := ef.executor(ctx, "executor", opts, stderr)
+	if code != 0 {
+		return code
 	}
 	err := remote.Serve(ctx, &stdioStream{stdin, stdout}, exec, &remote.ServeOptions{
 		Containment: containmentOf(exec),

@@ -99,15 +99,17 @@ const staleTimeout = 10 * time.Second
 
 // executor cleans up after dsh-bash processes that died without cleaning up
 // (SIGKILL), then makes the executor. Errors are reported on stderr, with the
-// subcommand's name.
-func (f *execFlags) executor(ctx context.Context, name string, opts *local.Options, stderr io.Writer) (bash.Executor, bool) {
+// subcommand's name; the exit status is 0, 2 for bad usage, 1 when the
+// executor cannot be made here (no sandbox under --sandbox=on, a far side
+// that cannot be reached).
+func (f *execFlags) executor(ctx context.Context, name string, opts *local.Options, stderr io.Writer) (bash.Executor, int) {
 	if f.maxResultChars < 0 {
 		fmt.Fprintf(stderr, "dsh-bash %s: --max-result-chars must not be negative (got %d)\n", name, f.maxResultChars)
-		return nil, false
+		return nil, 2
 	}
 	if err := f.loadConfig(); err != nil {
 		fmt.Fprintf(stderr, "dsh-bash %s: %v\n", name, err)
-		return nil, false
+		return nil, 2
 	}
 	cleanCtx, cancel := context.WithTimeout(ctx, staleTimeout)
 	removed, err := local.CleanStale(cleanCtx, opts.SpillDir)
@@ -122,14 +124,14 @@ func (f *execFlags) executor(ctx context.Context, name string, opts *local.Optio
 	}
 	if err := f.inapplicable(); err != nil {
 		fmt.Fprintf(stderr, "dsh-bash %s: %v\n", name, err)
-		return nil, false
+		return nil, 2
 	}
 	exec, err := f.makeExecutor(ctx, name, opts, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "dsh-bash %s: %v\n", name, err)
-		return nil, false
+		return nil, exitCode(err)
 	}
-	return exec, true
+	return exec, 0
 }
 
 // inapplicable refuses a flag given on the command line that the other
@@ -250,7 +252,7 @@ func (f *execFlags) makeExecutor(ctx context.Context, name string, opts *local.O
 	if f.sandbox.given() || f.sandbox.mode == "on" {
 		// "on" from $DSH_BASH_SANDBOX or the configuration file too: the
 		// user asked for a sandbox that this process cannot give.
-		return nil, errors.New("the sandbox settings (--sandbox flags, $DSH_BASH_SANDBOX=on, the configuration file's sandbox.mode \"on\") apply where commands run: with --executor-cmd or --remote, give them to the far side's dsh-bash executor")
+		return nil, usageErr(errors.New("the sandbox settings (--sandbox flags, $DSH_BASH_SANDBOX=on, the configuration file's sandbox.mode \"on\") apply where commands run: with --executor-cmd or --remote, give them to the far side's dsh-bash executor"))
 	}
 	return f.remote.executor(ctx, stderr)
 }
@@ -270,4 +272,21 @@ func (f *execFlags) instructions(exec bash.Executor) string {
 		return fmt.Sprintf("Commands run on one of %d remote hosts (each session stays on its host), not on the client's machine: paths are that host's. Warning: they may NOT be sandboxed there (each host's dsh-bash executor decides).", len(re.Hosts()))
 	}
 	return f.sandbox.instructions()
+}
+
+// usageError marks an error in what the user asked for (exit status 2),
+// as opposed to one of the machine or the network (1).
+type usageError struct{ error }
+
+func (e usageError) Unwrap() error { return e.error }
+
+func usageErr(err error) error { return usageError{err} }
+
+// exitCode is 2 for a usage error, else 1.
+func exitCode(err error) int {
+	var ue usageError
+	if errors.As(err, &ue) {
+		return 2
+	}
+	return 1
 }

@@ -27,9 +27,9 @@ func mcpCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	ef.sandbox.hidden = append(ef.sandbox.hidden, hf.serverPaths()...)
 	opts := ef.options()
 	opts.Cwd = *cwd
-	exec, ok := ef.executor(ctx, "mcp", opts, stderr)
-	if !ok {
-		return 2
+	exec, code := ef.executor(ctx, "mcp", opts, stderr)
+	if code != 0 {
+		return code
 	}
 	defer closeExecutor("mcp", exec, stderr)
 	if err := hf.refuseOpenPort(ef.sandbox.onNetwork()); err != nil {

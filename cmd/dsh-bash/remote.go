@@ -76,10 +76,10 @@ func (f *remoteFlags) hosts(stderr io.Writer) ([]remote.Host, error) {
 	for _, c := range f.cmds {
 		argv, err := shell.Fields(c, func(string) string { return "" })
 		if err != nil {
-			return nil, fmt.Errorf("--executor-cmd %q: %w", c, err)
+			return nil, usageErr(fmt.Errorf("--executor-cmd %q: %w", c, err))
 		}
 		if len(argv) == 0 {
-			return nil, errors.New("--executor-cmd: no command")
+			return nil, usageErr(errors.New("--executor-cmd: no command"))
 		}
 		cmd := &remote.Command{Argv: argv, Stderr: stderr}
 		hosts = append(hosts, remote.Host{Dial: cmd.Dial, Options: remote.Options{Host: "`" + c + "`", Workspace: f.workspace}})
@@ -87,7 +87,7 @@ func (f *remoteFlags) hosts(stderr io.Writer) ([]remote.Host, error) {
 	for _, u := range f.urls {
 		d, ws, err := remote.ParseURL(u)
 		if err != nil {
-			return nil, err
+			return nil, usageErr(err)
 		}
 		d.Command, d.Upload, d.Stderr = f.command, f.upload, stderr
 		if ws == "" {

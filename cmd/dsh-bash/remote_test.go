@@ -104,7 +104,7 @@ func TestExecutorCmd(t *testing.T) {
 		}
 	}
 	_, errOut, code = dshBash(t, dir, "run", "--executor-cmd", "/nonexistent/dsh-bash executor", "--", "true")
-	if code != 2 || !strings.Contains(errOut, "/nonexistent/dsh-bash") {
+	if code != 1 || !strings.Contains(errOut, "/nonexistent/dsh-bash") {
 		t.Errorf("a far side that cannot start: exit %d, stderr %q", code, errOut)
 	}
 }

@@ -45,9 +45,9 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	}
 	opts := ef.options()
 	opts.KeepSpillFiles = true // their paths are printed for the user to open
-	exec, ok := ef.executor(ctx, "run", opts, stderr)
-	if !ok {
-		return 2
+	exec, code := ef.executor(ctx, "run", opts, stderr)
+	if code != 0 {
+		return code
 	}
 	defer closeExecutor("run", exec, stderr)
 	tb := toolbash.New(exec, &toolbash.Options{MaxResultChars: ef.maxResultChars})

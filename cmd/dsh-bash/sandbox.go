@@ -121,7 +121,7 @@ func (f *sandboxFlags) executor(ctx context.Context, name string, opts *local.Op
 		return local.New(opts)
 	case "on", "auto":
 	default:
-		return nil, fmt.Errorf("--sandbox must be auto, on or off (got %q)", f.mode)
+		return nil, usageErr(fmt.Errorf("--sandbox must be auto, on or off (got %q)", f.mode))
 	}
 	limits, err := f.limits()
 	if err != nil {
@@ -147,7 +147,7 @@ func (f *sandboxFlags) policy() (sandbox.Policy, error) {
 	case "off":
 		p.Network = sandbox.NetworkOff
 	default:
-		return p, fmt.Errorf("--sandbox-network must be on or off (got %q)", f.network)
+		return p, usageErr(fmt.Errorf("--sandbox-network must be on or off (got %q)", f.network))
 	}
 	return p, nil
 }
@@ -156,7 +156,7 @@ func (f *sandboxFlags) policy() (sandbox.Policy, error) {
 func (f *sandboxFlags) limits() (sandbox.Limits, error) {
 	l := sandbox.Limits{Pids: f.pids}
 	if f.pids < -1 {
-		return l, fmt.Errorf("--sandbox-pids must be positive, or -1 for no limit (got %d)", f.pids)
+		return l, usageErr(fmt.Errorf("--sandbox-pids must be positive, or -1 for no limit (got %d)", f.pids))
 	}
 	switch f.memory {
 	case "":
@@ -165,7 +165,7 @@ func (f *sandboxFlags) limits() (sandbox.Limits, error) {
 	default:
 		n, err := parseSize(f.memory)
 		if err != nil {
-			return l, fmt.Errorf("--sandbox-memory: %w", err)
+			return l, usageErr(fmt.Errorf("--sandbox-memory: %w", err))
 		}
 		l.Memory = n
 	}
