@@ -106,12 +106,14 @@ func restrictFiles(writable []string) error {
 	if self, err := os.Readlink("/proc/self"); err == nil {
 		rules = append(rules, landlock.RWFiles("/proc/"+self+"/oom_score_adj").IgnoreIfMissing())
 	}
-	cfg := landlock.V7.BestEffort()
-	if err := cfg.RestrictPaths(rules...); err != nil {
+	// One ruleset for files and scopes: every Landlock domain refuses to
+	// link or move a file across directories unless one of its own rules
+	// grants it (LANDLOCK_ACCESS_FS_REFER), so a second, scopes-only
+	// domain would break hard links in the workspace (git's quarantined
+	// pushes, for one).
+	cfg := landlock.Config{HandledAccessFS: landlock.V7.HandledAccessFS, Scoped: landlock.V7.Scoped}.BestEffort()
+	if err := cfg.Restrict(rules...); err != nil {
 		return fmt.Errorf("landlock: %w", err)
-	}
-	if err := cfg.RestrictScoped(); err != nil {
-		return fmt.Errorf("landlock scopes: %w", err)
 	}
 	return nil
 }

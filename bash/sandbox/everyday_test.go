@@ -35,6 +35,7 @@ func TestEverydayWork(t *testing.T) {
 		name, tool string
 		ci         bool // .ci/run provides it: required under CI=true
 		files      map[string]string
+		host       string // run on the host in the workspace before cmd, and again after it
 		cmd        string
 	}{
 		{"go build and test", "go", true, map[string]string{
@@ -42,15 +43,24 @@ func TestEverydayWork(t *testing.T) {
 			"m.go":          "package m\n\nfunc Two() int { return 2 }\n",
 			"m_test.go":     "package m\n\nimport \"testing\"\n\nfunc TestTwo(t *testing.T) { if Two() != 2 { t.Fatal() } }\n",
 			"cmd/x/main.go": "package main\n\nfunc main() { println(\"built\") }\n",
-		}, "go build ./... && go test -count=1 ./... && go run ./cmd/x"},
-		{"git commit", "git", true, map[string]string{"a.txt": "a\n"},
+		}, "", "go build ./... && go test -count=1 ./... && go run ./cmd/x"},
+		{"git commit", "git", true, map[string]string{"a.txt": "a\n"}, "",
 			"git init -q . && git add a.txt && git -c user.name=t -c user.email=t@t commit -qm one && git log --oneline | wc -l"},
+		// A repository that exists at the jail's start (its .git protected,
+		// its missing entries made): commit, branch, worktree, push and
+		// fetch work, and so does git on the host before and after.
+		{"git in an existing repository", "git", true, map[string]string{"a.txt": "a\n"},
+			"if test -d .git; then git status --short >/dev/null && git log -1 --format=%s | grep -qx jail; " +
+				"else git init -q . && git init -q --bare up.git && git remote add up ./up.git && " +
+				"git add a.txt && git -c user.name=t -c user.email=t@t commit -qm host; fi",
+			"git checkout -qb topic && echo b > b.txt && git add b.txt && git -c user.name=t -c user.email=t@t commit -qm jail && " +
+				"git worktree add -q wt main 2>/dev/null || git worktree add -q wt master && git push -q up topic && git fetch -q up && git log --oneline | wc -l"},
 		{"npm install", "npm", false, map[string]string{
 			"package.json":     `{"name":"app","version":"1.0.0","dependencies":{"lib":"file:./lib"}}`,
 			"lib/package.json": `{"name":"lib","version":"1.0.0","main":"index.js"}`,
 			"lib/index.js":     "module.exports = 42;\n",
-		}, "npm install --offline --no-audit --no-fund >/dev/null && node -e 'console.log(require(\"lib\"))'"},
-		{"pip install --user", "pip3", false, map[string]string{"mkwheel.py": mkWheel},
+		}, "", "npm install --offline --no-audit --no-fund >/dev/null && node -e 'console.log(require(\"lib\"))'"},
+		{"pip install --user", "pip3", false, map[string]string{"mkwheel.py": mkWheel}, "",
 			"py=$(python3 -c 'import sys; print(sys.executable)') && $py mkwheel.py && " +
 				// A distribution's Python (PEP 668) refuses --user installs
 				// unless told: what an agent does there too.
@@ -59,7 +69,7 @@ func TestEverydayWork(t *testing.T) {
 		{"cargo build", "cargo", false, map[string]string{
 			"Cargo.toml":  "[package]\nname = \"probe\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
 			"src/main.rs": "fn main() { println!(\"built\"); }\n",
-		}, "cargo build --offline -q && ./target/debug/probe"},
+		}, "", "cargo build --offline -q && ./target/debug/probe"},
 	}
 	home := t.TempDir()
 	env, writable := everydayEnv(t, home)
@@ -83,13 +93,28 @@ func TestEverydayWork(t *testing.T) {
 				os.MkdirAll(filepath.Dir(filepath.Join(ws, name)), 0o755)
 				os.WriteFile(filepath.Join(ws, name), []byte(body), 0o644)
 			}
+			onHost(t, ws, env, c.host)
 			ctx := context.Background()
 			spec, _ := e.Resolve(ctx, bash.ExecRequest{Command: c.cmd, Owner: c.name, Workspace: ws, Workdir: ws, Timeout: 5 * time.Minute})
 			res, err := e.Run(ctx, spec)
 			if err != nil || res.ExitCode != 0 {
 				t.Errorf("%v, exit %d\nstdout: %s\nstderr: %s", err, res.ExitCode, res.Stdout.Text, res.Stderr.Text)
 			}
+			onHost(t, ws, env, c.host)
 		})
+	}
+}
+
+// onHost runs script (if any) on the host in dir, with env added.
+func onHost(t *testing.T, dir string, env []string, script string) {
+	t.Helper()
+	if script == "" {
+		return
+	}
+	cmd := exec.Command("sh", "-c", script)
+	cmd.Dir, cmd.Env = dir, append(os.Environ(), env...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("on the host: %s: %v\n%s", script, err, out)
 	}
 }
 
