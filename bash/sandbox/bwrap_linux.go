@@ -48,7 +48,7 @@ func (p *Policy) bwrapArgs(jp jailPaths) []string {
 		a = append(a, "--bind", jp.tmp, dir)
 	}
 	a = append(a, bindArgs("--bind", p.writable(jp))...)
-	mounts, readOnly := protected(jp.workspace)
+	mounts, readOnly := protected(jp.workspace, func(gd string) { makeMissing(jp.workspace, gd) })
 	a = append(a, bindArgs("--bind", mounts)...)
 	a = append(a, bindArgs("--ro-bind", append(readOnly, p.ReadOnly...))...)
 	if jp.spill != "" {
@@ -101,7 +101,7 @@ func (p *Policy) writable(jp jailPaths) []string {
 // jail at the user's next git command, and its nested ones), and the
 // policy's extra paths.
 func (p *Policy) readOnly(workspace string) []string {
-	_, ro := protected(workspace)
+	_, ro := protected(workspace, nil)
 	return append(ro, p.ReadOnly...)
 }
 

@@ -23,7 +23,9 @@ var skipDirs = map[string]bool{"node_modules": true, ".venv": true, "target": tr
 var WorkspaceReadOnly = []string{".dsh", ".vscode", ".idea", ".envrc", ".claude", ".mcp.json", ".cursor", ".zed"}
 
 // gitReadOnly are the entries of a git directory that make git run code or
-// read its configuration elsewhere: read-only where they exist.
+// read its configuration elsewhere: read-only in every jail. Those missing
+// at a jail's start are made first (see makeMissing), since a command
+// could otherwise create them.
 var gitReadOnly = []string{"config", "config.worktree", "hooks", "commondir", "info/attributes"}
 
 // protected lists what a jail of workspace binds to keep host programs'
@@ -31,8 +33,11 @@ var gitReadOnly = []string{"config", "config.worktree", "hooks", "commondir", "i
 // directories bound onto themselves (so that a command can neither rename
 // nor replace one: a mount point is busy), and readOnly, the files and
 // directories bound read-only. A .git that is a file (a worktree's or
-// submodule's pointer to its git directory) is read-only itself.
-func protected(workspace string) (mounts, readOnly []string) {
+// submodule's pointer to its git directory) is read-only itself. With
+// prepare set, each git directory is handed to it before its entries are
+// listed (a jail's start makes the missing ones; a view of the policy
+// changes nothing).
+func protected(workspace string, prepare func(gitDir string)) (mounts, readOnly []string) {
 	for _, rel := range WorkspaceReadOnly {
 		readOnly = append(readOnly, filepath.Join(workspace, rel))
 	}
@@ -45,6 +50,9 @@ func protected(workspace string) (mounts, readOnly []string) {
 		case fi.IsDir():
 			mounts = append(mounts, dotgit)
 			for _, gd := range gitDirs(dotgit) {
+				if prepare != nil {
+					prepare(gd)
+				}
 				for _, name := range gitReadOnly {
 					readOnly = append(readOnly, filepath.Join(gd, name))
 				}

@@ -25,7 +25,7 @@ import (
 func TestMain(m *testing.M) {
 	Main()
 	if len(os.Args) > 1 && os.Args[1] == probeArg {
-		os.Exit(probeSyscalls(os.Stdout))
+		os.Exit(probe(os.Args[2:], os.Stdout))
 	}
 	proctest.QuickRaceExit()
 	proctest.RaiseParallel(4)
@@ -64,6 +64,7 @@ type rig struct {
 	victims    int         // victims started so far
 	serverPid  string
 	spillMatch string
+	abstract   string // the name of an abstract unix socket the test listens on
 }
 
 func newRig(t *testing.T, sandboxed bool) *rig {
@@ -76,12 +77,16 @@ func newRig(t *testing.T, sandboxed bool) *rig {
 	}
 	t.Cleanup(func() { os.RemoveAll(outside) })
 	r.outside = outside
+	r.abstract = listenAbstract(t)
 	os.MkdirAll(filepath.Join(r.home, ".ssh"), 0o700)
 	os.WriteFile(filepath.Join(r.home, ".ssh", "id_ed25519"), []byte("PRIVATE-KEY-MATERIAL\n"), 0o600)
 	for _, repo := range []string{".git", "sub/.git", "sub/deeper/.git"} {
 		os.MkdirAll(filepath.Join(r.wsB, repo, "hooks"), 0o755)
 		os.WriteFile(filepath.Join(r.wsB, repo, "config"), []byte("[core]\n"), 0o644)
 	}
+	// A repository with none of the entries git does without.
+	os.MkdirAll(filepath.Join(r.wsB, "bare", ".git"), 0o755)
+	os.WriteFile(filepath.Join(r.wsB, "bare", ".git", "config"), []byte("[core]\n"), 0o644)
 	os.MkdirAll(filepath.Join(r.wsB, "wt"), 0o755)
 	os.WriteFile(filepath.Join(r.wsB, "wt", ".git"), []byte("gitdir: ../.git/worktrees/wt\n"), 0o644)
 	os.MkdirAll(filepath.Join(r.wsB, ".vscode"), 0o755)
@@ -107,12 +112,37 @@ func newRig(t *testing.T, sandboxed bool) *rig {
 
 // probe is the command that runs the system call probe: a copy of the test
 // binary in session B's workspace (the jail does not see the build's /tmp).
-func (r *rig) probe() string {
-	exe, _ := os.Executable()
-	b, _ := os.ReadFile(exe)
+func (r *rig) probe(args ...string) string {
 	bin := filepath.Join(r.wsB, "probe")
-	os.WriteFile(bin, b, 0o755)
-	return bin + " " + probeArg
+	if _, err := os.Stat(bin); err != nil {
+		exe, _ := os.Executable()
+		b, _ := os.ReadFile(exe)
+		os.WriteFile(bin, b, 0o755)
+	}
+	return strings.Join(append([]string{bin, probeArg}, args...), " ")
+}
+
+// listenAbstract listens on an abstract unix socket until the test ends,
+// and returns its name (without the leading @).
+func listenAbstract(t *testing.T) string {
+	name := fmt.Sprintf("dsh-test-%d-%s", os.Getpid(), filepath.Base(t.TempDir()))
+	ln, err := net.Listen("unix", "@"+name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	t.Cleanup(func() { ln.Close(); <-done })
+	return name
 }
 
 // victimEnds reports whether the victim task ends within bound (a killed
@@ -272,6 +302,26 @@ var attacks = []attack{
 			_, err := os.Stat(filepath.Join(r.wsB, "sub", ".git", "hooks", "post-checkout"))
 			return err == nil || hostFileChanged(r, "sub/.git/config", "[core]\n") || hostFileChanged(r, "sub/deeper/.git/config", "[core]\n")
 		}},
+	{"create the git entries a repository lacks",
+		// A commondir naming a copy with a configuration of the command's
+		// choosing, a hook, attributes naming a filter, a worktree config.
+		func(r *rig) string {
+			return "for g in .git bare/.git; do echo /var/tmp/evil > $g/commondir; done; g=bare/.git; " +
+				"mkdir -p $g/hooks $g/info; echo x > $g/hooks/post-checkout; " +
+				"echo '* filter=x' > $g/info/attributes; echo '[core]' > $g/config.worktree"
+		},
+		func(t *testing.T, r *rig, out string) bool {
+			for _, rel := range []string{".git/commondir", "bare/.git/commondir"} {
+				if b, err := os.ReadFile(filepath.Join(r.wsB, rel)); err == nil && string(b) != "." {
+					return true
+				}
+			}
+			g := filepath.Join(r.wsB, "bare", ".git")
+			_, err := os.Stat(filepath.Join(g, "hooks", "post-checkout"))
+			attrs, _ := os.ReadFile(filepath.Join(g, "info", "attributes"))
+			wtConfig, _ := os.ReadFile(filepath.Join(g, "config.worktree"))
+			return err == nil || len(attrs) > 0 || len(wtConfig) > 0
+		}},
 	{"redirect a worktree's .git file",
 		func(r *rig) string { return "echo 'gitdir: /var/tmp/evil' > wt/.git" },
 		func(t *testing.T, r *rig, out string) bool {
@@ -295,6 +345,14 @@ var attacks = []attack{
 			}
 			return false
 		}},
+	{"make a system call of the x32 ABI",
+		func(r *rig) string { return r.probe("x32") },
+		func(t *testing.T, r *rig, out string) bool { return strings.Contains(out, "x32:") }},
+	{"reach an abstract unix socket outside the jail",
+		// The jail shares the host's network namespace (the network is on),
+		// and with it the abstract sockets (X11's, D-Bus's, …).
+		func(r *rig) string { return r.probe("abstract", r.abstract) },
+		func(t *testing.T, r *rig, out string) bool { return strings.Contains(out, "abstract: connected") }},
 	{"hold capabilities",
 		// As root (here) or with file capabilities, commands would hold
 		// some; in the jail's user namespace, bwrap would give them all.

@@ -5,6 +5,7 @@ package sandbox
 import (
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"runtime"
 	"syscall"
@@ -26,6 +27,34 @@ func init() {
 		// hung. Locked in init, main runs on the main thread.
 		runtime.LockOSThread()
 	}
+}
+
+// probe is the test binary run as probeArg with args: no more, the system
+// call probe; "x32", a system call of the x32 ABI (which the filter
+// answers by killing the process: what it prints shows it lived); or
+// "abstract NAME", a connection to the abstract unix socket @NAME.
+func probe(args []string, w io.Writer) int {
+	switch {
+	case len(args) == 0:
+		return probeSyscalls(w)
+	case args[0] == "x32":
+		// getpid with the x32 bit: ENOSYS where the kernel has no x32
+		// ABI, a pid where it has one.
+		r, _, errno := unix.RawSyscall(unix.SYS_GETPID|0x40000000, 0, 0, 0)
+		fmt.Fprintf(w, "x32: %d %v\n", r, errorText(errno))
+	case args[0] == "abstract" && len(args) == 2:
+		c, err := net.Dial("unix", "@"+args[1])
+		if err != nil {
+			fmt.Fprintf(w, "abstract: %v\n", err)
+			return 0
+		}
+		c.Close()
+		fmt.Fprintln(w, "abstract: connected")
+	default:
+		fmt.Fprintf(w, "probe: unknown %q\n", args)
+		return 2
+	}
+	return 0
 }
 
 // probeSyscalls makes each system call the jail's filter refuses, in a form
