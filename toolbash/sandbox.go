@@ -11,6 +11,9 @@ type SandboxFacts struct {
 	// Writable are further paths commands may change; ReadOnly, further
 	// read-only ones (both as the user configured them).
 	Writable, ReadOnly []string
+	// TmpSize is the size of the session's private /tmp, which is kept
+	// in memory ("4 GiB"); "" where it is not known.
+	TmpSize string
 }
 
 // SandboxText tells the model what the sandbox its commands run in allows,
@@ -18,7 +21,11 @@ type SandboxFacts struct {
 // retrying: an MCP server's instructions, an agent's system prompt.
 func SandboxText(f SandboxFacts) string {
 	var b strings.Builder
-	b.WriteString("Commands run in a sandbox. They may change the workspace and /tmp (private to this session, removed when it ends)")
+	b.WriteString("Commands run in a sandbox. They may change the workspace and /tmp (private to this session, removed when it ends")
+	if f.TmpSize != "" {
+		b.WriteString("; kept in memory and at most " + f.TmpSize + ", so put large files in the workspace")
+	}
+	b.WriteString(")")
 	if !f.LockCaches {
 		b.WriteString(", and the tool caches (~/.cache, ~/go, ~/.npm, ~/.cargo, … and those GOCACHE, GOPATH, CARGO_HOME and the like name)")
 	}

@@ -282,6 +282,7 @@ func TestSandboxTextGolden(t *testing.T) {
 		facts SandboxFacts
 	}{
 		{"default", SandboxFacts{}},
+		{"tmp-size", SandboxFacts{TmpSize: "4 GiB"}},
 		{"network-off-locked", SandboxFacts{NetworkOff: true, LockCaches: true}},
 		{"extra-paths", SandboxFacts{Writable: []string{"/data"}, ReadOnly: []string{"/w/.env"}}},
 	}

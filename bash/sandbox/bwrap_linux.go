@@ -10,7 +10,7 @@ import (
 // jailPaths are the per-jail paths bwrapArgs binds.
 type jailPaths struct {
 	workspace string // bound read-write at its own path
-	tmp       string // the jail's private /tmp, on the host
+	tmpSize   int64  // the size of the jail's private /tmp (and its covers); ≤ 0: the kernel's default
 	spill     string // the owner's spill directory, bound read-only at its own path
 	// serverTemp are the executor's temporary directories (where the jails'
 	// /tmp, the spill files and dsh-bash's token are kept): the private
@@ -43,9 +43,9 @@ func (p *Policy) bwrapArgs(jp jailPaths) []string {
 	}
 	a = append(a, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc")
 	a = append(a, p.hideArgs(HiddenSystemPaths)...)
-	a = append(a, "--bind", jp.tmp, "/tmp")
+	a = append(a, tmpfsArgs("/tmp", 0o1777, jp.tmpSize)...)
 	for _, dir := range p.tempCovers(jp.serverTemp) {
-		a = append(a, "--bind", jp.tmp, dir)
+		a = append(a, tmpfsArgs(dir, 0o700, jp.tmpSize)...)
 	}
 	a = append(a, bindArgs("--bind", p.writable(jp))...)
 	mounts, readOnly := protected(jp.workspace, func(gd string) { makeMissing(jp.workspace, gd) })
@@ -107,7 +107,18 @@ func (p *Policy) readOnly(workspace string) []string {
 
 // landlockWritable is what the agent's Landlock rules let commands write.
 func (p *Policy) landlockWritable(jp jailPaths) []string {
-	return slices.Concat(p.writable(jp), []string{"/tmp", "/dev"})
+	return slices.Concat(p.writable(jp), []string{"/tmp", "/dev"}, p.tempCovers(jp.serverTemp))
+}
+
+// tmpfsArgs mount a private, empty file system in memory on dir, with
+// mode perm, at most size bytes large (≤ 0: the kernel's default, half
+// the machine's memory).
+func tmpfsArgs(dir string, perm os.FileMode, size int64) []string {
+	a := []string{"--perms", strconv.FormatUint(uint64(perm), 8)}
+	if size > 0 {
+		a = append(a, "--size", strconv.FormatInt(size, 10))
+	}
+	return append(a, "--tmpfs", dir)
 }
 
 // bindArgs binds each existing path onto itself.

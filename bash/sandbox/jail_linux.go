@@ -29,7 +29,6 @@ var errJailGone = errors.New("the session's sandbox is gone")
 type jail struct {
 	key   string
 	owner string
-	tmp   string // its private /tmp on the host
 	unpin func() // releases the owner's spill directory
 	cg    jailCgroups
 	limit string // the memory limit, as the model reads it
@@ -73,15 +72,12 @@ func (js *jails) startJail(ctx context.Context, j *jail, req *local.SpawnRequest
 		return fmt.Errorf("keep the session's spill directory: %w", err)
 	}
 	j.unpin = unpin
-	if j.tmp, err = js.tmpDir(); err != nil {
-		return err
-	}
 	files, err := js.jailFiles()
 	if err != nil {
 		return err
 	}
 	j.sock = files[0]
-	jp := jailPaths{workspace: req.Workspace, tmp: j.tmp, spill: spill, serverTemp: js.serverTemp, env: req.Env}
+	jp := jailPaths{workspace: req.Workspace, tmpSize: js.limits.limits.Tmp, spill: spill, serverTemp: js.serverTemp, env: req.Env}
 	args := js.policy.bwrapArgs(jp)
 	agent := agentConfig{Socket: fdAgentSock, Exe: fdAgentExe, Writable: js.policy.landlockWritable(jp)}
 	args = append(append(args, "--", "/proc/self/fd/"+strconv.Itoa(fdAgentExe)), agentArgs(agent)...)
@@ -365,9 +361,6 @@ func (j *jail) close() error {
 	// of them yet: a cgroup still busy is left for the executor's Close,
 	// or the next start's CleanStale.
 	_ = j.cg.remove()
-	if j.tmp != "" {
-		return removeTree(j.tmp)
-	}
 	return nil
 }
 

@@ -19,6 +19,13 @@ type Limits struct {
 	// Pids is the most processes and threads the session may have at
 	// once; past it fork fails (a fork bomb stops there). Default 4096.
 	Pids int
+	// Tmp is the most bytes the session's private /tmp may hold (each of
+	// them, where the executor's temporary directories get one too): a
+	// file system in memory, whose pages count against Memory too; past
+	// it a write fails with "No space left on device". Default: half of
+	// Memory (or of Memory's default, where Memory is negative). This
+	// one applies wherever the jail does.
+	Tmp int64
 }
 
 // DefaultPids is Limits.Pids by default.
@@ -26,8 +33,15 @@ const DefaultPids = 4096
 
 // withDefaults fills in the zero fields; total is the machine's memory.
 func (l Limits) withDefaults(total int64) Limits {
+	memory := max(total/4, 1<<30)
 	if l.Memory == 0 {
-		l.Memory = max(total/4, 1<<30)
+		l.Memory = memory
+	}
+	if l.Tmp == 0 {
+		l.Tmp = memory / 2
+		if l.Memory > 0 {
+			l.Tmp = l.Memory / 2
+		}
 	}
 	if l.Pids == 0 {
 		l.Pids = DefaultPids

@@ -17,25 +17,57 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// limiter puts each jail in cgroups of its own in the cgroup v1 memory and
-// pids hierarchies, with the session's limits, where the host mounts them
-// (hybrid hosts, where cgroup v2 has no controllers) and lets us write
-// there. The jail's every process is born into them: bwrap is forked from a
-// thread of ours moved into them for the fork, and moved back after (v1
-// membership is per thread, and a child inherits its parent thread's).
+// limiter puts each jail in cgroups of its own in the cgroup v1 memory,
+// pids and cpu hierarchies, with the session's limits, where the host
+// mounts them (hybrid hosts, where cgroup v2 has no controllers) and lets
+// us write there. The jail's every process is born into them: bwrap is
+// forked from a thread of ours moved into them for the fork, and moved
+// back after (v1 membership is per thread, and a child inherits its parent
+// thread's).
 type limiter struct {
 	limits Limits
-	memory string // our directory in the memory hierarchy; "" if none
-	pids   string // our directory in the pids hierarchy; "" if none
+	dirs   jailCgroups // our directory in each hierarchy; "" if none
 
 	forkMu sync.Mutex // one thread moved at a time
 	next   atomic.Uint64
 }
 
-// jailCgroups are one jail's cgroups ("" where the hierarchy is missing).
-type jailCgroups struct {
-	memory, pids string
+// The v1 controllers a jail gets a cgroup of, in the order of jailCgroups.
+const (
+	ctlMemory = iota
+	ctlPids
+	ctlCPU
+	numCtl
+)
+
+// controllers names them, and the file of each that holds the jail's limit.
+var controllers = [numCtl]struct{ name, file string }{
+	ctlMemory: {"memory", "memory.limit_in_bytes"},
+	ctlPids:   {"pids", "pids.max"},
+	// Every jail has the same weight: a session's CPU time is shared
+	// among its processes, however many it starts, not taken from the
+	// other sessions'.
+	ctlCPU: {"cpu", "cpu.shares"},
 }
+
+// jailCgroups are a directory in each controller's hierarchy ("" where it
+// is missing or unused).
+type jailCgroups [numCtl]string
+
+// limit is the value of controller c's limit file for a jail; a negative
+// one means the controller is not used.
+func (l Limits) limit(c int) int64 {
+	switch c {
+	case ctlMemory:
+		return l.Memory
+	case ctlPids:
+		return int64(l.Pids)
+	}
+	return cpuShares
+}
+
+// cpuShares is every jail's cpu.shares: the kernel's default weight.
+const cpuShares = 1024
 
 // newLimiter makes the executor's directories in the v1 hierarchies; err
 // says why there are none (the limits then do not apply).
@@ -49,19 +81,19 @@ func newLimiter(l Limits) (*limiter, error) {
 	// process may run several executors.
 	pattern := strings.Replace(jailsPrefix(), "dsh-jails-", "dsh-limits-", 1) + "*"
 	var errs []error
-	for ctrl, dst := range map[string]*string{"memory": &lm.memory, "pids": &lm.pids} {
-		if (ctrl == "memory" && lm.limits.Memory < 0) || (ctrl == "pids" && lm.limits.Pids < 0) {
+	for c, ctl := range controllers {
+		if lm.limits.limit(c) < 0 {
 			continue
 		}
-		dir, err := v1Dir(mounts, own, ctrl)
+		dir, err := v1Dir(mounts, own, ctl.name)
 		if err == nil {
 			dir, err = os.MkdirTemp(dir, pattern)
 		}
 		if err != nil {
-			errs = append(errs, fmt.Errorf("cgroup v1 %s: %w", ctrl, err))
+			errs = append(errs, fmt.Errorf("cgroup v1 %s: %w", ctl.name, err))
 			continue
 		}
-		*dst = dir
+		lm.dirs[c] = dir
 	}
 	return lm, errors.Join(errs...)
 }
@@ -107,7 +139,7 @@ func v1Dir(mountinfo, cgroup, ctrl string) (string, error) {
 }
 
 // active reports whether any limit applies.
-func (lm *limiter) active() bool { return lm != nil && (lm.memory != "" || lm.pids != "") }
+func (lm *limiter) active() bool { return lm != nil && lm.dirs != jailCgroups{} }
 
 // make makes a jail's cgroups with the limits.
 func (lm *limiter) make() (jailCgroups, error) {
@@ -116,18 +148,15 @@ func (lm *limiter) make() (jailCgroups, error) {
 		return cg, nil
 	}
 	name := "jail-" + strconv.FormatUint(lm.next.Add(1), 10)
-	if lm.memory != "" {
-		cg.memory = filepath.Join(lm.memory, name)
-		if err := mkLimited(cg.memory, "memory.limit_in_bytes", lm.limits.Memory); err != nil {
-			return cg, err
+	for c, dir := range lm.dirs {
+		if dir == "" {
+			continue
 		}
-	}
-	if lm.pids != "" {
-		cg.pids = filepath.Join(lm.pids, name)
-		if err := mkLimited(cg.pids, "pids.max", int64(lm.limits.Pids)); err != nil {
+		if err := mkLimited(filepath.Join(dir, name), controllers[c].file, lm.limits.limit(c)); err != nil {
 			cg.remove()
-			return cg, err
+			return jailCgroups{}, err
 		}
+		cg[c] = filepath.Join(dir, name)
 	}
 	return cg, nil
 }
@@ -155,7 +184,7 @@ func (lm *limiter) startIn(cg jailCgroups, start func() error) error {
 	go func() {
 		runtime.LockOSThread()
 		tid := unix.Gettid()
-		back, err := threadCgroups(tid)
+		back, err := threadCgroups(tid, cg)
 		if err == nil {
 			err = moveThread(tid, cg)
 		}
@@ -177,16 +206,20 @@ func (lm *limiter) startIn(cg jailCgroups, start func() error) error {
 	return <-done
 }
 
-// threadCgroups is where thread tid is now in the hierarchies cg names.
-func threadCgroups(tid int) (jailCgroups, error) {
+// threadCgroups is where thread tid is now in the hierarchies where jail
+// has a cgroup.
+func threadCgroups(tid int, jail jailCgroups) (jailCgroups, error) {
 	mounts, own, err := cgroupFiles("/proc/self/task/" + strconv.Itoa(tid) + "/cgroup")
 	if err != nil {
 		return jailCgroups{}, err
 	}
 	var cg jailCgroups
 	var errs []error
-	for ctrl, dst := range map[string]*string{"memory": &cg.memory, "pids": &cg.pids} {
-		if *dst, err = v1Dir(mounts, own, ctrl); err != nil {
+	for c, ctl := range controllers {
+		if jail[c] == "" {
+			continue
+		}
+		if cg[c], err = v1Dir(mounts, own, ctl.name); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -195,7 +228,7 @@ func threadCgroups(tid int) (jailCgroups, error) {
 
 // moveThread moves thread tid into cg's cgroups.
 func moveThread(tid int, cg jailCgroups) error {
-	for _, dir := range []string{cg.memory, cg.pids} {
+	for _, dir := range cg {
 		if dir == "" {
 			continue
 		}
@@ -208,10 +241,10 @@ func moveThread(tid int, cg jailCgroups) error {
 
 // oomKills is how many processes the memory limit of cg has killed.
 func (cg jailCgroups) oomKills() uint64 {
-	if cg.memory == "" {
+	if cg[ctlMemory] == "" {
 		return 0
 	}
-	b, _ := os.ReadFile(filepath.Join(cg.memory, "memory.oom_control"))
+	b, _ := os.ReadFile(filepath.Join(cg[ctlMemory], "memory.oom_control"))
 	for line := range bytes.Lines(b) {
 		if v, ok := bytes.CutPrefix(line, []byte("oom_kill ")); ok {
 			n, _ := strconv.ParseUint(string(bytes.TrimSpace(v)), 10, 64)
@@ -224,7 +257,7 @@ func (cg jailCgroups) oomKills() uint64 {
 // remove removes cg's cgroups, which must be empty.
 func (cg jailCgroups) remove() error {
 	var errs []error
-	for _, dir := range []string{cg.memory, cg.pids} {
+	for _, dir := range cg {
 		if dir != "" {
 			if err := unix.Rmdir(dir); err != nil && !errors.Is(err, unix.ENOENT) {
 				errs = append(errs, fmt.Errorf("remove the session's cgroup %s: %w", dir, err))
@@ -242,7 +275,7 @@ func (lm *limiter) close() error {
 	if lm == nil {
 		return nil
 	}
-	for _, dir := range []string{lm.memory, lm.pids} {
+	for _, dir := range lm.dirs {
 		if dir == "" {
 			continue
 		}

@@ -5,6 +5,8 @@ package sandbox
 import (
 	"context"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,12 +17,13 @@ import (
 
 // TestLimits: a session's memory hog is killed at its memory limit, and
 // the result names the limit; its fork bomb stops at its process limit;
-// another session works on meanwhile. The attacks are bounded (300 MB, 100
-// processes) and the limits set low.
+// filling its /tmp stops at the /tmp's size; another session works on
+// meanwhile. The attacks are bounded (300 MB, 100 processes, 20 MB) and the
+// limits set low.
 func TestLimits(t *testing.T) {
 	t.Parallel()
 	ws := t.TempDir()
-	e, err := newSandbox(t, &Options{Limits: Limits{Memory: 64 << 20, Pids: 32},
+	e, err := newSandbox(t, &Options{Limits: Limits{Memory: 64 << 20, Pids: 32, Tmp: 8 << 20},
 		Local: &local.Options{Cwd: ws, Grace: 200 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
@@ -54,6 +57,21 @@ func TestLimits(t *testing.T) {
 	if !strings.Contains(bomb.Stderr.Text, "Resource temporarily unavailable") {
 		t.Errorf("fork bomb: not stopped at the process limit: stderr %q", bomb.Stderr.Text)
 	}
+	full := run("alice", "head -c 20000000 /dev/zero > /tmp/big; echo $?; du -m /tmp/big", 10*time.Second)
+	if !strings.Contains(full.Stderr.Text, "No space left on device") || !strings.HasPrefix(full.Stdout.Text, "1\n8\t") {
+		t.Errorf("filling /tmp: not stopped at its size: stdout %q, stderr %q", full.Stdout.Text, full.Stderr.Text)
+	}
+	// Each session's processes share one CPU weight: they are in its cpu
+	// cgroup (where the host has the v1 cpu hierarchy).
+	if v1Mounted(t, "cpu") {
+		if e.jails.limits.dirs[ctlCPU] == "" {
+			t.Fatal("the host has a v1 cpu hierarchy, and the jails have no cgroup there")
+		}
+		cg := run("alice", "grep -E '^[0-9]+:([a-z,]*,)?cpu(,[a-z,]*)?:' /proc/self/cgroup", 10*time.Second)
+		if want := filepath.Base(e.jails.limits.dirs[ctlCPU]) + "/jail-"; !strings.Contains(cg.Stdout.Text, want) {
+			t.Errorf("the command's cpu cgroup: %q, want one in %s", cg.Stdout.Text, want)
+		}
+	}
 	if other := run("bob", "echo fine", 10*time.Second); other.Stdout.Text != "fine\n" || other.Limit != "" {
 		t.Errorf("the other session: %+v", other)
 	}
@@ -84,4 +102,21 @@ func TestV1Dir(t *testing.T) {
 			t.Errorf("v1Dir(%q, %s) = %q, %v; want %q (fails %v)", tt.cgroup, tt.ctrl, got, err, tt.want, tt.fails)
 		}
 	}
+}
+
+// v1Mounted reports whether the host mounts a cgroup v1 hierarchy with
+// controller ctl.
+func v1Mounted(t *testing.T, ctl string) bool {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(string(b)) {
+		_, fs, ok := strings.Cut(line, " - ")
+		f := strings.Fields(fs)
+		if ok && len(f) == 3 && f[0] == "cgroup" && slices.Contains(strings.Split(f[2], ","), ctl) {
+			return true
+		}
+	}
+	return false
 }

@@ -30,8 +30,9 @@ type Options struct {
 	// Agent is the binary started as each jail's agent; it must call Main
 	// first thing. Default: the running binary.
 	Agent string
-	// TempDir is where the jails' private /tmp directories are made.
-	// Default: os.TempDir().
+	// TempDir is the executor's temporary directory, which jails see
+	// covered by a private /tmp of their own (as they see /tmp). Default:
+	// os.TempDir().
 	TempDir string
 	// StartTimeout bounds the start of a jail, until its agent says it is
 	// ready (about 15 ms here); a start that takes longer fails, saying

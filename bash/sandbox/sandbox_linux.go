@@ -29,11 +29,8 @@ type jails struct {
 	limits    *limiter
 	limitsErr error
 
-	rootOnce sync.Once
-	root     string // holds the jails' private /tmp directories, made on first use
-	rootErr  error
-	hold     func(owner string) (string, func(), error)
-	admit    func(workspace string) error // refuses a workspace (checkWorkspace)
+	hold  func(owner string) (string, func(), error)
+	admit func(workspace string) error // refuses a workspace (checkWorkspace)
 
 	mu     sync.Mutex
 	byKey  map[string]*jail
@@ -62,21 +59,6 @@ func newJails(o *Options, serverTemp []string, hold func(string) (string, func()
 	limits, limitsErr := newLimiter(o.Limits)
 	return &jails{policy: o.Policy, bwrap: bw, agent: agent, filter: filter, tempDir: o.TempDir, serverTemp: serverTemp,
 		startTimeout: startTimeout, limits: limits, limitsErr: limitsErr, hold: hold, admit: admit, byKey: map[string]*jail{}}, nil
-}
-
-// tmpDir makes a jail's private /tmp in the jails' directory.
-func (js *jails) tmpDir() (string, error) {
-	js.rootOnce.Do(func() {
-		js.root, js.rootErr = os.MkdirTemp(js.tempDir, jailsPrefix())
-	})
-	if js.rootErr != nil {
-		return "", fmt.Errorf("make the jails' directory: %w", js.rootErr)
-	}
-	dir, err := os.MkdirTemp(js.root, "tmp-")
-	if err != nil {
-		return "", fmt.Errorf("make the session's /tmp: %w", err)
-	}
-	return dir, os.Chmod(dir, 0o1777)
 }
 
 func jailKey(owner, workspace string) string { return owner + "\x00" + workspace }
@@ -197,9 +179,6 @@ func (js *jails) close() error {
 		})
 	}
 	wg.Wait()
-	if js.root != "" {
-		errs = append(errs, removeTree(js.root))
-	}
 	errs = append(errs, js.limits.close())
 	return errors.Join(errs...)
 }

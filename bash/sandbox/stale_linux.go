@@ -14,8 +14,10 @@ import (
 	"github.com/dshgo/dsh/internal/stamp"
 )
 
-// staleJailsName is the name of a jails' directory (see jails.tmpDir):
-// dsh-jails-PID-START-RANDOM, stamped with its maker.
+// staleJailsName is the name of a jails' directory, which held the
+// sessions' private /tmp before they were file systems in memory:
+// dsh-jails-PID-START-RANDOM, stamped with its maker. The prefix stamps
+// the executor's cgroup directories too (see newLimiter).
 var staleJailsName = regexp.MustCompile(`^dsh-jails-([0-9]+)-([0-9]+)-[0-9]+$`)
 
 // jailsPrefix is the name pattern of this process's jails' directory.
@@ -26,7 +28,8 @@ func jailsPrefix() string {
 	return "dsh-jails-" // unstamped: never taken for stale
 }
 
-// CleanStale removes the jails' directories (the sessions' private /tmp)
+// CleanStale removes the jails' directories (the sessions' private /tmp,
+// before they were in memory) and the cgroup directories of the limits
 // that sandbox executors left in tempDir ("" means os.TempDir(), the default
 // of Options.TempDir) when their process died without Close: those stamped
 // with a process that is gone (see package local's CleanStale, which
@@ -78,8 +81,8 @@ func cleanStaleLimits() ([]string, error) {
 	}
 	var removed []string
 	var errs []error
-	for _, ctrl := range []string{"memory", "pids"} {
-		parent, err := v1Dir(mounts, own, ctrl)
+	for _, ctl := range controllers {
+		parent, err := v1Dir(mounts, own, ctl.name)
 		if err != nil {
 			continue // no such hierarchy: nothing was made there
 		}
@@ -92,10 +95,10 @@ func cleanStaleLimits() ([]string, error) {
 			jails, _ := os.ReadDir(dir)
 			for _, j := range jails {
 				if j.IsDir() {
-					errs = append(errs, jailCgroups{memory: filepath.Join(dir, j.Name())}.remove())
+					errs = append(errs, jailCgroups{filepath.Join(dir, j.Name())}.remove())
 				}
 			}
-			if err := (jailCgroups{memory: dir}).remove(); err != nil {
+			if err := (jailCgroups{dir}).remove(); err != nil {
 				errs = append(errs, err)
 				continue
 			}

@@ -7,8 +7,10 @@ type View struct {
 	// Writable are bound read-write; everything else is read-only.
 	Writable []string
 	// Private are the host directories each jail gets a private, empty
-	// /tmp in place of (/tmp and the executor's temporary directories).
+	// /tmp in place of (/tmp and the executor's temporary directories),
+	// each at most Tmp bytes large (0: the kernel's default).
 	Private []string
+	Tmp     int64
 	// ReadOnly stay read-only inside writable paths.
 	ReadOnly []string
 	// Hidden are replaced by empty ones.
@@ -23,6 +25,9 @@ type View struct {
 	Memory        int64
 	Pids          int
 	LimitsMissing string
+	// CPUShared: each session has the same share of the CPU, however many
+	// processes it runs.
+	CPUShared bool
 }
 
 // String is "on" or "off".

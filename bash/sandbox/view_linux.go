@@ -19,17 +19,19 @@ func (e *Executor) View(workspace string, env []string) View {
 	v := View{
 		Writable:    existing(p.writable(jp)),
 		Private:     append([]string{"/tmp"}, p.tempCovers(jp.serverTemp)...),
+		Tmp:         max(lm.limits.Tmp, 0),
 		ReadOnly:    existing(p.readOnly(workspace)),
 		Hidden:      existing(append(append(append([]string{}, HiddenSystemPaths...), inHome(p.home(), HiddenHomePaths)...), p.Hidden...)),
 		Network:     p.Network,
 		LandlockABI: abi,
 	}
-	if lm.memory != "" {
+	if lm.dirs[ctlMemory] != "" {
 		v.Memory = lm.limits.Memory
 	}
-	if lm.pids != "" {
+	if lm.dirs[ctlPids] != "" {
 		v.Pids = lm.limits.Pids
 	}
+	v.CPUShared = lm.dirs[ctlCPU] != ""
 	if e.jails.limitsErr != nil {
 		v.LimitsMissing = e.jails.limitsErr.Error()
 	}
@@ -46,3 +48,7 @@ func existing(paths []string) []string {
 	}
 	return out
 }
+
+// Limits are the limits each session's jail gets, with their defaults
+// filled in; View says which of them the host lets apply.
+func (e *Executor) Limits() Limits { return e.jails.limits.limits }

@@ -44,6 +44,7 @@ type sandboxConfig struct {
 	Hidden     []string `json:"hidden"`
 	Memory     string   `json:"memory"` // as --sandbox-memory
 	Pids       int      `json:"pids"`   // as --sandbox-pids
+	Tmp        string   `json:"tmp"`    // as --sandbox-tmp
 }
 
 // configPath is the file read when neither --config nor $DSH_BASH_CONFIG

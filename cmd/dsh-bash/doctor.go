@@ -75,8 +75,10 @@ func describe(w io.Writer, exec bash.Executor, ws string, sf *sandboxFlags) {
 		fmt.Fprintln(w, "landlock: unavailable (writes restricted by the mounts alone)")
 	}
 	fmt.Fprintf(w, "network: %s\n", v.Network)
-	fmt.Fprintf(w, "limits per session: memory %s, processes %s\n",
-		limitText(v.Memory, sandbox.ByteSize(v.Memory)), limitText(int64(v.Pids), strconv.Itoa(v.Pids)))
+	fmt.Fprintf(w, "limits per session: memory %s, processes %s, /tmp %s, CPU %s\n",
+		limitText(v.Memory, sandbox.ByteSize(v.Memory)), limitText(int64(v.Pids), strconv.Itoa(v.Pids)),
+		limitText(v.Tmp, sandbox.ByteSize(v.Tmp)+" in memory"),
+		map[bool]string{true: "an equal share", false: "not shared out"}[v.CPUShared])
 	if v.LimitsMissing != "" {
 		fmt.Fprintf(w, "limits unavailable: %s\n", v.LimitsMissing)
 	}

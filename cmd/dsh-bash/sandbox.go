@@ -29,8 +29,10 @@ type sandboxFlags struct {
 	hidden     listFlag
 	memory     string // a size ("2G"), "off", or "" for the default
 	pids       int    // 0 default, -1 none
+	tmp        string // a size ("1G"), or "" for the default
 	active     bool   // set once the executor is made: commands run jailed
 	reason     string // why auto ran without the sandbox
+	tmpSize    int64  // the size of each jail's /tmp, once active
 	fs         *flag.FlagSet
 }
 
@@ -44,6 +46,7 @@ func (f *sandboxFlags) register(fs *flag.FlagSet) {
 	fs.Var(&f.hidden, "sandbox-hide", "a path commands cannot see (repeatable)")
 	fs.StringVar(&f.memory, "sandbox-memory", "", "most memory one session's commands may use together: a size (512M, 2G) or off (default: a quarter of the machine's)")
 	fs.IntVar(&f.pids, "sandbox-pids", 0, "most processes one session may have at once; -1 no limit (default 4096)")
+	fs.StringVar(&f.tmp, "sandbox-tmp", "", "the size of each session's private /tmp, kept in memory: a size (256M, 1G) (default: half of --sandbox-memory)")
 }
 
 // merge completes the parsed flags with the environment and the
@@ -64,6 +67,9 @@ func (f *sandboxFlags) merge(c *sandboxConfig) error {
 	}
 	if !given["sandbox-pids"] && c.Pids != 0 {
 		f.pids = c.Pids
+	}
+	if !given["sandbox-tmp"] && c.Tmp != "" {
+		f.tmp = c.Tmp
 	}
 	for _, l := range []struct {
 		flag *listFlag
@@ -129,7 +135,7 @@ func (f *sandboxFlags) executor(ctx context.Context, name string, opts *local.Op
 	}
 	se, err := sandbox.New(ctx, &sandbox.Options{Local: opts, Policy: policy, Limits: limits})
 	if err == nil {
-		f.active = true
+		f.active, f.tmpSize = true, se.Limits().Tmp
 		return se, nil
 	}
 	if f.mode == "on" || !errors.Is(err, sandbox.ErrUnavailable) {
@@ -169,6 +175,13 @@ func (f *sandboxFlags) limits() (sandbox.Limits, error) {
 		}
 		l.Memory = n
 	}
+	if f.tmp != "" {
+		n, err := parseSize(f.tmp)
+		if err != nil {
+			return l, usageErr(fmt.Errorf("--sandbox-tmp: %w", err))
+		}
+		l.Tmp = n
+	}
 	return l, nil
 }
 
@@ -205,8 +218,12 @@ func (f *sandboxFlags) onNetwork() bool { return f.active && f.network != "off" 
 func (f *sandboxFlags) instructions() string {
 	switch {
 	case f.active:
-		return toolbash.SandboxText(toolbash.SandboxFacts{NetworkOff: f.network == "off", LockCaches: f.lockCaches,
-			Writable: f.writable, ReadOnly: f.readOnly})
+		facts := toolbash.SandboxFacts{NetworkOff: f.network == "off", LockCaches: f.lockCaches,
+			Writable: f.writable, ReadOnly: f.readOnly}
+		if f.tmpSize > 0 {
+			facts.TmpSize = sandbox.ByteSize(f.tmpSize)
+		}
+		return toolbash.SandboxText(facts)
 	case f.mode == "off":
 		return ""
 	}

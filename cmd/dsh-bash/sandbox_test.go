@@ -213,6 +213,30 @@ func TestSandboxMemoryLimit(t *testing.T) {
 	}
 }
 
+// TestSandboxTmpSize: --sandbox-tmp bounds a session's /tmp, and the
+// config file's "tmp" does when the flag is not given; a bad size is a
+// usage error.
+func TestSandboxTmpSize(t *testing.T) {
+	t.Parallel()
+	requireBwrap(t)
+	const fill = "head -c 40000000 /dev/zero > /tmp/big; du -m /tmp/big"
+	out, errOut, code := dshBash(t, t.TempDir(), "run", "--sandbox=on", "--sandbox-tmp", "16M", "--", fill)
+	if code != 0 || !strings.Contains(out, "No space left on device") || !strings.Contains(out, "16\t/tmp/big") {
+		t.Errorf("--sandbox-tmp 16M: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.json")
+	os.WriteFile(cfg, []byte(`{"sandbox": {"tmp": "24M"}}`), 0o644)
+	out, errOut, code = dshBash(t, dir, "run", "--sandbox=on", "--config", cfg, "--", fill)
+	if code != 0 || !strings.Contains(out, "24\t/tmp/big") {
+		t.Errorf("config tmp 24M: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	_, errOut, code = dshBash(t, t.TempDir(), "run", "--sandbox=on", "--sandbox-tmp", "big", "--", "true")
+	if code != 2 || !strings.Contains(errOut, `--sandbox-tmp: "big" is not a size`) {
+		t.Errorf("bad size: exit %d, stderr %q", code, errOut)
+	}
+}
+
 // TestSandboxPathWildcardRefused: a pattern given as a sandbox path, which
 // would hide nothing, is refused, saying so.
 func TestSandboxPathWildcardRefused(t *testing.T) {
