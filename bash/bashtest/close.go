@@ -44,10 +44,10 @@ func (s *suite) afterClose(t *testing.T) {
 	ran := filepath.Join(h.cfg.Cwd, "ran")
 	spec := h.resolve(bash.ExecRequest{Command: "touch " + quote(ran)})
 	h.close()
-	if _, err := h.e.Start(bg, spec); !errors.Is(err, bash.ErrClosed) {
+	if _, err := h.e.Start(h.ctx(), spec); !errors.Is(err, bash.ErrClosed) {
 		t.Errorf("Start after Close: %v; want bash.ErrClosed", err)
 	}
-	if _, err := h.e.Run(bg, spec); !errors.Is(err, bash.ErrClosed) {
+	if _, err := h.e.Run(h.ctx(), spec); !errors.Is(err, bash.ErrClosed) {
 		t.Errorf("Run after Close: %v; want bash.ErrClosed", err)
 	}
 	if _, err := os.Stat(ran); err == nil {
@@ -112,17 +112,17 @@ func (s *suite) concurrent(t *testing.T) {
 		wg.Go(func() {
 			spec, err := h.e.Resolve(bg, bash.ExecRequest{Command: "echo x"})
 			if err == nil {
-				_, err = h.e.Run(bg, spec)
+				_, err = h.e.Run(h.ctx(), spec)
 			}
 			var task bash.Task
 			if err == nil {
-				task, err = h.e.Start(bg, spec)
+				task, err = h.e.Start(h.ctx(), spec)
 			}
 			if err == nil {
-				_, err = h.e.ReadOutput(bg, task.ID)
+				_, err = h.e.ReadOutput(h.ctx(), task.ID)
 			}
 			if err == nil {
-				_, err = h.e.Kill(bg, task.ID)
+				_, err = h.e.Kill(h.ctx(), task.ID)
 			}
 			if err == nil {
 				_, err = h.e.List(bg)

@@ -17,6 +17,15 @@ import (
 
 var bg = context.Background()
 
+// ctx is the context of one call to the executor: done after waitLimit, so
+// that a call that never returns fails its test, the call's error naming
+// the deadline, instead of hanging it until go test's timeout.
+func (h *harness) ctx() context.Context {
+	ctx, cancel := context.WithTimeout(h.t.Context(), waitLimit)
+	h.t.Cleanup(cancel)
+	return ctx
+}
+
 // resolve resolves req, failing the test on an error.
 func (h *harness) resolve(req bash.ExecRequest) bash.ExecSpec {
 	h.t.Helper()
@@ -30,7 +39,7 @@ func (h *harness) resolve(req bash.ExecRequest) bash.ExecSpec {
 // run runs req in the foreground, failing the test on an error.
 func (h *harness) run(req bash.ExecRequest) bash.RunResult {
 	h.t.Helper()
-	res, err := h.e.Run(bg, h.resolve(req))
+	res, err := h.e.Run(h.ctx(), h.resolve(req))
 	if err != nil {
 		h.t.Fatalf("Run(%q): %v", req.Command, err)
 	}
@@ -47,7 +56,7 @@ func (h *harness) runCmd(cmd string) bash.RunResult {
 // error.
 func (h *harness) start(cmd, owner string) bash.Task {
 	h.t.Helper()
-	task, err := h.e.Start(bg, h.resolve(bash.ExecRequest{Command: cmd, Owner: owner}))
+	task, err := h.e.Start(h.ctx(), h.resolve(bash.ExecRequest{Command: cmd, Owner: owner}))
 	if err != nil {
 		h.t.Fatalf("Start(%q): %v", cmd, err)
 	}
@@ -68,7 +77,7 @@ func (h *harness) get(id bash.TaskID) bash.Task {
 // checks that its text is valid UTF-8.
 func (h *harness) read(id bash.TaskID) bash.TaskRead {
 	h.t.Helper()
-	r, err := h.e.ReadOutput(bg, id)
+	r, err := h.e.ReadOutput(h.ctx(), id)
 	if err != nil {
 		h.t.Fatalf("ReadOutput(%s): %v", id, err)
 	}

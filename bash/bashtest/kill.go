@@ -23,7 +23,7 @@ func (s *suite) killTests(t *testing.T) {
 // kill kills a task that must be running.
 func (h *harness) kill(id bash.TaskID) {
 	h.t.Helper()
-	if killed, err := h.e.Kill(bg, id); !killed || err != nil {
+	if killed, err := h.e.Kill(h.ctx(), id); !killed || err != nil {
 		h.t.Errorf("Kill(%s) = %v, %v; want true", id, killed, err)
 	}
 }
@@ -38,7 +38,7 @@ func (s *suite) killRunning(t *testing.T) {
 	if got.Status != bash.StatusKilled || got.Signal != "SIGTERM" || got.ExitCode != -1 || got.Owner != "alice" {
 		t.Errorf("after Kill: %+v; want killed by SIGTERM, exit code -1", got)
 	}
-	if killed, err := h.e.Kill(bg, task.ID); killed || err != nil {
+	if killed, err := h.e.Kill(h.ctx(), task.ID); killed || err != nil {
 		t.Errorf("Kill again = %v, %v; want false", killed, err)
 	}
 }
@@ -48,7 +48,7 @@ func (s *suite) killFinished(t *testing.T) {
 	l := h.listen()
 	task := h.start("exit 5", "")
 	h.wait(l, task.ID)
-	if killed, err := h.e.Kill(bg, task.ID); killed || err != nil {
+	if killed, err := h.e.Kill(h.ctx(), task.ID); killed || err != nil {
 		t.Errorf("Kill of a finished task = %v, %v; want false", killed, err)
 	}
 	if got := h.get(task.ID); got.Status != bash.StatusCompleted || got.ExitCode != 5 {

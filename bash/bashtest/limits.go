@@ -20,7 +20,7 @@ func (s *suite) limitTests(t *testing.T) {
 // TaskLimitError for scope and limit.
 func (h *harness) startRefused(cmd, owner string, scope bash.LimitScope, limit int) {
 	h.t.Helper()
-	_, err := h.e.Start(bg, h.resolve(bash.ExecRequest{Command: cmd, Owner: owner}))
+	_, err := h.e.Start(h.ctx(), h.resolve(bash.ExecRequest{Command: cmd, Owner: owner}))
 	var le *bash.TaskLimitError
 	if !errors.As(err, &le) || le.Scope != scope || le.Limit != limit || !errors.Is(err, bash.ErrTaskLimit) {
 		h.t.Errorf("Start for %q: %v (%T); want a *bash.TaskLimitError{Scope: %v, Limit: %d}", owner, err, err, scope, limit)
@@ -51,7 +51,7 @@ func (s *suite) endedDoNotCount(t *testing.T) {
 	for range 3 {
 		h.wait(l, h.start("true", "alice").ID)
 	}
-	if _, err := h.e.Start(bg, h.resolve(bash.ExecRequest{Command: "true", Workdir: "missing"})); errors.Is(err, bash.ErrTaskLimit) {
+	if _, err := h.e.Start(h.ctx(), h.resolve(bash.ExecRequest{Command: "true", Workdir: "missing"})); errors.Is(err, bash.ErrTaskLimit) {
 		t.Errorf("Start after ended tasks: %v", err)
 	}
 	h.start("sleep 30", "bob") // the failed task does not count either

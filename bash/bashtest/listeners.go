@@ -30,7 +30,7 @@ func (s *suite) exactlyOnce(t *testing.T) {
 		t.Fatal("no adopted task")
 	}
 	h.release(gate)
-	failed, _ := h.e.Start(bg, h.resolve(bash.ExecRequest{Command: "true", Workdir: "missing"}))
+	failed, _ := h.e.Start(h.ctx(), h.resolve(bash.ExecRequest{Command: "true", Workdir: "missing"}))
 	h.runCmd("echo no task")
 	want := map[bash.TaskID]bash.TaskStatus{completed: bash.StatusCompleted, killed: bash.StatusKilled,
 		adopted: bash.StatusCompleted, failed.ID: bash.StatusFailed}

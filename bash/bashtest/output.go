@@ -97,7 +97,7 @@ func (s *suite) onOutput(t *testing.T) {
 			o := newObserver()
 			spec := h.resolve(bash.ExecRequest{Command: cmd})
 			spec.OnOutput = o.onOutput
-			res, err := h.e.Run(bg, spec)
+			res, err := h.e.Run(h.ctx(), spec)
 			o.returned.Store(true)
 			if err != nil || res.ExitCode != 0 {
 				t.Fatalf("Run(%q): %+v, %v", cmd, res, err)
@@ -141,7 +141,7 @@ func (s *suite) spillAfter(t *testing.T) {
 	} {
 		spec := h.resolve(bash.ExecRequest{Command: fmt.Sprint("seq ", tc.lines)})
 		spec.SpillAfter = tc.spillAfter
-		res, err := h.e.Run(bg, spec)
+		res, err := h.e.Run(h.ctx(), spec)
 		if err != nil || res.Stdout.Truncated || res.Stdout.Text != lines(1, tc.lines) {
 			t.Fatalf("Run(%q) with SpillAfter %d: %+v, %v; want it all, not truncated", spec.Command, tc.spillAfter, res, err)
 		}
@@ -155,7 +155,7 @@ func (s *suite) spillAfter(t *testing.T) {
 	l := h.listen()
 	spec := h.resolve(bash.ExecRequest{Command: "seq 100 >&2"})
 	spec.SpillAfter = 100
-	task, err := h.e.Start(bg, spec)
+	task, err := h.e.Start(h.ctx(), spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +206,7 @@ func (s *suite) invalidUTF8(t *testing.T) {
 	raw := "A\xffB\xfeC0123456789\n"
 	spec := h.resolve(bash.ExecRequest{Command: `printf 'A\xffB\xfeC0123456789\n'`})
 	spec.SpillAfter = 8
-	res, err := h.e.Run(bg, spec)
+	res, err := h.e.Run(h.ctx(), spec)
 	if err != nil || res.Stdout.Text != "A\uFFFDB\uFFFDC0123456789\n" {
 		t.Fatalf("Run with SpillAfter: %+v, %v", res, err)
 	}

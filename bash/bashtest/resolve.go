@@ -27,7 +27,7 @@ func (s *suite) resolveTests(t *testing.T) {
 func (h *harness) pwd(spec bash.ExecSpec) string {
 	h.t.Helper()
 	spec.Command = "pwd -P"
-	res, err := h.e.Run(bg, spec)
+	res, err := h.e.Run(h.ctx(), spec)
 	if err != nil || res.ExitCode != 0 {
 		h.t.Fatalf("pwd in %s: %v %+v", spec.Workdir, err, res)
 	}
@@ -143,9 +143,9 @@ func (s *suite) nulCommand(t *testing.T) {
 	check("Resolve", err)
 	spec := h.resolve(bash.ExecRequest{Command: "true", Owner: "alice"})
 	spec.Command = cmd
-	_, err = h.e.Run(bg, spec)
+	_, err = h.e.Run(h.ctx(), spec)
 	check("Run", err)
-	_, err = h.e.Start(bg, spec)
+	_, err = h.e.Start(h.ctx(), spec)
 	check("Start", err)
 	h.close() // waits for any process that was started after all
 	if _, err := os.Stat(ran); err == nil {

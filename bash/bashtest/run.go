@@ -206,7 +206,7 @@ func (s *suite) badWorkdir(t *testing.T) {
 		{file, bash.ErrNotDirectory},
 	} {
 		spec := h.resolve(bash.ExecRequest{Command: "touch " + quote(ran), Workdir: tc.dir})
-		_, err := h.e.Run(bg, spec)
+		_, err := h.e.Run(h.ctx(), spec)
 		var we *bash.WorkdirError
 		if !errors.As(err, &we) || we.Path != spec.Workdir || !errors.Is(err, tc.want) {
 			t.Errorf("Run in %s: %v (%T); want a *bash.WorkdirError for %s matching %v", tc.dir, err, err, spec.Workdir, tc.want)
@@ -232,7 +232,7 @@ func (s *suite) adopted(t *testing.T) {
 		t.Fatalf("result %+v; want exit code 3 and an adopted task", res)
 	}
 	id := res.Adopted
-	if owner, err := h.e.OwnerOf(bg, id); err != nil || owner != "alice" {
+	if owner, err := h.e.OwnerOf(h.ctx(), id); err != nil || owner != "alice" {
 		t.Errorf("OwnerOf(%s) = %q, %v; want alice", id, owner, err)
 	}
 	if task := h.get(id); task.Status != bash.StatusRunning || task.Owner != "alice" {

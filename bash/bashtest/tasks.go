@@ -44,7 +44,7 @@ func (s *suite) noTimeout(t *testing.T) {
 	h := s.harness(t, nil)
 	l := h.listen()
 	spec := h.resolve(bash.ExecRequest{Command: "sleep 0.5; echo done", Timeout: 50 * time.Millisecond})
-	task, err := h.e.Start(bg, spec)
+	task, err := h.e.Start(h.ctx(), spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func (s *suite) ownerStored(t *testing.T) {
 	}
 	for i, id := range ids {
 		end := h.wait(l, id)
-		got, err := h.e.OwnerOf(bg, id)
+		got, err := h.e.OwnerOf(h.ctx(), id)
 		if err != nil || got != owners[i] || end.Owner != owners[i] || h.get(id).Owner != owners[i] {
 			t.Errorf("task %s of %q: OwnerOf %q (%v), listener %q, Get %q", id, owners[i], got, err, end.Owner, h.get(id).Owner)
 		}
@@ -88,7 +88,7 @@ func (s *suite) listOrder(t *testing.T) {
 	h := s.harness(t, nil)
 	var want []bash.TaskID
 	want = append(want, h.start("sleep 30", "a").ID)
-	failed, _ := h.e.Start(bg, h.resolve(bash.ExecRequest{Command: "true", Workdir: "missing"}))
+	failed, _ := h.e.Start(h.ctx(), h.resolve(bash.ExecRequest{Command: "true", Workdir: "missing"}))
 	want = append(want, failed.ID)
 	want = append(want, h.run(bash.ExecRequest{Command: "sleep 30 & true", Owner: "b"}).Adopted)
 	want = append(want, h.start("true", "").ID)
@@ -162,9 +162,9 @@ func (s *suite) unknownTask(t *testing.T) {
 	for _, id := range []bash.TaskID{"bash-999999", "", "nope"} {
 		errs := map[string]error{}
 		_, errs["Get"] = h.e.Get(bg, id)
-		_, errs["OwnerOf"] = h.e.OwnerOf(bg, id)
-		_, errs["ReadOutput"] = h.e.ReadOutput(bg, id)
-		_, errs["Kill"] = h.e.Kill(bg, id)
+		_, errs["OwnerOf"] = h.e.OwnerOf(h.ctx(), id)
+		_, errs["ReadOutput"] = h.e.ReadOutput(h.ctx(), id)
+		_, errs["Kill"] = h.e.Kill(h.ctx(), id)
 		for method, err := range errs {
 			var ue *bash.UnknownTaskError
 			if !errors.As(err, &ue) || ue.ID != id || !errors.Is(err, bash.ErrUnknownTask) {
@@ -188,7 +188,7 @@ func (s *suite) failedStart(t *testing.T) {
 		want error
 	}{{"missing", fs.ErrNotExist}, {file, bash.ErrNotDirectory}} {
 		spec := h.resolve(bash.ExecRequest{Command: "true", Workdir: tc.dir, Owner: "alice"})
-		task, err := h.e.Start(bg, spec)
+		task, err := h.e.Start(h.ctx(), spec)
 		var se *bash.StartError
 		var we *bash.WorkdirError
 		if !errors.As(err, &se) || !errors.As(err, &we) || we.Path != spec.Workdir || !errors.Is(err, tc.want) {
@@ -207,7 +207,7 @@ func (s *suite) failedStart(t *testing.T) {
 		if r.Task.Status != bash.StatusFailed || r.Stdout.Text != "" || r.Stderr.Text != "" || r.Lossy() {
 			t.Errorf("ReadOutput(%s) = %+v; want nothing, failed", se.Task, r)
 		}
-		if killed, err := h.e.Kill(bg, se.Task); killed || err != nil {
+		if killed, err := h.e.Kill(h.ctx(), se.Task); killed || err != nil {
 			t.Errorf("Kill(%s) = %v, %v; want false: it never ran", se.Task, killed, err)
 		}
 	}
