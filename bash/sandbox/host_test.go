@@ -3,17 +3,21 @@
 package sandbox
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/dshgo/dsh/bash"
 	"github.com/dshgo/dsh/bash/local"
+	"github.com/dshgo/dsh/internal/proctest"
 	"github.com/dshgo/dsh/internal/testwait"
 	"golang.org/x/sys/unix"
 )
@@ -170,21 +174,39 @@ func devNulls(t *testing.T, n int) []int {
 // fails after StartTimeout. Neither waits for ever.
 func TestJailStartBounded(t *testing.T) {
 	t.Parallel()
-	tests := []struct{ name, script, want string }{
+	tests := []struct {
+		name, script, want string
+		timeout            time.Duration // StartTimeout; default 300 ms
+	}{
 		{"bwrap fails", "echo 'bwrap: No permissions to create new namespace' >&2; exit 1",
-			"bwrap: No permissions to create new namespace"},
-		{"agent never ready", "exec sleep 60", "did not start within 300ms"},
+			"bwrap: No permissions to create new namespace", 0},
+		{"agent never ready", "exec sleep 60", "did not start within 300ms", 0},
+		// bwrap's end is noticed for itself, not only through the agent's
+		// socket closing, which a process it left may hold open.
+		{"bwrap fails, leaving a process", "sleep 60 & echo $! > $DIR/left; exit 3",
+			"bwrap ended (exit status 3) before the sandbox started", 10 * time.Second},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			bwrap := filepath.Join(t.TempDir(), "bwrap")
-			if err := os.WriteFile(bwrap, []byte("#!/bin/sh\n"+tt.script+"\n"), 0o755); err != nil {
+			dir := t.TempDir()
+			bwrap := filepath.Join(dir, "bwrap")
+			script := "#!/bin/sh\nDIR=" + dir + "\n" + tt.script + "\n"
+			if err := os.WriteFile(bwrap, []byte(script), 0o755); err != nil {
 				t.Fatal(err)
 			}
+			t.Cleanup(func() {
+				if b, err := os.ReadFile(filepath.Join(dir, "left")); err == nil {
+					pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+					syscall.Kill(pid, syscall.SIGKILL)
+					if err := proctest.WaitExit(pid, testwait.Limit); err != nil {
+						t.Error(err)
+					}
+				}
+			})
 			made := make(chan error, 1)
 			go func() {
-				e, err := New(context.Background(), &Options{Bwrap: bwrap, StartTimeout: 300 * time.Millisecond,
+				e, err := New(context.Background(), &Options{Bwrap: bwrap, StartTimeout: cmp.Or(tt.timeout, 300*time.Millisecond),
 					Local: &local.Options{Cwd: t.TempDir(), SpillDir: t.TempDir()}, TempDir: t.TempDir()})
 				if err == nil {
 					e.Close()

@@ -83,7 +83,7 @@ func (js *jails) startJail(ctx context.Context, j *jail, req *local.SpawnRequest
 	args = append(append(args, "--", "/proc/self/fd/"+strconv.Itoa(fdAgentExe)), agentArgs(agent)...)
 	j.stderr = &capBuffer{max: 4 << 10}
 	j.cmd = &exec.Cmd{Path: js.bwrap, Args: append([]string{"bwrap"}, args...), Env: req.Env,
-		ExtraFiles: files[1:], Stderr: j.stderr}
+		ExtraFiles: files[1:], Stderr: j.stderr, WaitDelay: bwrapWaitDelay}
 	if j.cg, err = js.limits.make(); err != nil {
 		closeFiles(files...)
 		return err
@@ -104,6 +104,11 @@ func (js *jails) startJail(ctx context.Context, j *jail, req *local.SpawnRequest
 	defer cancel()
 	return j.awaitReady(ctx)
 }
+
+// bwrapWaitDelay bounds how long bwrap's stderr is read after bwrap has
+// exited: a process it left outside the jail may hold it open, and bwrap's
+// end must be noticed all the same.
+const bwrapWaitDelay = 500 * time.Millisecond
 
 // bwrapSaid is what bwrap has written to stderr so far, or that it wrote
 // nothing.
