@@ -3,9 +3,11 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -157,5 +159,30 @@ func TestJailCannotReadConfig(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(conf); !strings.Contains(string(b), "mode") {
 		t.Errorf("the configuration file was changed: %q", b)
+	}
+}
+
+// TestServersShareNoFiles: two sandboxed stdio servers of one user, with
+// one TMPDIR (as two MCP clients of one user start them): a command of the
+// second cannot read the first's spill file, whose path the first's model
+// was given, nor list the first's spill directory.
+func TestServersShareNoFiles(t *testing.T) {
+	t.Parallel()
+	requireBwrap(t)
+	tmp := t.TempDir()
+	a := startRawMCPIn(t, tmp, "--sandbox=on", "--max-output-bytes", "1000")
+	b := startRawMCPIn(t, tmp, "--sandbox=on")
+	a.call(1, "seq 100000 | sed s/^/secret-/", false)
+	ans := a.answer(1)
+	path := regexp.MustCompile(`/[^ \]"]*stdout[^ \]"]*\.log`).FindString(ans)
+	if path == "" {
+		t.Fatalf("no spill path in the first server's answer: %s", ans)
+	}
+	if b, err := os.ReadFile(path); err != nil || !bytes.Contains(b, []byte("secret-99999")) {
+		t.Fatalf("the spill file %s does not hold the output (%v): the test cannot tell", path, err)
+	}
+	b.call(1, "cat "+path+" | grep -c secret-; ls "+filepath.Dir(filepath.Dir(path)), false)
+	if got := b.answer(1); strings.Contains(got, "secret-") || !strings.Contains(got, "No such file or directory") {
+		t.Errorf("the second server's command reached the first's spill file %s: %s", path, got)
 	}
 }

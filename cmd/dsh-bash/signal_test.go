@@ -37,7 +37,12 @@ type rawMCP struct {
 
 func startRawMCP(t *testing.T, flags ...string) *rawMCP {
 	t.Helper()
-	tmp := t.TempDir()
+	return startRawMCPIn(t, t.TempDir(), flags...)
+}
+
+// startRawMCPIn starts dsh-bash mcp with TMPDIR=tmp.
+func startRawMCPIn(t *testing.T, tmp string, flags ...string) *rawMCP {
+	t.Helper()
 	cmd := execCommand(append([]string{"mcp", "--cwd", t.TempDir()}, flags...)...)
 	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
 	in, err := cmd.StdinPipe()
