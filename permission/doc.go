@@ -7,8 +7,13 @@
 // and &, subshells and groups, command and process substitutions,
 // function bodies, strings run by eval, bash -c / sh -c, trap and alias,
 // the command after wrappers such as env, command, builtin, exec, nohup,
-// timeout, nice, xargs, sudo and find -exec; and redirections that write
-// outside the workspace. Deny wins over ask, which wins over allow. What
+// timeout, nice, xargs, sudo and find -exec; redirections that write
+// outside the workspace (through symbolic links too) or connect through
+// /dev/tcp; and, where keyword mode (set -k) may be on, NAME=VALUE words
+// after a command's name, as the assignments bash makes them. Policy's
+// ReadOnly adds built-in tables of programs and the options and operands
+// with which they only read (readonly_tables.go). Deny wins over ask,
+// which wins over allow. What
 // cannot be known without running the command (a command name or an
 // argument within a rule's prefix that comes from a variable, a glob or a
 // substitution; a string for eval or bash -c that is not literal; an

@@ -46,6 +46,9 @@ func (p *Policy) ruleFor(argv []string, known int) (best, maybe *Rule) {
 			maybe = r
 		}
 	}
+	if best == nil && p.ReadOnly && readOnly(argv, known) {
+		best = &readOnlyRule
+	}
 	return best, maybe
 }
 

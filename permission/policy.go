@@ -10,6 +10,13 @@ type Policy struct {
 	Unmatched Decision
 	// Home is what ~ means; empty makes ~ unknown (ask).
 	Home string
+	// ReadOnly allows, as a built-in allow rule would, the commands the
+	// built-in tables know to only read: programs such as ls, grep, sed,
+	// find, git log and go list, with only the options and operands known
+	// not to write a file, run a program or reach the network (sed -n
+	// '1,80p' f, but not sed -i; find -name x, but not find -delete; git
+	// branch, but not git branch -D). Any other option makes it an ask.
+	ReadOnly bool
 }
 
 // Verdict is the decision on a whole command, and why.
@@ -51,6 +58,7 @@ type checker struct {
 	prefixes           []string        // of the simple commands asked about
 	changesDir         bool            // the script runs cd, pushd or popd
 	ints               map[string]bool // variables declared -i: their values are arithmetic
+	keyword            bool            // keyword mode (set -k) may be on: NAME=VALUE words are assignments
 }
 
 // raise keeps v if it is stronger than what was found so far.

@@ -32,6 +32,7 @@ func (c *checker) parseAndCheck(src string, depth int, lang syntax.LangVariant) 
 	if f == nil {
 		return
 	}
+	c.keywordScript(src, depth)
 	vars := varSafety{}
 	vars.scan(f)
 	c.changesDir = c.changesDir || changesDir(f, c.p.Home)
@@ -108,8 +109,8 @@ func (c *checker) substitution(n syntax.Node) {
 // command, if it has one.
 func (c *checker) callExpr(n *syntax.CallExpr, depth int) {
 	c.assigns(n.Assigns)
-	if len(n.Args) > 0 {
-		args, known := argv(n.Args, c.p.Home)
+	if words := c.keywordAssigns(n.Args); len(words) > 0 {
+		args, known := argv(words, c.p.Home)
 		c.call(args, known, depth)
 	}
 }

@@ -2,6 +2,7 @@ package permission
 
 import (
 	"fmt"
+	"os"
 	"path"
 	"path/filepath"
 	"regexp"
@@ -20,9 +21,17 @@ var writeOps = map[syntax.RedirOperator]bool{
 // harmlessTargets can be written anywhere.
 var harmlessTargets = map[string]bool{"/dev/null": true, "/dev/stdout": true, "/dev/stderr": true, "/dev/tty": true}
 
-// redirect asks about a write outside the workspace.
+// redirect asks about a write outside the workspace, and a connection
+// through bash's /dev/tcp and /dev/udp.
 func (c *checker) redirect(r *syntax.Redirect) {
-	if !writeOps[r.Op] && r.Op != syntax.DplOut || r.Word == nil {
+	if r.Word == nil || r.Op == syntax.Hdoc || r.Op == syntax.DashHdoc || r.Op == syntax.WordHdoc {
+		return
+	}
+	if mayConnect(r.Word, c.p.Home) {
+		c.unknowable("< "+wordText(r.Word), "it may open a network connection (bash's /dev/tcp or /dev/udp)")
+		return
+	}
+	if !writeOps[r.Op] && r.Op != syntax.DplOut {
 		return
 	}
 	target, ok := staticWord(r.Word, c.p.Home)
@@ -57,7 +66,102 @@ func (c *checker) writes(target string, static bool) {
 	}
 	if !within(target, c.workspace) {
 		c.unknowable("> "+target, fmt.Sprintf("it writes to %s, outside the workspace %s", target, c.workspace))
+		return
 	}
+	// The shell opens what links on the way name, as they are now (the
+	// sandbox, not this check, holds against a link changed meanwhile).
+	if real := resolveLinks(target); !within(real, resolveLinks(c.workspace)) {
+		c.unknowable("> "+target, fmt.Sprintf("it writes to %s, a link to %s, outside the workspace %s", target, real, c.workspace))
+	}
+}
+
+// resolveLinks is the clean absolute path p names once the symbolic links
+// on its way, the last one too (even one whose target does not exist),
+// are followed; what does not exist is kept as written.
+func resolveLinks(p string) string {
+	done, rest := "/", strings.Split(strings.Trim(filepath.Clean(p), "/"), "/")
+	for hops := 0; len(rest) > 0; {
+		next := filepath.Join(done, rest[0])
+		fi, err := os.Lstat(next)
+		if err != nil || fi.Mode()&os.ModeSymlink == 0 || hops > 40 {
+			done, rest = next, rest[1:]
+			continue
+		}
+		target, err := os.Readlink(next)
+		if err != nil {
+			done, rest = next, rest[1:]
+			continue
+		}
+		hops++
+		if filepath.IsAbs(target) {
+			done = "/"
+		}
+		rest = append(strings.Split(strings.Trim(filepath.Clean(target), "/"), "/"), rest[1:]...)
+	}
+	return filepath.Clean(done)
+}
+
+// mayConnect reports whether a redirection's word is, or may be once
+// expanded, bash's /dev/tcp/HOST/PORT or /dev/udp/HOST/PORT: its static
+// start does not rule it out.
+func mayConnect(w *syntax.Word, home string) bool {
+	if s, ok := staticWord(w, home); ok {
+		return strings.HasPrefix(s, "/dev/tcp/") || strings.HasPrefix(s, "/dev/udp/")
+	}
+	prefix := leadingText(w.Parts)
+	for _, dev := range []string{"/dev/tcp/", "/dev/udp/"} {
+		if strings.HasPrefix(prefix, dev) || strings.HasPrefix(dev, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// leadingText is the text that starts a word before its first
+// expansion (quotes removed).
+func leadingText(parts []syntax.WordPart) string {
+	var b strings.Builder
+	for _, p := range parts {
+		switch p := p.(type) {
+		case *syntax.Lit:
+			b.WriteString(unescape(p.Value))
+		case *syntax.SglQuoted:
+			if p.Dollar {
+				return b.String()
+			}
+			b.WriteString(p.Value)
+		case *syntax.DblQuoted:
+			for _, q := range p.Parts {
+				lit, ok := q.(*syntax.Lit)
+				if !ok {
+					return b.String()
+				}
+				b.WriteString(dquoteLit(lit.Value))
+			}
+		default:
+			return b.String()
+		}
+	}
+	return b.String()
+}
+
+// unescape removes the backslashes of an unquoted literal.
+func unescape(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+1 < len(s) {
+			i++
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// wordText is a word as written.
+func wordText(w *syntax.Word) string {
+	var b strings.Builder
+	syntax.NewPrinter().Print(&b, w)
+	return b.String()
 }
 
 // isFD reports whether a >& word is a descriptor (2, 3-) or - (close).

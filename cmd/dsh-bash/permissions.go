@@ -22,8 +22,8 @@ type permissionConfig struct {
 	Allow []string `json:"allow"`
 	Ask   []string `json:"ask"`
 	Deny  []string `json:"deny"`
-	// Defaults, false, leaves out the built-in rules (read-only commands
-	// allowed).
+	// Defaults, false, leaves out the built-in rules (the commands known
+	// to only read, allowed: see permission.Policy.ReadOnly).
 	Defaults *bool `json:"defaults"`
 	// ProjectRules reads a workspace's .dsh/permissions.json (allow, ask,
 	// deny): a repository cannot allow itself unless the user says so.
@@ -32,18 +32,6 @@ type permissionConfig struct {
 
 // projectRulesFile is where a workspace keeps its rules.
 const projectRulesFile = ".dsh/permissions.json"
-
-// defaultAllow are the built-in rules: commands that only read. They apply
-// once any rule is configured.
-var defaultAllow = []string{
-	"ls", "pwd", "cat", "head", "tail", "wc", "grep", "rg", "echo", "printf", "true", "false",
-	"which", "type", "file", "stat", "du", "df", "sort", "uniq", "cut", "diff", "tree", "date",
-	"whoami", "id", "uname", "basename", "dirname", "realpath", "readlink", "test", "[", "cd",
-	":", "set", "shopt", "break", "continue", "exit", "return", "sleep", "nproc", "printenv", "command -v", "trap",
-	"git ls-files",
-	"git status", "git diff", "git log", "git show", "git branch", "git rev-parse", "git remote -v",
-	"go version", "go env", "go list", "go vet", "go build", "go test",
-}
 
 // permissionFlags give rules on the command line.
 type permissionFlags struct {
@@ -66,12 +54,11 @@ func (f *permissionFlags) options() (*toolbash.GateOptions, error) {
 	}
 	p := &permission.Policy{Unmatched: permission.Ask}
 	p.Home, _ = os.UserHomeDir()
-	var sets []ruleSet
-	if f.file.Defaults == nil || *f.file.Defaults {
-		sets = append(sets, ruleSet{"built-in", permission.Allow, defaultAllow})
-	}
+	// The built-in rules: the commands the permission package's tables
+	// know to only read.
+	p.ReadOnly = f.file.Defaults == nil || *f.file.Defaults
 	src := f.configPath
-	sets = append(sets, ruleSet{src, permission.Allow, f.file.Allow}, ruleSet{src, permission.Ask, f.file.Ask}, ruleSet{src, permission.Deny, f.file.Deny},
+	sets := append([]ruleSet(nil), ruleSet{src, permission.Allow, f.file.Allow}, ruleSet{src, permission.Ask, f.file.Ask}, ruleSet{src, permission.Deny, f.file.Deny},
 		ruleSet{"--allow", permission.Allow, f.allow}, ruleSet{"--ask", permission.Ask, f.ask}, ruleSet{"--deny", permission.Deny, f.deny})
 	for _, s := range sets {
 		rules, err := s.rules()

@@ -1,0 +1,69 @@
+package permission
+
+import (
+	"regexp"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// keywordRE finds where a script may turn on bash's keyword mode (set -k,
+// set -o keyword, shopt -so keyword, bash -k, or set with an argument
+// only known when it runs), in which NAME=VALUE words after a command's
+// name are assignments to its environment: set -k; git diff
+// GIT_EXTERNAL_DIFF=prog runs prog. It looks at the source text, which
+// holds the strings eval and bash -c run too; a false find only makes
+// such words count as assignments.
+var keywordRE = regexp.MustCompile(`(?m)\b(set|shopt)\b[^\n]*(\s[-+][A-Za-z]*k|keyword|\$)|\b(bash|sh|dash|ash|zsh|ksh|mksh)\b[^\n]*\s-[A-Za-z]*k`)
+
+// mayKeyword reports whether src may turn on keyword mode.
+func mayKeyword(src string) bool { return keywordRE.MatchString(src) }
+
+// keywordScript notes keyword mode for a string a script runs (eval, bash
+// -c): one that turns it on where the whole command's text did not show
+// it (a name spelled in pieces, 'se”t -k') may have changed how commands
+// already checked are read, which it asks about.
+func (c *checker) keywordScript(src string, depth int) {
+	if depth == 0 {
+		c.keyword = mayKeyword(src)
+		return
+	}
+	if !c.keyword && mayKeyword(src) {
+		c.keyword = true
+		c.unknowable(src, "it turns on keyword mode (set -k) in a string, where NAME=VALUE words of any command set its environment")
+	}
+}
+
+// keywordAssigns, in keyword mode, takes the NAME=VALUE words after a
+// command's name out of its arguments, as bash does, and checks them as
+// the assignments they are.
+func (c *checker) keywordAssigns(words []*syntax.Word) []*syntax.Word {
+	if !c.keyword || len(words) < 2 {
+		return words
+	}
+	out := words[:1:1]
+	for _, w := range words[1:] {
+		if name, ok := assignWord(w); ok {
+			c.setsVar(name)
+			continue
+		}
+		out = append(out, w)
+	}
+	return out
+}
+
+// assignWord reports whether w reads as an assignment: an unquoted
+// NAME= at its start (whatever follows).
+func assignWord(w *syntax.Word) (string, bool) {
+	if len(w.Parts) == 0 {
+		return "", false
+	}
+	lit, ok := w.Parts[0].(*syntax.Lit)
+	if !ok {
+		return "", false
+	}
+	m := assignRE.FindString(lit.Value)
+	if m == "" {
+		return "", false
+	}
+	return m[:len(m)-1], true
+}

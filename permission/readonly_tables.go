@@ -1,0 +1,309 @@
+package permission
+
+import (
+	"regexp"
+	"strings"
+)
+
+// The tables of Policy.ReadOnly: programs, and the options and operands
+// with which they only read. Sources: each program's manual (GNU
+// coreutils 9.1, grep 3.8, sed 4.9, findutils 4.9, diffutils 3.8, git
+// 2.39, go 1.26, ripgrep 13, jq 1.6, tree 2.1) read for what writes a
+// file, runs a program or reaches the network; and Codex's
+// command-safety tests (codex-rs/core/src/command_safety), whose cases
+// the tests here include. An option the tables do not list makes the
+// command an ask: the tables list what is known to only read, not what
+// is known to be harmful.
+
+// readOnlyPrograms are the tables, by program name.
+var readOnlyPrograms = map[string]*roSpec{
+	// Shell builtins and utilities without an option that writes, runs or
+	// connects.
+	"cat": plain(), "head": plain(), "tail": plain(), "wc": plain(), "ls": plain(), "pwd": plain(),
+	"echo": plain(), "printf": plain(), "true": plain(), "false": plain(), ":": plain(), "test": plain(),
+	"[": plain(), "cd": plain(), "set": plain(), "shopt": plain(), "break": plain(), "continue": plain(),
+	"exit": plain(), "return": plain(), "sleep": plain(), "type": plain(), "which": plain(),
+	"stat": plain(), "du": plain(), "df": plain(), "cut": plain(), "diff": plain(), "cmp": plain(),
+	"comm": plain(), "grep": plain(), "egrep": plain(), "fgrep": plain(), "nl": plain(), "tac": plain(),
+	"rev": plain(), "paste": plain(), "seq": plain(), "tr": plain(), "expr": plain(), "numfmt": plain(),
+	"md5sum": plain(), "sha1sum": plain(), "sha224sum": plain(), "sha256sum": plain(), "sha384sum": plain(),
+	"sha512sum": plain(), "b2sum": plain(), "cksum": plain(), "sum": plain(), "od": plain(),
+	"hexdump": plain(), "strings": plain(), "column": plain(), "ps": plain(), "jq": plain(),
+	"basename": plain(), "dirname": plain(), "realpath": plain(), "readlink": plain(), "nproc": plain(),
+	"printenv": plain(), "id": plain(), "whoami": plain(), "groups": plain(), "uname": plain(),
+	"arch": plain(), "uptime": plain(), "free": plain(), "fold": plain(), "fmt": plain(),
+	"expand": plain(), "unexpand": plain(), "join": plain(), "factor": plain(), "tsort": plain(),
+	"getconf": plain(), "locale": plain(), "tty": plain(), "lscpu": plain(), "pathchk": plain(),
+	"whereis": plain(), "pgrep": plain(), "look": plain(), "zcat": plain(), "zgrep": plain(),
+
+	"uniq": opts("-c --count -d --repeated -D --all-repeated? -f= --skip-fields= -i --ignore-case " +
+		"-s= --skip-chars= -u --unique -w= --check-chars= -z --zero-terminated --group?").withOps(1), // a second operand is written
+	"xxd": opts("-a -autoskip -b -bits -c= -cols= -C -capitalize -E -EBCDIC -e -g= -groupsize= -i -include " +
+		"-l= -len= -n= -name= -o= -offset= -p -ps -postscript -plain -s= -seek= -u -uppercase -d").withOps(1), // no -r; a second operand is written
+	"base64": opts("-d --decode -i --ignore-garbage -w= --wrap=").withOps(1),
+	"base32": opts("-d --decode -i --ignore-garbage -w= --wrap=").withOps(1),
+	"sort": opts("-b --ignore-leading-blanks -d --dictionary-order -f --ignore-case -g --general-numeric-sort " +
+		"-h --human-numeric-sort -i --ignore-nonprinting -M --month-sort -n --numeric-sort -R --random-sort " +
+		"--random-source= -r --reverse -V --version-sort --sort= -c --check? -C -k= --key= -m --merge " +
+		"-s --stable -S= --buffer-size= -t= --field-separator= -u --unique -z --zero-terminated " +
+		"--parallel= --debug --files0-from="), // not -o, -T, --compress-program
+	"shuf": opts("-e --echo -i= --input-range= -n= --head-count= --random-source= -r --repeat -z --zero-terminated"),
+	"file": opts("-b --brief -i --mime --mime-type --mime-encoding -L --dereference -h --no-dereference " +
+		"-z --uncompress -Z --uncompress-noreport -s --special-files -k --keep-going -r --raw -0 --print0 " +
+		"-N --no-pad -n --no-buffer -p --preserve-date -e= --exclude= -F= --separator= -f= --files-from= -E " +
+		"--extension --apple -l --list -P= --parameter="), // not -C (--compile), -m
+	"tree": opts("-a -d -l -f -x -L= -R -P= -I= --gitignore --ignore-case --matchdirs --metafirst --prune " +
+		"--info --infofile= --noreport --charset= --filelimit= --timefmt= -o? -q -N -Q -p -u -g -s -h --si " +
+		"--du -D --inodes --device -F -v -t -c -U -r --dirsfirst --filesfirst --sort= -i -A -S -n -C -X -J -H= " +
+		"-T= --nolinks --hintro= --houtro= --fromfile").withCheck(func(l *roLine) bool { return !l.has("-o") }),
+	"date": opts("-d= --date= -f= --file= -I? --iso-8601? -R --rfc-email --rfc-3339= -r= --reference= " +
+		"-u --utc --universal --debug").withCheck(func(l *roLine) bool {
+		for _, o := range l.operands {
+			if !strings.HasPrefix(o, "+") {
+				return false // date MMDDhhmm sets the clock
+			}
+		}
+		return true
+	}),
+	"hostname": opts("-a --alias -d --domain -f --fqdn --long -A --all-fqdns -i --ip-address " +
+		"-I --all-ip-addresses -s --short -y --yp --nis").withOps(0), // hostname NAME sets it
+	"env":     opts("-0 --null -u= --unset= -i --ignore-environment -").withCheck(onlyAssignments), // with a command, a wrapper
+	"command": opts("-v -V -p").withCheck(func(l *roLine) bool { return l.has("-v", "-V") }),
+	"find":    {raw: findReadOnly},
+	"sed": opts("-n --quiet --silent --debug -e= --expression= -E -r --regexp-extended -s --separate " +
+		"--sandbox -u --unbuffered -z --null-data -l= --line-length= --posix --follow-symlinks").withCheck(sedReadOnly),
+	"rg": opts("-A= --after-context= -B= --before-context= -C= --context= -c --count --count-matches " +
+		"--color= --colors= --column --no-column -e= --regexp= -f= --file= -F --fixed-strings -g= --glob= " +
+		"--iglob= --glob-case-insensitive -h --help --hidden --no-hidden -i --ignore-case -S --smart-case -s " +
+		"--case-sensitive -l --files-with-matches --files-without-match --files -L --follow -m= --max-count= " +
+		"--max-depth= -d= --max-filesize= -n --line-number -N --no-line-number -o --only-matching -p --pretty " +
+		"-q --quiet -r= --replace= -t= --type= -T= --type-not= --type-list -u --unrestricted -v --invert-match " +
+		"-w --word-regexp -x --line-regexp --json --no-ignore --no-ignore-vcs --no-ignore-dot --no-ignore-parent " +
+		"--no-ignore-global --no-ignore-exclude --no-messages --heading --no-heading -H --with-filename " +
+		"-I --no-filename --vimgrep -U --multiline --multiline-dotall -P --pcre2 --engine= --sort= --sortr= " +
+		"--stats --trim -M= --max-columns= --max-columns-preview -a --text -0 --null --null-data --no-config " +
+		"--debug --trace -j= --threads= --byte-offset -b --passthru --line-buffered --block-buffered " +
+		"--crlf --encoding= -E= --ignore-file= --ignore-file-case-insensitive --one-file-system " +
+		"--path-separator= --field-context-separator= --field-match-separator= --context-separator= " +
+		"--no-unicode --unicode -V --version --include-zero --binary --no-binary"), // not --pre, --hostname-bin, -z
+	"git": subcommands(gitSubs),
+	"go":  subcommands(goSubs),
+}
+
+// gitRevOpts are git's options of revision walking and formatting (git
+// log, shortlog, rev-list), gitDiffOpts its options of diff output. Not
+// listed: --output, --ext-diff, --textconv, --show-signature (runs gpg),
+// -O/--open-files-in-pager, --paginate, --exec.
+const (
+	gitRevOpts = "-n= --max-count= --skip= --since= --after= --until= --before= --since-as-filter= " +
+		"--author= --committer= --grep= --grep-reflog= -i --regexp-ignore-case -E --extended-regexp " +
+		"-F --fixed-strings -P --perl-regexp --basic-regexp --all-match --invert-grep --merges --no-merges " +
+		"--min-parents= --max-parents= --no-min-parents --no-max-parents --first-parent --exclude-first-parent-only " +
+		"--not --all --branches? --tags? --remotes? --glob= --exclude= --exclude-hidden= --reflog --alternate-refs " +
+		"--single-worktree --ignore-missing --bisect --stdin --cherry-mark --cherry-pick --left-only --right-only " +
+		"--cherry --walk-reflogs -g --merge --boundary --simplify-by-decoration --full-history --dense --sparse " +
+		"--simplify-merges --ancestry-path? --show-pulls --topo-order --date-order --author-date-order --reverse " +
+		"--no-walk? --do-walk --pretty? --format= --abbrev-commit --no-abbrev-commit --oneline --encoding= " +
+		"--expand-tabs? --no-expand-tabs --notes? --no-notes --show-notes? --standard-notes --no-standard-notes " +
+		"--relative-date --date= --parents --children --left-right --graph --show-linear-break? --decorate? " +
+		"--no-decorate --decorate-refs= --decorate-refs-exclude= --clear-decorations --source --use-mailmap " +
+		"--mailmap --no-mailmap --no-use-mailmap --full-diff --log-size -L= --follow --no-follow --count " +
+		"--objects --objects-edge --no-object-names --timestamp --header --in-commit-order --abbrev? " +
+		"--no-abbrev --default= -m --cc -c --dd --diff-merges= --no-diff-merges --combined-all-paths " +
+		"--remerge-diff -t --root --no-color --color? -z"
+	gitDiffOpts = "-p -u --patch -s --no-patch -U= --unified= --output-indicator-new= " +
+		"--output-indicator-old= --output-indicator-context= --raw --patch-with-raw -t --indent-heuristic " +
+		"--no-indent-heuristic --minimal --patience --histogram --anchored= --diff-algorithm= --stat? " +
+		"--stat-width= --stat-name-width= --stat-count= --stat-graph-width= --compact-summary --numstat " +
+		"--shortstat -X? --dirstat? --cumulative --dirstat-by-file? --summary --patch-with-stat -z " +
+		"--name-only --name-status --submodule? --color? --no-color --color-moved? --no-color-moved " +
+		"--color-moved-ws= --no-color-moved-ws --word-diff? --word-diff-regex= --color-words? --no-renames " +
+		"--rename-empty --no-rename-empty --check --ws-error-highlight= --full-index --binary --abbrev? " +
+		"-B? --break-rewrites? -M? --find-renames? -C? --find-copies? --find-copies-harder -D " +
+		"--irreversible-delete -l= --diff-filter= -S= -G= --find-object= --pickaxe-all --pickaxe-regex " +
+		"-O= --skip-to= --rotate-to= -R --relative? --no-relative -a --text --ignore-cr-at-eol " +
+		"--ignore-space-at-eol -b --ignore-space-change -w --ignore-all-space --ignore-blank-lines " +
+		"-I= --ignore-matching-lines= --inter-hunk-context= -W --function-context --exit-code --quiet " +
+		"--no-ext-diff --no-textconv --ignore-submodules? --src-prefix= --dst-prefix= --no-prefix " +
+		"--default-prefix --line-prefix= --ita-invisible-in-index --ita-visible-in-index --cached --staged " +
+		"--merge-base --no-index -1 -2 -3 --base --ours --theirs -0"
+	gitGrepOpts = "--cached --untracked --no-index --no-exclude-standard --exclude-standard " +
+		"--recurse-submodules -a --text -i --ignore-case -I --max-depth= -r --recursive --no-recursive " +
+		"-w --word-regexp -v --invert-match -h -H --full-name -E --extended-regexp -G --basic-regexp " +
+		"-P --perl-regexp -F --fixed-strings -n --line-number --column -l --files-with-matches --name-only " +
+		"-L --files-without-match -z --null -o --only-matching -c --count --color? --no-color --break " +
+		"--heading -p --show-function -A= --after-context= -B= --before-context= -C= --context= " +
+		"-W --function-context -m= --max-count= --threads= -f= -e= --and --or --not -q --quiet --all-match"
+)
+
+// gitSubs are the git subcommands that only read, with their options.
+var gitSubs = map[string]*roSpec{
+	"status": opts("-s --short -b --branch --show-stash --porcelain? --long -v --verbose -u? " +
+		"--untracked-files? --ignore-submodules? --ignored? -z --column? --no-column --ahead-behind " +
+		"--no-ahead-behind --renames --no-renames --find-renames?"),
+	"log":         opts(gitRevOpts + " " + gitDiffOpts).withNumeric(),
+	"whatchanged": opts(gitRevOpts + " " + gitDiffOpts).withNumeric(),
+	"show":        opts(gitRevOpts + " " + gitDiffOpts).withNumeric(),
+	"diff":        opts(gitDiffOpts),
+	"diff-tree":   opts(gitDiffOpts + " -r --root --merge-base --stdin -m -c --cc -v --no-commit-id --always"),
+	"diff-index":  opts(gitDiffOpts + " -m"),
+	"diff-files":  opts(gitDiffOpts + " -q"),
+	"rev-list": opts(gitRevOpts + " --quiet --disk-usage? --objects --unpacked --filter= --no-filter " +
+		"--filter-print-omitted --missing= --exclude-promisor-objects --bisect-vars --bisect-all").withNumeric(),
+	"shortlog": opts(gitRevOpts + " -n --numbered -s --summary -e --email --committer --group= -w?").withNumeric(),
+	"blame": opts("-b --root --show-stats --progress --no-progress --score-debug -f --show-name -n " +
+		"--show-number -p --porcelain --line-porcelain -l -t -S= --reverse? --first-parent -c -s -e " +
+		"--show-email -w --ignore-rev= --ignore-revs-file= --color-lines --color-by-age --minimal " +
+		"--contents= --date= --encoding= -M? -C? -L= --abbrev? --incremental"),
+	"annotate":      opts("-b --root --show-stats -l -t -S= --reverse? -p --porcelain -w -M? -C? -L= --contents= --date= --encoding="),
+	"grep":          opts(gitGrepOpts).withNumeric(),
+	"describe":      opts("--dirty? --broken? --all --tags --contains --abbrev= --candidates= --exact-match --debug --long --match= --exclude= --always --first-parent"),
+	"rev-parse":     opts(gitRevParseOpts),
+	"ls-files":      opts(gitLsFilesOpts),
+	"ls-tree":       opts("-d -r -t -l --long -z --name-only --name-status --object-only --full-name --full-tree --abbrev? --format="),
+	"cat-file":      opts("-t -s -e -p --mailmap --no-mailmap --use-mailmap --no-use-mailmap --batch? --batch-check? --batch-command? --batch-all-objects --buffer --unordered --allow-unknown-type --follow-symlinks -Z").withOps(2), // not --textconv, --filters
+	"merge-base":    opts("-a --all --octopus --independent --is-ancestor --fork-point"),
+	"name-rev":      opts("--tags --refs= --exclude= --all --annotate-stdin --name-only --no-undefined --always"),
+	"show-ref":      opts("--head --branches --tags -d --dereference -s --hash? --verify --abbrev? -q --quiet --exclude-existing? --exists"),
+	"for-each-ref":  opts("--count= --sort= --format= --color? --shell --perl --python --tcl --points-at= --merged? --no-merged? --contains? --no-contains? --ignore-case --omit-empty --exclude= --include-root-refs"),
+	"count-objects": opts("-v --verbose -H --human-readable").withOps(0),
+	"var":           opts("-l").withOps(1),
+	"version":       opts("--build-options").withOps(0),
+	"--version":     opts("--build-options").withOps(0),
+	"check-ignore":  opts("-q --quiet -v --verbose --stdin -z -n --non-matching --no-index"),
+	"check-attr":    opts("-a --all --cached --stdin -z --source="),
+	"symbolic-ref":  opts("-q --quiet --short --no-recurse --recurse").withOps(1), // a second operand sets it
+	"branch": opts("-a --all -r --remotes -v -vv --verbose -l --list --show-current --contains~ --no-contains~ " +
+		"--merged~ --no-merged~ --points-at= --sort= --format= --column? --no-column --color? --no-color -i " +
+		"--ignore-case --abbrev= --no-abbrev -q --quiet").withCheck(listsOnly("-l", "--list")),
+	"tag": opts("-l --list -n? --contains~ --no-contains~ --merged~ --no-merged~ --points-at= --sort= --format= " +
+		"--column? --no-column -i --ignore-case --color? --omit-empty").withCheck(listsOnly("-l", "--list")),
+	"remote": &roSpec{subs: map[string]*roSpec{
+		"-v": opts("").withOps(0), "--verbose": opts("").withOps(0), "get-url": opts("--push --all").withOps(1),
+	}},
+	"stash": subcommands(map[string]*roSpec{
+		"list": opts(gitRevOpts).withNumeric(),
+		"show": opts(gitDiffOpts + " --include-untracked -u --only-untracked"),
+	}),
+	"reflog": subcommands(map[string]*roSpec{
+		"show": opts(gitRevOpts + " " + gitDiffOpts).withNumeric(), "exists": opts("").withOps(1),
+	}),
+	"config": opts("--get --get-all --get-regexp --get-urlmatch -l --list --global --system --local --worktree " +
+		"-f= --file= --blob= --name-only -z --null --show-origin --show-scope --type= --bool --int --bool-or-int " +
+		"--path --expiry-date --includes --no-includes --default= --fixed-value").withCheck(gitConfigReads),
+	"worktree": subcommands(map[string]*roSpec{"list": opts("-v --verbose --porcelain -z --expire=").withOps(0)}),
+}
+
+const (
+	gitRevParseOpts = "--parseopt-never --sq-quote-never --revs-only --no-revs --flags --no-flags --default= " +
+		"--prefix= --verify -q --quiet --sq --short? --not --abbrev-ref? --symbolic --symbolic-full-name --all " +
+		"--branches? --tags? --remotes? --glob= --exclude= --disambiguate= --local-env-vars --path-format= " +
+		"--git-dir --git-common-dir --resolve-git-dir= --git-path= --show-toplevel --show-superproject-working-tree " +
+		"--shared-index-path --absolute-git-dir --is-inside-git-dir --is-inside-work-tree --is-bare-repository " +
+		"--is-shallow-repository --show-cdup --show-prefix --show-object-format? --show-ref-format " +
+		"--since= --after= --until= --before= --end-of-options"
+	gitLsFilesOpts = "-c --cached -d --deleted -m --modified -o --others -i --ignored -s --stage -u --unmerged " +
+		"-k --killed --directory --no-empty-directory --eol -z --deduplicate -x= --exclude= -X= --exclude-from= " +
+		"--exclude-per-directory= --exclude-standard --error-unmatch --with-tree= -t -v -f --full-name " +
+		"--recurse-submodules --abbrev? --debug --format= --sparse"
+)
+
+// goSubs are the go subcommands that only read. Not listed: build, test,
+// vet, run, install, get, generate, mod download/tidy/edit (they build or
+// run code, write files or fetch modules); list's -toolexec, -exec, -u,
+// -versions, -retracted; env's -w and -u.
+var goSubs = map[string]*roSpec{
+	"version": goOpts("-m -v -json"),
+	"env":     goOpts("-json -changed"),
+	"doc":     goOpts("-all -c -cmd -short -src -u"),
+	"list": goOpts("-f= -json? -e -m -deps -test -find -compiled -export -mod= -modfile= -tags= -reuse= " +
+		"-buildvcs? -trimpath -race -msan -asan -cover -covermode= -coverpkg= -pgo= -p= -C= -n -x -v -a -ldflags= " +
+		"-gcflags= -asmflags= -gccgoflags= -buildmode= -linkshared -installsuffix= -work -overlay= -modcacherw"),
+	"mod": subcommands(map[string]*roSpec{
+		"graph": goOpts("-go= -x"),
+		"why":   goOpts("-m -vendor"),
+	}),
+	"help": plain(),
+}
+
+// goOpts is opts for a go subcommand, whose options are Go flags.
+func goOpts(list string) *roSpec {
+	s := opts(list)
+	s.goFlags = true
+	return s
+}
+
+// onlyAssignments: env without a command prints the environment, with
+// NAME=VALUE operands added.
+func onlyAssignments(l *roLine) bool {
+	for _, o := range l.operands {
+		if !isAssign(o) {
+			return false
+		}
+	}
+	return true
+}
+
+// listsOnly: git branch and git tag list with no operand, or with the
+// patterns of an explicit list option; an operand otherwise names what
+// they create.
+func listsOnly(listOpts ...string) func(*roLine) bool {
+	return func(l *roLine) bool { return len(l.operands) == 0 || l.has(listOpts...) }
+}
+
+// gitConfigReads: git config only gets or lists (with one of those
+// options; a name and a value otherwise set it).
+func gitConfigReads(l *roLine) bool {
+	switch {
+	case l.has("-l", "--list"):
+		return len(l.operands) == 0
+	case l.has("--get", "--get-all", "--get-regexp"):
+		return len(l.operands) <= 2
+	case l.has("--get-urlmatch"):
+		return len(l.operands) == 2
+	}
+	return false
+}
+
+// findPrimaries are find's options and tests that only read, with how
+// many arguments each takes. Not listed: -exec, -execdir, -ok, -okdir,
+// -delete, -fls, -fprint, -fprint0, -fprintf.
+var findPrimaries = map[string]int{
+	"-name": 1, "-iname": 1, "-path": 1, "-ipath": 1, "-wholename": 1, "-iwholename": 1, "-regex": 1,
+	"-iregex": 1, "-regextype": 1, "-lname": 1, "-ilname": 1, "-type": 1, "-xtype": 1, "-maxdepth": 1,
+	"-mindepth": 1, "-size": 1, "-perm": 1, "-user": 1, "-group": 1, "-uid": 1, "-gid": 1, "-links": 1,
+	"-inum": 1, "-samefile": 1, "-newer": 1, "-anewer": 1, "-cnewer": 1, "-mtime": 1, "-mmin": 1,
+	"-atime": 1, "-amin": 1, "-ctime": 1, "-cmin": 1, "-used": 1, "-fstype": 1, "-context": 1,
+	"-printf": 1, "-print": 0, "-print0": 0, "-ls": 0, "-prune": 0, "-quit": 0, "-empty": 0,
+	"-readable": 0, "-writable": 0, "-executable": 0, "-nouser": 0, "-nogroup": 0, "-true": 0,
+	"-false": 0, "-depth": 0, "-d": 0, "-xdev": 0, "-mount": 0, "-follow": 0, "-noleaf": 0,
+	"-daystart": 0, "-ignore_readdir_race": 0, "-noignore_readdir_race": 0, "-warn": 0, "-nowarn": 0,
+	"-not": 0, "!": 0, "-a": 0, "-and": 0, "-o": 0, "-or": 0, "(": 0, ")": 0, ",": 0,
+	"-H": 0, "-L": 0, "-P": 0, "-O0": 0, "-O1": 0, "-O2": 0, "-O3": 0,
+}
+
+// newerXY matches find's -newerXY tests (-newermt, -newerat, …).
+var newerXY = regexp.MustCompile(`^-newer[aBcmt][aBcmt]$`)
+
+// findReadOnly: find with its options, starting points and the
+// primaries of findPrimaries only.
+func findReadOnly(args []string) bool {
+	i := 0
+	for i < len(args) && (args[i] == "-H" || args[i] == "-L" || args[i] == "-P" || strings.HasPrefix(args[i], "-O")) {
+		i++
+	}
+	for i < len(args) && !strings.HasPrefix(args[i], "-") && args[i] != "(" && args[i] != "!" {
+		i++ // starting points
+	}
+	for ; i < len(args); i++ {
+		n, ok := findPrimaries[args[i]]
+		if !ok && newerXY.MatchString(args[i]) {
+			n, ok = 1, true
+		}
+		if !ok {
+			return false
+		}
+		i += n
+	}
+	return i <= len(args)
+}

@@ -1,0 +1,166 @@
+package permission
+
+import (
+	"strings"
+	"testing"
+)
+
+// readOnlyPolicy has the built-in tables and no rule.
+func readOnlyPolicy() *Policy {
+	return &Policy{Unmatched: Ask, ReadOnly: true, Home: "/home/u"}
+}
+
+// everydayReadOnly are commands coding agents run to read a project (from
+// agents' transcripts and Codex's known-safe tests); each only reads. The
+// tables should allow nearly all of them: TestEverydayReadOnly reports the
+// share they ask about, which must stay under 5 %.
+var everydayReadOnly = []string{
+	// Listing and reading files.
+	"ls", "ls -la", "ls -lah src/", "ls -1 | head -20", "pwd", "cat go.mod", "cat -n main.go",
+	"head -50 README.md", "head -n 100 src/app.ts", "tail -n 30 build.log", "tail -f /dev/null | head -1",
+	"wc -l *.go", "wc -c go.sum", "stat main.go", "file bin/app", "file -b --mime-type logo.png",
+	"du -sh .", "du -h --max-depth=1 .", "df -h", "tree", "tree -L 2", "tree -a -I node_modules -L 3",
+	"nl -ba main.go | sed -n '1,40p'", "nl -nrz Cargo.toml", "tac CHANGELOG.md | head", "rev names.txt",
+	"realpath ../x", "readlink -f bin/tool", "basename /a/b/c.go", "dirname /a/b/c.go",
+	"xxd bin/app | head", "xxd -l 64 data.bin", "od -c file.bin | head", "hexdump -C blob | head",
+	"strings bin/app | grep version", "cmp a.bin b.bin", "md5sum go.sum", "sha256sum dist/*.tar.gz",
+	"base64 -d token.txt", "base64 README.md",
+	// Searching.
+	"grep -rn TODO .", "grep -rn 'func main' --include=*.go .", "grep -c error log.txt",
+	"grep -E 'foo|bar' -r src", "grep -l Handler *.go", "rg TODO", "rg -n 'fn main' src",
+	"rg --files | head -50", "rg -l Config --type go", "rg -i 'error' -g '*.ts' src/",
+	"rg -C 3 panic", "rg --hidden -uu secret", "rg -t py import",
+	"find . -name '*.go'", "find . -type f -name '*.ts' -not -path './node_modules/*'",
+	"find . -maxdepth 2 -type d", "find src -name '*.test.ts' | wc -l", "find . -newer go.mod -type f",
+	"find . -size +1M", "find . -type f -print0 | xargs -0 wc -l", "find . -iname readme*",
+	"find . -path ./vendor -prune -o -name '*.go' -print", "find /usr/include -name stdio.h",
+	// Reading parts of files.
+	"sed -n '1,80p' main.go", "sed -n '120,200p' src/server.ts", "sed -n 10p file.txt",
+	"sed -n '/func main/,/^}/p' main.go", "sed 's/foo/bar/g' input.txt", "sed -e 's/a/b/' -e 's/c/d/' f",
+	"sed -n '$p' log.txt", "sed '1d' data.csv", "sed -E 's/([0-9]+)/<\\1>/g' f",
+	// Text processing in pipes.
+	"sort names.txt", "sort -u list.txt", "sort -k2 -n data.txt", "sort -t, -k3 -rn data.csv | head",
+	"uniq -c counts.txt", "sort words | uniq -c | sort -rn | head", "cut -d: -f1 /etc/passwd",
+	"cut -c1-80 main.go", "paste -sd, list.txt", "tr a-z A-Z < name.txt", "tr -d '\\r' < win.txt",
+	"seq 1 10", "seq -w 1 100 | head", "expr 3 + 4", "numfmt --to=iec 1048576", "column -t data.tsv",
+	"diff a.txt b.txt", "diff -u old.go new.go", "diff -r dir1 dir2", "comm -12 a b", "join a b",
+	"jq . package.json", "jq -r '.scripts | keys[]' package.json", "jq '.dependencies' package.json",
+	"fold -w 80 long.txt", "echo hello", "echo $HOME", "printf '%s\\n' a b", "true", "false",
+	// Git, reading.
+	"git status", "git status --short", "git status -sb", "git status --porcelain=v2",
+	"git diff", "git diff --stat", "git diff --cached", "git diff HEAD~1 -- main.go",
+	"git diff --name-only main...HEAD", "git diff -w --color=never", "git log", "git log --oneline -20",
+	"git log --oneline --graph --decorate --all -30", "git log -p -3 -- src/", "git log --since=2.weeks --author=ann",
+	"git log --format='%h %s' -n 10", "git log -S Handler --oneline", "git show", "git show HEAD",
+	"git show --stat HEAD~2", "git show HEAD:go.mod", "git branch", "git branch -a", "git branch -vv",
+	"git branch --show-current", "git branch --list 'feat*'", "git branch -r --contains HEAD",
+	"git rev-parse HEAD", "git rev-parse --show-toplevel", "git rev-parse --abbrev-ref HEAD",
+	"git ls-files", "git ls-files -m", "git ls-files --others --exclude-standard", "git blame main.go",
+	"git blame -L 10,40 main.go", "git grep -n Handler", "git grep -l TODO -- '*.go'",
+	"git shortlog -sn", "git describe --tags", "git describe --always --dirty", "git tag",
+	"git tag -l 'v1.*'", "git stash list", "git stash show -p stash@{0}", "git config --get remote.origin.url",
+	"git config --list", "git config user.email --get", "git rev-list --count HEAD", "git cat-file -p HEAD",
+	"git cat-file -t abc123", "git ls-tree -r HEAD --name-only", "git reflog show -10", "git remote -v",
+	"git remote get-url origin", "git merge-base HEAD main", "git log --oneline main..HEAD",
+	"git --no-pager log -5", "git -C sub status", "git worktree list", "git for-each-ref --format='%(refname)' refs/heads",
+	"git show-ref --tags", "git count-objects -vH", "git check-ignore -v build/out",
+	// Go, reading.
+	"go version", "go env", "go env GOPATH GOMODCACHE", "go env -json", "go list ./...",
+	"go list -m all", "go list -json ./cmd/...", "go list -f '{{.Dir}}' ./...", "go doc fmt.Println",
+	"go doc -all net/http", "go mod graph", "go mod why golang.org/x/sys", "go help build",
+	// The system.
+	"which go", "command -v node", "type ls", "uname -a", "whoami", "id", "hostname", "date",
+	"date +%Y-%m-%d", "date -u +%s", "nproc", "printenv PATH", "env", "ps aux", "ps -ef | grep node",
+	"uptime", "free -m", "arch", "getconf PAGESIZE", "locale", "test -f go.mod && echo yes",
+	"[ -d node_modules ] || echo missing", "cd src && ls", "sleep 1", "pgrep -fl node",
+}
+
+// TestEverydayReadOnly: the tables allow nearly every everyday read-only
+// command: fewer than 5 % are asked about.
+func TestEverydayReadOnly(t *testing.T) {
+	p := readOnlyPolicy()
+	var asked []string
+	for _, cmd := range everydayReadOnly {
+		if v := p.Check(cmd, "/w", "/w"); v.Decision != Allow {
+			asked = append(asked, cmd+"  ("+v.Reason+")")
+		}
+	}
+	rate := float64(len(asked)) / float64(len(everydayReadOnly))
+	t.Logf("%d everyday read-only commands; %d asked about (%.1f %%)", len(everydayReadOnly), len(asked), 100*rate)
+	if len(everydayReadOnly) < 150 {
+		t.Errorf("the table has %d commands, want at least 150", len(everydayReadOnly))
+	}
+	t.Logf("asked:\n%s", strings.Join(asked, "\n"))
+	if rate >= 0.05 {
+		t.Errorf("%.1f %% asked about, want under 5 %%:\n%s", 100*rate, strings.Join(asked, "\n"))
+	}
+}
+
+// notReadOnly are commands that write a file, run another program,
+// change a repository or the system, or reach the network, through an
+// option or operand of a program the tables know. Each must be asked
+// about with only the tables active.
+var notReadOnly = []string{
+	// Options that run a program.
+	"rg --pre ./x pattern", "rg --pre=./x pattern", "rg --hostname-bin ./x pattern", "rg --hostname-bin=./x p",
+	"rg -z pattern", "rg --search-zip pattern", "rg --pr=./x pattern",
+	"sort --compress-program=./x big.txt", "sort --compress-prog ./x big.txt",
+	"go build -toolexec=./x ./...", "go vet -vettool=./x ./...", "go list -toolexec=./x ./...",
+	"go test -exec ./x ./...", "go test -toolexec ./x ./...", "go build ./...", "go test ./...", "go vet ./...",
+	"git diff --ext-diff", "git log -p --ext-diff", "git show --textconv HEAD", "git log --show-signature",
+	"git grep -O./x pattern", "git grep --open-files-in-pager=./x pattern", "git cat-file --textconv HEAD:f",
+	"git cat-file --filters HEAD:f", "git -c core.pager=./x log", "git -ccore.pager=./x status",
+	"git --config-env=core.pager=X log", "git -p log", "git --paginate log", "git log --paginate",
+	"find . -exec ./x {} ;", "find . -execdir ./x {} +", "find . -ok ./x {} ;", "find . -okdir ./x {} ;",
+	"sed 'e ./x' f", "sed -n '1e ./x' f", "sed 's/a/b/e' f", "sed 's/a/b/ge' f", "sed 's/a/b/gw /tmp/out' f", "sed 's/a/b/x' f", "sed --expression='e ./x' f",
+	"tar -xf a.tar --to-command=./x",
+	// Writes by option or operand.
+	"git log --output=/tmp/out", "git log --outp=/tmp/out", "git diff --output /tmp/out", "git show --output=/tmp/out",
+	"sort -o /tmp/out in.txt", "sort --output=/tmp/out in.txt", "sort -o/tmp/out in.txt", "sort -uo /tmp/out in",
+	"uniq in.txt /tmp/out", "go build -o /tmp/out .", "tree -o /tmp/out", "tree -o/tmp/out",
+	"go test -coverprofile=/tmp/c.out ./...", "sed -i 's/a/b/' f", "sed --in-place 's/a/b/' f",
+	"sed -n 'w /tmp/out' f", "sed 's/a/b/w /tmp/out' f", "sed -f script.sed f", "xxd -r dump bin",
+	"xxd bin /tmp/out", "base64 in /tmp/out", "shuf -o /tmp/out in", "file -C -m magic",
+	"find . -fprint /tmp/out", "find . -fprint0 /tmp/out", "find . -fprintf /tmp/out %p", "find . -fls /tmp/out",
+	"find . -delete", "find . -name x -delete",
+	// Persistent configuration.
+	"go env -w GOFLAGS=-toolexec=./x", "go env -u GOFLAGS", "git config core.fsmonitor ./x",
+	"git config --global alias.x '!./x'", "git config user.email a@b", "git config --unset user.email",
+	// Branches, tags, remotes, stashes.
+	"git branch -d feature", "git branch -D feature", "git branch -f main HEAD~1", "git branch -M main",
+	"git branch -m old new", "git branch new-feature", "git branch --set-upstream-to=origin/main",
+	"git branch -u origin/main", "git tag v1.0", "git tag -d v1.0", "git tag -a v1 -m x",
+	"git remote -v set-url origin https://evil", "git remote -v add x 'ext::sh -c ./x'", "git remote -v update",
+	"git remote add origin x", "git remote show origin", "git stash", "git stash drop", "git stash pop",
+	"git reflog expire --all", "git reflog delete HEAD@{1}", "git symbolic-ref HEAD refs/heads/x",
+	"git worktree add ../x", "git checkout main", "git reset --hard", "git commit -m x", "git push",
+	"git fetch", "git pull", "git clean -fd", "git gc", "git rebase main",
+	// The network and the system.
+	"go list -m -u all", "go list -versions -m golang.org/x/sys", "go mod download", "go mod tidy", "go get x",
+	"date -s '2020-01-01'", "date 010100002020", "date --set=tomorrow", "hostname evil", "env ./x",
+	"command ./x", "git ls-remote origin",
+	// Unknown options of known programs.
+	"ls --unknown-that-does-not-exist && git log --frobnicate", "git status --frob", "sort --frob x",
+}
+
+// TestNotReadOnly: every command of notReadOnly is asked about.
+func TestNotReadOnly(t *testing.T) {
+	p := readOnlyPolicy()
+	for _, cmd := range notReadOnly {
+		if v := p.Check(cmd, "/w", "/w"); v.Decision != Ask {
+			t.Errorf("Check(%q) = %v (%s), want ask", cmd, v.Decision, v.Reason)
+		}
+	}
+}
+
+// TestReadOnlyNamesTheBuiltin: an allowed command's verdict names the
+// built-in rule.
+func TestReadOnlyNamesTheBuiltin(t *testing.T) {
+	v := readOnlyPolicy().Check("git log -3", "/w", "/w")
+	if v.Decision != Allow || v.Rule == nil || v.Rule.Source != "built-in" {
+		t.Errorf("verdict %+v, want an allow by the built-in rule", v)
+	}
+	if v := (&Policy{Unmatched: Ask}).Check("git log -3", "/w", "/w"); v.Decision != Ask {
+		t.Errorf("without ReadOnly: %v, want ask", v.Decision)
+	}
+}
