@@ -153,6 +153,11 @@ func (c *checker) call(args []string, known, depth int) {
 		c.unknowable(text, why)
 		return
 	}
+	if args[0] == "--" && known > 1 {
+		// time -- cmd: bash's time keyword takes -- before its command,
+		// which the parser leaves in the command's words.
+		c.call(args[1:], known-1, depth)
+	}
 	base := path.Base(args[0])
 	c.shellEffects(base, args, known)
 	if c.runs(base, args, known, depth) {

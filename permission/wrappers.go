@@ -80,8 +80,11 @@ func (c *checker) wrapped(w wrapper, name string, args []string, known, depth in
 	if unknown {
 		return true
 	}
-	if w.lockFile && c.lockCommand(name, args, i, known, depth) {
-		return true
+	if w.lockFile {
+		if c.lockCommand(name, args, i, known, depth) {
+			return true
+		}
+		i++ // the command follows the lock file
 	}
 	i += w.operands
 	if name == "command" && len(args) > 1 && (args[1] == "-v" || args[1] == "-V") {
