@@ -38,6 +38,14 @@ func TestEveryWrapperPassesOnDeny(t *testing.T) {
 			}
 		}
 	}
+	// As people write them: the operands the table must know of.
+	for _, cmd := range []string{"setsid rm x", "ionice -c3 rm x", "chrt 10 rm x", "chrt -r 10 rm x",
+		"taskset 0x1 rm x", "taskset -c 0 rm x", "unbuffer rm x", "timeout 5 rm x", "timeout -s KILL 5 rm x",
+		"nice -n 5 rm x", "flock /tmp/l rm x", "stdbuf -oL rm x", "nohup rm x", "env A=1 rm x"} {
+		if v := p.Check(cmd, "/w", "/w"); v.Decision != Deny {
+			t.Errorf("Check(%q) = %v (%s), want deny", cmd, v.Decision, v.Reason)
+		}
+	}
 	for _, name := range []string{"env", "nice", "nohup", "setsid", "ionice", "chrt", "taskset", "unbuffer", "timeout", "stdbuf", "xargs", "flock", "sudo"} {
 		if _, ok := wrappers[name]; !ok {
 			t.Errorf("%s is not in the wrapper table", name)
