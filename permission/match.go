@@ -92,9 +92,125 @@ func (c *checker) noneMatched(args []string, known int, text string) {
 
 // match reports whether the rule matches argv. known is how many of
 // argv's leading words are known statically; a rule that needs a word
-// beyond them cannot tell, which maybe says.
+// beyond them cannot tell, which maybe says. An allow rule matches by
+// prefix; a deny or ask rule with options by its options in any
+// spelling (see spelling.go); and no rule matches a command that has
+// one of its exclusions.
 func (r *Rule) match(argv []string, known int) (ok, maybe bool) {
-	for i, w := range r.words {
+	if r.Decision == Allow || len(r.opts) == 0 {
+		ok, maybe = r.prefixMatch(r.words, argv, known)
+	} else {
+		ok, maybe = r.spelledMatch(argv, known)
+	}
+	if ok && len(r.excl) > 0 {
+		switch {
+		case r.excludes(argv[:known]):
+			return false, false
+		case known < len(argv):
+			// A word only known when it runs may be an exclusion.
+			return false, r.Decision != Allow
+		}
+	}
+	return ok, maybe
+}
+
+// spelledMatch matches a deny or ask rule with options: its leading words
+// by prefix, then each of its options in any spelling and its operands
+// in order.
+func (r *Rule) spelledMatch(argv []string, known int) (ok, maybe bool) {
+	if ok, maybe := r.prefixMatch(r.lead, argv, known); !ok {
+		return false, maybe
+	}
+	s := r.spelling(argv[:known])
+	sp := spell(s, argv[len(r.lead):known])
+	for _, o := range ruleOptions(s, r.opts) {
+		if !sp.has(s, o) {
+			return false, known < len(argv)
+		}
+	}
+	if !operandsMatch(r.ops, sp.operands) {
+		return false, known < len(argv)
+	}
+	return true, false
+}
+
+// spelling is the spelling of the program the rule's leading words name
+// in argv, if the rule names the whole of it (git push, not git alone).
+func (r *Rule) spelling(argv []string) *spelling {
+	if s, n := spellingFor(argv); n == len(r.lead) {
+		return s
+	}
+	return nil
+}
+
+// excludes reports whether argv has one of the rule's exclusions: an
+// option in any spelling, or an operand.
+func (r *Rule) excludes(argv []string) bool {
+	n := min(len(r.lead), len(argv))
+	s := r.spelling(argv)
+	sp := spell(s, argv[n:])
+	for _, x := range r.excl {
+		if isOption(x) {
+			for _, o := range ruleOptions(s, []string{x}) {
+				if sp.has(s, o) {
+					return true
+				}
+			}
+			continue
+		}
+		for _, op := range sp.operands {
+			if ok, _ := path.Match(x, op); ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// ruleOptions are the options a rule's option words require, by the
+// names s knows them by: a cluster (-rf) is each of its options.
+func ruleOptions(s *spelling, words []string) []string {
+	var out []string
+	for _, w := range words {
+		switch {
+		case strings.HasPrefix(w, "--"):
+			name, _, _ := strings.Cut(w, "=")
+			out = append(out, name)
+		case s == nil || s.names[w] != "":
+			out = append(out, w)
+		default:
+			for j := 1; j < len(w); j++ {
+				o := s.name("-" + w[j:j+1])
+				out = append(out, o)
+				if s.valued[o] {
+					break // the rest is its value
+				}
+			}
+		}
+	}
+	return out
+}
+
+// operandsMatch reports whether a rule's operands match the command's
+// first ones, in order (a last * matches any rest).
+func operandsMatch(rule, cmd []string) bool {
+	for i, w := range rule {
+		if w == "*" && i == len(rule)-1 {
+			return true
+		}
+		if i >= len(cmd) {
+			return false
+		}
+		if ok, _ := path.Match(w, cmd[i]); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// prefixMatch matches words against argv's leading words.
+func (r *Rule) prefixMatch(words, argv []string, known int) (ok, maybe bool) {
+	for i, w := range words {
 		if w == "*" && i == len(r.words)-1 {
 			return true, false
 		}

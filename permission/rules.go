@@ -3,6 +3,7 @@ package permission
 import (
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 
 	"mvdan.cc/sh/v3/shell"
@@ -57,7 +58,11 @@ type Rule struct {
 	// Source says where the rule comes from, for the messages that name it.
 	Source string
 
-	words []string
+	words []string // the pattern's words, but its exclusions
+	lead  []string // the words before the first option or exclusion
+	opts  []string // the options after lead
+	ops   []string // the other words after lead
+	excl  []string // the words written !WORD, without the !
 }
 
 // NewRule parses a pattern.
@@ -74,8 +79,42 @@ func NewRule(d Decision, pattern, source string) (Rule, error) {
 			words[i] = escapeGlob(w) // not a pattern: the word itself ("[")
 		}
 	}
-	return Rule{Decision: d, Pattern: pattern, Source: source, words: words}, nil
+	r := Rule{Decision: d, Pattern: pattern, Source: source}
+	r.split(words)
+	if len(r.words) == 0 {
+		return Rule{}, fmt.Errorf("rule %q: no command", pattern)
+	}
+	return r, nil
 }
+
+// split sorts a pattern's words into the parts matching uses (see
+// spelling.go).
+func (r *Rule) split(words []string) {
+	r.lead = nil
+	for i, w := range words {
+		switch {
+		case strings.HasPrefix(w, "!") && len(w) > 1 && i > 0:
+			r.excl = append(r.excl, strings.TrimPrefix(w, "!"))
+			continue
+		case i > 0 && (r.lead != nil || isOption(w)):
+			if r.lead == nil {
+				r.lead = slices.Clone(r.words)
+			}
+			if isOption(w) {
+				r.opts = append(r.opts, w)
+			} else {
+				r.ops = append(r.ops, w)
+			}
+		}
+		r.words = append(r.words, w)
+	}
+	if r.lead == nil {
+		r.lead = r.words
+	}
+}
+
+// isOption reports whether a pattern's word is an option.
+func isOption(w string) bool { return len(w) > 1 && strings.HasPrefix(w, "-") }
 
 // NewRules parses patterns of one decision from one source.
 func NewRules(d Decision, source string, patterns ...string) ([]Rule, error) {
