@@ -248,12 +248,51 @@ func TestCheckReasons(t *testing.T) {
 		{"python3 x.py", "no rule allows `python3 x.py`", []string{"python3 x.py"}},
 		{"$X y", "its command name is only known when it runs", nil},
 		{"echo > /etc/x", "it writes to /etc/x, outside the workspace /w", nil},
-		{"read -p 'name? ' answer", "no rule allows `read -p name?  answer`", []string{"read"}}, // not a variable it fills
+		{"read -p 'name? ' answer", "no rule allows `read -p name?  answer`", []string{"read -p"}}, // not a variable it fills
+		// The narrowest prefix that allows it: options up to the first
+		// operand, and the words before a subcommand.
+		{"sed -i s/a/b/ f", "no rule allows `sed -i s/a/b/ f`", []string{"sed -i"}},
+		{"git -c x=y push --force origin", "no rule allows `git -c x=y push --force origin`", []string{"git -c x=y push --force"}},
+		{"python3 -c 'import os'", "no rule allows `python3 -c import os`", []string{"python3 -c import os"}},
+		{"rm -rf build", "`rm -rf build` matches rule deny \"rm\" (test)", nil},
 	}
 	for _, tt := range tests {
 		v := p.Check(tt.cmd, "/w", "/w")
 		if v.Reason != tt.reason || strings.Join(v.Prefixes, "|") != strings.Join(tt.prefixes, "|") {
 			t.Errorf("%q: reason %q, prefixes %q; want %q, %q", tt.cmd, v.Reason, v.Prefixes, tt.reason, tt.prefixes)
+		}
+	}
+}
+
+// TestGranted: what the user granted answers an ask rule, the unmatched
+// ask and the built-in tables' ask, but not a deny rule, nor an ask about
+// what cannot be known.
+func TestGranted(t *testing.T) {
+	p := testPolicy(t) // ask "git push", deny "git push --force"
+	p.ReadOnly = true
+	for _, g := range []string{"git push", "npm install", "sort -o"} {
+		r, err := NewRule(Allow, g, "granted")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Granted = append(p.Granted, r)
+	}
+	for _, tt := range []struct {
+		cmd  string
+		want Decision
+	}{
+		{"git push origin main", Allow},
+		{"npm install left-pad", Allow},
+		{"sort -o out in", Allow},
+		{"git push -f origin", Deny},
+		{"git push origin +main", Deny},
+		{"git push $(whoami)", Ask},
+		{"$X push", Ask},
+		{"npm install > /etc/x", Ask},
+		{"npm test", Ask},
+	} {
+		if v := p.Check(tt.cmd, "/w", "/w"); v.Decision != tt.want {
+			t.Errorf("Check(%q) = %v (%s), want %v", tt.cmd, v.Decision, v.Reason, tt.want)
 		}
 	}
 }

@@ -49,6 +49,14 @@ func (p *Policy) ruleFor(argv []string, known int) (best, maybe *Rule) {
 	if best == nil && p.ReadOnly && readOnly(argv, known) {
 		best = &readOnlyRule
 	}
+	if strength(best) < Deny {
+		// What the user granted answers an ask, by a rule or none.
+		for i := range p.Granted {
+			if ok, _ := p.Granted[i].match(argv, known); ok {
+				return &p.Granted[i], maybe
+			}
+		}
+	}
 	return best, maybe
 }
 
@@ -236,22 +244,34 @@ func (r *Rule) prefixMatch(words, argv []string, known int) (ok, maybe bool) {
 	return true, false
 }
 
-// suggest is the narrowest useful prefix to allow for a command: its name,
-// and its first argument when the command has subcommands (git push) and
-// that is one, or the script an interpreter runs.
+// suggest is the narrowest useful prefix to allow for a command: its
+// name; for a command with subcommands, the words up to the subcommand
+// (git -c x=y push); then the options that follow, up to the first
+// operand (sed -i, git push --force). An interpreter is offered with the
+// script it runs, or (running code given inline) the whole command.
 func suggest(args []string, known int) string {
 	if known == 0 {
 		return ""
 	}
+	args = args[:known]
 	name := path.Base(args[0])
-	if known == 1 || len(args) == 1 {
-		return name
+	i := 1
+	switch {
+	case interpreters[name] && len(args) > 1:
+		if isOption(args[1]) {
+			return strings.Join(append([]string{name}, args[1:]...), " ")
+		}
+		return name + " " + args[1]
+	case withSubcommands[name]:
+		for i < len(args) && !subcommand.MatchString(args[i]) {
+			i++
+		}
+		i = min(i+1, len(args))
 	}
-	first := args[1]
-	if withSubcommands[name] && subcommand.MatchString(first) || interpreters[name] && !strings.HasPrefix(first, "-") {
-		return name + " " + first
+	for i < len(args) && isOption(args[i]) {
+		i++
 	}
-	return name
+	return strings.Join(append([]string{name}, args[1:i]...), " ")
 }
 
 // subcommand matches a word that looks like a subcommand (push, run:dev).

@@ -17,6 +17,11 @@ type Policy struct {
 	// '1,80p' f, but not sed -i; find -name x, but not find -delete; git
 	// branch, but not git branch -D). Any other option makes it an ask.
 	ReadOnly bool
+	// Granted are allow rules the user gave while asked (always allow
+	// git push in this session): unlike Rules, they win over an ask rule
+	// (the user has answered it), but never over a deny rule, nor over an
+	// ask about what cannot be known statically.
+	Granted []Rule
 }
 
 // Verdict is the decision on a whole command, and why.

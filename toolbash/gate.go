@@ -121,7 +121,7 @@ func (g *Gate) policyFor(call *tools.Call) *permission.Policy {
 		p.Rules = append(p.Rules, g.opts.Project(call.Session.Cwd)...)
 	}
 	g.mu.Lock()
-	p.Rules = append(p.Rules, g.allowed[call.Session.ID]...)
+	p.Granted = append(append([]permission.Rule(nil), p.Granted...), g.allowed[call.Session.ID]...)
 	g.mu.Unlock()
 	return &p
 }
@@ -177,13 +177,17 @@ const RejectedText = "the user declined to run this command; it did not run. Ask
 // approval where nobody could give it.
 func unapprovedText(v permission.Verdict, howToAllow func(string) string) string {
 	s := fmt.Sprintf("this command needs the user's approval (%s), and this client cannot ask the user; it did not run.", v.Reason)
-	if len(v.Prefixes) > 0 && howToAllow != nil {
+	switch {
+	case v.Rule != nil && v.Rule.Decision == permission.Ask:
+		// An allow rule would not win over it: the user asked to be asked.
+		s += " The user's own rule asks about it: ask the user to run it, or to remove that rule."
+	case len(v.Prefixes) > 0 && howToAllow != nil:
 		var hows []string
 		for _, p := range v.Prefixes {
 			hows = append(hows, howToAllow(p))
 		}
 		s += " The user can allow it with a rule: " + strings.Join(hows, "; ") + "."
-	} else {
+	default:
 		s += " Try a simpler command, or ask the user to run it."
 	}
 	return s

@@ -105,3 +105,29 @@ func TestGateAsks(t *testing.T) {
 		t.Errorf("after the session ended its allowance should be gone: %q, asked %q", res.Text(), asked)
 	}
 }
+
+// TestGateAlwaysAnswersAskRule: "always allow" answers the user's own ask
+// rule for the session (it was asked once, and need not be again), but
+// never a deny rule.
+func TestGateAlwaysAnswersAskRule(t *testing.T) {
+	var asked []string
+	reg, g := gated(t, func(_ context.Context, q Question) (Answer, error) {
+		asked = append(asked, q.Command)
+		return AllowPrefixes, nil
+	})
+	ask, _ := permission.NewRules(permission.Ask, "test", "mkdir")
+	deny, _ := permission.NewRules(permission.Deny, "test", "mkdir -p")
+	g.opts.Policy.Rules = append(g.opts.Policy.Rules, append(ask, deny...)...)
+	dir := t.TempDir()
+	for _, cmd := range []string{"mkdir a", "mkdir b"} {
+		if res := callBash(t, reg, "s", dir, cmd); res.IsError {
+			t.Fatalf("%s: %q", cmd, res.Text())
+		}
+	}
+	if len(asked) != 1 {
+		t.Errorf("asked %q, want once", asked)
+	}
+	if res := callBash(t, reg, "s", dir, "mkdir -p c/d"); !res.IsError {
+		t.Errorf("a denied command ran after always allow: %q", res.Text())
+	}
+}

@@ -67,7 +67,8 @@ func (f *permissionFlags) options() (*toolbash.GateOptions, error) {
 		}
 		p.Rules = append(p.Rules, rules...)
 	}
-	o := &toolbash.GateOptions{Policy: p, HowToAllow: howToAllow}
+	file := cmpOr(f.configPath, "the configuration file")
+	o := &toolbash.GateOptions{Policy: p, HowToAllow: func(prefix string) string { return howToAllow(prefix, file) }}
 	if f.file.ProjectRules {
 		o.Project = newProjectRules().rules
 	}
@@ -85,9 +86,11 @@ func (s ruleSet) rules() ([]permission.Rule, error) {
 	return permission.NewRules(s.decision, s.source, s.patterns...)
 }
 
-func howToAllow(prefix string) string {
+// howToAllow says how the user can allow prefix: a flag, or the file of
+// the configuration in use.
+func howToAllow(prefix, file string) string {
 	q := strings.ReplaceAll(prefix, "'", `'\''`)
-	return fmt.Sprintf("start dsh-bash with --allow '%s', or add %q to \"permissions\": {\"allow\": […]} in %s", q, prefix, cmpOr(defaultConfigPath(), "the configuration file"))
+	return fmt.Sprintf("start dsh-bash with --allow '%s', or add %q to \"permissions\": {\"allow\": […]} in %s", q, prefix, file)
 }
 
 func cmpOr(a, b string) string {

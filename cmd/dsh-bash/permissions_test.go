@@ -48,6 +48,18 @@ func TestRunPermissions(t *testing.T) {
 			t.Errorf("projectRules %v: the repository's allow rule applied: %v (%q, exit %d)", trust, ran, out, code)
 		}
 	}
+	// The hint works when followed: an ask rule is not answered by an
+	// allow rule, and the file named is the one in use.
+	out, _, code = dshBash(t, dir, "run", "--ask", "git push", "--allow", "git push", "--", "git push")
+	if code != 1 || strings.Contains(out, "--allow") || !strings.Contains(out, "The user's own rule asks about it") {
+		t.Errorf("an ask rule's hint: %q (exit %d)", out, code)
+	}
+	cfg := filepath.Join(t.TempDir(), "mine.json")
+	os.WriteFile(cfg, []byte(`{"permissions": {"deny": ["touch"]}}`), 0o600)
+	out, _, code = dshBash(t, dir, "run", "--config", cfg, "--", "sed -i s/a/b/ f")
+	if code != 1 || !strings.Contains(out, "--allow 'sed -i'") || !strings.Contains(out, "in "+cfg+".") {
+		t.Errorf("the hint with --config: %q (exit %d)", out, code)
+	}
 	_, errOut, code := dshBash(t, dir, "run", "--allow", "'unterminated", "--", "true")
 	if code != 2 || !strings.Contains(errOut, "--allow") {
 		t.Errorf("a bad rule: exit %d, %q", code, errOut)
