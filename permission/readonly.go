@@ -142,18 +142,7 @@ func (s *roSpec) long(l *roLine, args []string, i int) (used int, ok bool) {
 	if !ok {
 		return 0, false
 	}
-	switch {
-	case arity == noValue && hasValue:
-		return 0, false
-	case arity == value && !hasValue:
-		if i+1 >= len(args) {
-			return 0, false
-		}
-		l.opts[name] = append(l.opts[name], args[i+1])
-		return 2, true
-	}
-	l.opts[name] = append(l.opts[name], v)
-	return 1, true
+	return l.record(name, arity, args, i, v, hasValue)
 }
 
 // goFlag reads the Go flag at args[i], by its one-dash name.
@@ -161,10 +150,23 @@ func (s *roSpec) goFlag(l *roLine, args []string, i int) (used int, ok bool) {
 	name := "-" + strings.TrimPrefix(strings.TrimPrefix(args[i], "-"), "-")
 	name, v, hasValue := strings.Cut(name, "=")
 	arity, ok := s.opts[name]
-	switch {
-	case !ok, arity == noValue && hasValue && v != "true" && v != "false":
+	if !ok {
 		return 0, false
-	case arity == valueUnlessLast && !hasValue && i+1 < len(args), arity == value && !hasValue:
+	}
+	if arity == noValue && (v == "true" || v == "false") {
+		hasValue = false // -v=true: a boolean flag's value
+	}
+	return l.record(name, arity, args, i, v, hasValue)
+}
+
+// record records the option name (of arity) at args[i], with the value
+// v written after = (hasValue), or the next argument; used counts the
+// arguments it took.
+func (l *roLine) record(name string, arity optArity, args []string, i int, v string, hasValue bool) (used int, ok bool) {
+	switch {
+	case arity == noValue && hasValue:
+		return 0, false
+	case !hasValue && (arity == value || arity == valueUnlessLast && i+1 < len(args)):
 		if i+1 >= len(args) {
 			return 0, false
 		}
