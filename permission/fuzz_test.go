@@ -12,7 +12,11 @@ func FuzzCheckNeverPanics(f *testing.F) {
 	for _, tt := range checkTests {
 		f.Add(tt.cmd)
 	}
+	for _, cmd := range append(everydayReadOnly[:40:40], notReadOnly[:40]...) {
+		f.Add(cmd)
+	}
 	p := testPolicy(f)
+	p.ReadOnly = true
 	f.Fuzz(func(t *testing.T, cmd string) {
 		v := p.Check(cmd, "/w", "/w")
 		if v.Decision < Allow || v.Decision > Deny || (v.Decision != Allow && v.Reason == "") {
@@ -62,6 +66,25 @@ func FuzzDeniedNeverAllowed(f *testing.F) {
 		cmd = strings.ReplaceAll(cmd, "%%", "%")
 		if v := p.Check(cmd, "/w", "/w"); v.Decision == Allow {
 			t.Errorf("%q was allowed, though it runs rm (%s)", cmd, v.Reason)
+		}
+	})
+}
+
+// FuzzNotReadOnlyStaysAsked: a command the built-in tables must not
+// allow is not allowed with one more word, whatever it is.
+func FuzzNotReadOnlyStaysAsked(f *testing.F) {
+	f.Add(0, "x")
+	f.Add(7, "--")
+	f.Add(30, "-n")
+	p := readOnlyPolicy()
+	f.Fuzz(func(t *testing.T, i int, word string) {
+		q, err := syntax.Quote(word, syntax.LangBash)
+		if err != nil {
+			return
+		}
+		cmd := notReadOnly[(i%len(notReadOnly)+len(notReadOnly))%len(notReadOnly)] + " " + q
+		if v := p.Check(cmd, "/w", "/w"); v.Decision == Allow {
+			t.Errorf("%q was allowed (%s)", cmd, v.Reason)
 		}
 	})
 }
