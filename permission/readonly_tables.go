@@ -2,6 +2,7 @@ package permission
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -35,6 +36,19 @@ var readOnlyPrograms = map[string]*roSpec{
 	"expand": plain(), "unexpand": plain(), "join": plain(), "factor": plain(), "tsort": plain(),
 	"getconf": plain(), "locale": plain(), "tty": plain(), "lscpu": plain(), "pathchk": plain(),
 	"whereis": plain(), "pgrep": plain(), "look": plain(), "zcat": plain(), "zgrep": plain(),
+	"trap": plain(), // the action it sets is checked as a script
+
+	// Toolchains, asked only for their version.
+	"python": versionOnly("--version", "-V"), "python3": versionOnly("--version", "-V"),
+	"node": versionOnly("--version", "-v"), "npm": versionOnly("--version", "-v"),
+	"pnpm": versionOnly("--version", "-v"), "yarn": versionOnly("--version", "-v"),
+	"deno": versionOnly("--version", "-V"), "bun": versionOnly("--version", "-v"),
+	"cargo": versionOnly("--version", "-V"), "rustc": versionOnly("--version", "-V"),
+	"rustup": versionOnly("--version", "-V"), "gcc": versionOnly("--version"), "cc": versionOnly("--version"),
+	"clang": versionOnly("--version"), "make": versionOnly("--version", "-v"), "java": versionOnly("-version", "--version"),
+	"ruby": versionOnly("--version"), "perl": versionOnly("--version", "-v"), "pip": versionOnly("--version", "-V"),
+	"pip3": versionOnly("--version", "-V"), "uv": versionOnly("--version", "-V"), "docker": versionOnly("--version", "-v"),
+	"kubectl": versionOnly("--version"), "terraform": versionOnly("--version", "-v", "version"), "tsc": versionOnly("--version", "-v"),
 
 	"uniq": opts("-c --count -d --repeated -D --all-repeated? -f= --skip-fields= -i --ignore-case " +
 		"-s= --skip-chars= -u --unique -w= --check-chars= -z --zero-terminated --group?").withOps(1), // a second operand is written
@@ -231,6 +245,12 @@ func goOpts(list string) *roSpec {
 	s := opts(list)
 	s.goFlags = true
 	return s
+}
+
+// versionOnly is a spec for a program that only prints its version when
+// given exactly one of flags.
+func versionOnly(flags ...string) *roSpec {
+	return &roSpec{raw: func(args []string) bool { return len(args) == 1 && slices.Contains(flags, args[0]) }}
 }
 
 // onlyAssignments: env without a command prints the environment, with

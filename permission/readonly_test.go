@@ -73,6 +73,8 @@ var everydayReadOnly = []string{
 	"date +%Y-%m-%d", "date -u +%s", "nproc", "printenv PATH", "env", "ps aux", "ps -ef | grep node",
 	"uptime", "free -m", "arch", "getconf PAGESIZE", "locale", "test -f go.mod && echo yes",
 	"[ -d node_modules ] || echo missing", "cd src && ls", "sleep 1", "pgrep -fl node",
+	"python3 --version", "node -v", "npm --version", "cargo --version", "rustc -V", "gcc --version",
+	"java -version", "trap 'rm -f /w/tmp.$$' EXIT; ls",
 }
 
 // TestEverydayReadOnly: the tables allow nearly every everyday read-only
@@ -138,7 +140,8 @@ var notReadOnly = []string{
 	// The network and the system.
 	"go list -m -u all", "go list -versions -m golang.org/x/sys", "go mod download", "go mod tidy", "go get x",
 	"date -s '2020-01-01'", "date 010100002020", "date --set=tomorrow", "hostname evil", "env ./x",
-	"command ./x", "git ls-remote origin",
+	"command ./x", "git ls-remote origin", "python3 -c 'import os'", "python3 x.py --version", "node -e 1",
+	"npm install", "make", "make --version all", "java -jar x.jar", "perl -e 1", "cargo build",
 	// Unknown options of known programs.
 	"ls --unknown-that-does-not-exist && git log --frobnicate", "git status --frob", "sort --frob x",
 }
