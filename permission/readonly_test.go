@@ -74,7 +74,7 @@ var everydayReadOnly = []string{
 	"uptime", "free -m", "arch", "getconf PAGESIZE", "locale", "test -f go.mod && echo yes",
 	"[ -d node_modules ] || echo missing", "cd src && ls", "sleep 1", "pgrep -fl node",
 	"python3 --version", "node -v", "npm --version", "cargo --version", "rustc -V", "gcc --version",
-	"java -version", "trap 'rm -f /w/tmp.$$' EXIT; ls",
+	"java -version", "trap 'echo done' EXIT; ls",
 }
 
 // TestEverydayReadOnly: the tables allow nearly every everyday read-only
