@@ -15,7 +15,7 @@ require (
 	mvdan.cc/sh/v3 v3.14.1
 )
 
-require kernel.org/pub/linux/libs/security/libcap/psx v1.2.78 // indirect
+require kernel.org/pub/linux/libs/security/libcap/psx v1.2.78
 
 require (
 	github.com/modelcontextprotocol/go-sdk v1.8.0

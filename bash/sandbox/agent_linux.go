@@ -22,6 +22,13 @@ type agentConfig struct {
 	Socket   int      `json:"socket"`   // its end of the socket pair
 	Exe      int      `json:"exe"`      // the descriptor it was executed from
 	Writable []string `json:"writable"` // Landlock: paths commands may write
+
+	// The Landlock layer's (see LayerLandlock), where the agent is not a
+	// jail's pid 1 but a process of the host's:
+	Alone      bool     `json:"alone,omitempty"`      // a subreaper, without capabilities
+	Readable   []string `json:"readable,omitempty"`   // Landlock: paths commands may read (else all)
+	Filter     int      `json:"filter,omitempty"`     // the seccomp filter to install itself (bwrap did in a jail)
+	NetworkOff bool     `json:"networkOff,omitempty"` // Landlock: no TCP connect or bind
 }
 
 // Main runs the sandbox agent when this process was started as one, and
@@ -77,8 +84,18 @@ func runAgent(c agentConfig) error {
 		}
 	}()
 	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
-	if err := restrictFiles(c.Writable); err != nil {
+	if c.Alone {
+		if err := alone(); err != nil {
+			return err
+		}
+	}
+	if err := restrictFiles(c); err != nil {
 		return err
+	}
+	if c.Filter > 0 {
+		if err := installFilter(c.Filter); err != nil {
+			return err
+		}
 	}
 	devNull, err := unix.Open("/dev/null", unix.O_RDWR|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -92,30 +109,57 @@ func runAgent(c agentConfig) error {
 	return a.serve()
 }
 
-// restrictFiles is the second layer under the jail's mounts: Landlock lets
-// commands read and execute everywhere but write only to the given paths,
-// and keeps them from signalling, or reaching the abstract sockets of,
-// anything outside the jail. It does what the kernel supports.
-func restrictFiles(writable []string) error {
+// restrictFiles is the second layer under the jail's mounts, and the
+// whole of the Landlock layer: Landlock lets commands read and execute
+// everywhere (or, in the Landlock layer, where c.Readable says) but write
+// only to c.Writable, keeps them from signalling, or reaching the abstract
+// sockets of, anything outside the jail, and (c.NetworkOff) from TCP. It
+// does what the kernel supports.
+func restrictFiles(c agentConfig) error {
 	rules := []landlock.Rule{landlock.RODirs("/")}
-	for _, p := range writable {
-		rules = append(rules, landlock.RWDirs(p).WithRefer().IgnoreIfMissing())
+	if c.Readable != nil {
+		rules = pathRules(c.Readable, landlock.RODirs, landlock.ROFiles)
 	}
+	rules = append(rules, pathRules(c.Writable, func(p ...string) landlock.FSRule {
+		return landlock.RWDirs(p...).WithRefer()
+	}, landlock.RWFiles)...)
 	// The agent's own oom_score_adj, which it raises for each fork (see
 	// fork); /proc/self is resolved now, to the agent.
 	if self, err := os.Readlink("/proc/self"); err == nil {
 		rules = append(rules, landlock.RWFiles("/proc/"+self+"/oom_score_adj").IgnoreIfMissing())
 	}
-	// One ruleset for files and scopes: every Landlock domain refuses to
-	// link or move a file across directories unless one of its own rules
-	// grants it (LANDLOCK_ACCESS_FS_REFER), so a second, scopes-only
-	// domain would break hard links in the workspace (git's quarantined
-	// pushes, for one).
-	cfg := landlock.Config{HandledAccessFS: landlock.V7.HandledAccessFS, Scoped: landlock.V7.Scoped}.BestEffort()
-	if err := cfg.Restrict(rules...); err != nil {
+	// One ruleset for files, scopes and the network: every Landlock domain
+	// refuses to link or move a file across directories unless one of its
+	// own rules grants it (LANDLOCK_ACCESS_FS_REFER), so a second,
+	// scopes-only domain would break hard links in the workspace (git's
+	// quarantined pushes, for one).
+	cfg := landlock.Config{HandledAccessFS: landlock.V7.HandledAccessFS, Scoped: landlock.V7.Scoped}
+	if c.NetworkOff {
+		cfg.HandledAccessNet = landlock.V7.HandledAccessNet
+	}
+	if err := cfg.BestEffort().Restrict(rules...); err != nil {
 		return fmt.Errorf("landlock: %w", err)
 	}
 	return nil
+}
+
+// pathRules makes a rule of each path that exists: dirs for a directory,
+// files for a file or a device (what is gone by the time the rules are
+// made, another process's temporary file, is left out).
+func pathRules(paths []string, dirs, files func(...string) landlock.FSRule) []landlock.Rule {
+	var rules []landlock.Rule
+	for _, p := range paths {
+		fi, err := os.Stat(p)
+		switch {
+		case err != nil:
+			continue
+		case fi.IsDir():
+			rules = append(rules, dirs(p).IgnoreIfMissing())
+		case fi.Mode().IsRegular() || fi.Mode()&os.ModeCharDevice != 0:
+			rules = append(rules, files(p).IgnoreIfMissing())
+		} // not a pipe or a socket (/dev/stderr may be one): Landlock has no rule for them
+	}
+	return rules
 }
 
 // serve starts the shells the host asks for, until the host hangs up.

@@ -17,7 +17,16 @@ var updateTranscript = flag.Bool("update", false, "rewrite bash/bashtest/testdat
 // files and the jails' /tmp directories in the test's own directory, the
 // workspace the suite's directory.
 func conformant(t *testing.T, c bashtest.Config) bash.Executor {
-	e, err := newSandbox(t, &Options{Local: &local.Options{
+	return conformantIn(LayerAuto)(t, c)
+}
+
+// conformantIn makes conformant executors of one layer.
+func conformantIn(layer Layer) func(*testing.T, bashtest.Config) bash.Executor {
+	return func(t *testing.T, c bashtest.Config) bash.Executor { return conformantLayer(t, c, layer) }
+}
+
+func conformantLayer(t *testing.T, c bashtest.Config, layer Layer) bash.Executor {
+	e, err := newSandbox(t, &Options{Layer: layer, Local: &local.Options{
 		Cwd: c.Cwd, Timeout: c.Timeout, MaxTimeout: c.MaxTimeout,
 		Grace: c.Grace, DrainDelay: c.DrainDelay, MaxOutputBytes: c.MaxOutputBytes,
 		MaxTasksPerOwner: c.MaxTasksPerOwner, MaxTasks: c.MaxTasks,
@@ -41,4 +50,18 @@ func TestConformance(t *testing.T) {
 func TestTranscript(t *testing.T) {
 	t.Parallel()
 	bashtest.Transcript(t, conformant, "../bashtest/testdata/transcript.txtar", *updateTranscript)
+}
+
+// TestLandlockConformance runs the contract, and the transcript, against
+// the Landlock layer.
+func TestLandlockConformance(t *testing.T) {
+	t.Parallel()
+	t.Run("contract", func(t *testing.T) {
+		t.Parallel()
+		bashtest.Run(t, conformantIn(LayerLandlock))
+	})
+	t.Run("transcript", func(t *testing.T) {
+		t.Parallel()
+		bashtest.Transcript(t, conformantIn(LayerLandlock), "../bashtest/testdata/transcript.txtar", false)
+	})
 }

@@ -206,7 +206,7 @@ func TestJailStartBounded(t *testing.T) {
 			})
 			made := make(chan error, 1)
 			go func() {
-				e, err := New(context.Background(), &Options{Bwrap: bwrap, StartTimeout: cmp.Or(tt.timeout, 300*time.Millisecond),
+				e, err := New(context.Background(), &Options{Layer: LayerJail, Bwrap: bwrap, StartTimeout: cmp.Or(tt.timeout, 300*time.Millisecond),
 					Local: &local.Options{Cwd: t.TempDir(), SpillDir: t.TempDir()}, TempDir: t.TempDir()})
 				if err == nil {
 					e.Close()
@@ -218,5 +218,40 @@ func TestJailStartBounded(t *testing.T) {
 				t.Errorf("New: %v; want ErrUnavailable saying %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestAutoFallsBackToLandlock: where bwrap cannot make a jail (here a
+// stand-in that fails as Ubuntu's AppArmor makes it fail), the default
+// layer is the Landlock layer, which says why, and holds: a write outside
+// the workspace fails, one inside works.
+func TestAutoFallsBackToLandlock(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	bwrap := filepath.Join(dir, "bwrap")
+	os.WriteFile(bwrap, []byte("#!/bin/sh\necho 'bwrap: setting up uid map: Permission denied' >&2\nexit 1\n"), 0o755)
+	ws, outside := t.TempDir(), t.TempDir()
+	e, err := newSandbox(t, &Options{Bwrap: bwrap, Local: &local.Options{Cwd: ws, SpillDir: t.TempDir()}, TempDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	layer, why := e.Layer()
+	if layer != LayerLandlock || why == nil || !strings.Contains(why.Error(), "setting up uid map") {
+		t.Fatalf("layer %v, why %v; want the Landlock layer, saying why not the jail", layer, why)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), testwait.Limit)
+	defer cancel()
+	spec, err := e.Resolve(ctx, bash.ExecRequest{Owner: "o", Workspace: ws, Workdir: ws,
+		Command: "echo in > inside; echo out > " + filepath.Join(outside, "planted") + "; cat inside"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.Run(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(outside, "planted")); err == nil || res.Stdout.Text != "in\n" {
+		t.Errorf("write outside: %v; stdout %q, stderr %q", err, res.Stdout.Text, res.Stderr.Text)
 	}
 }

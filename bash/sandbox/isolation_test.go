@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"net"
 	"os"
 	"path/filepath"
@@ -67,8 +68,11 @@ type rig struct {
 	abstract   string // the name of an abstract unix socket the test listens on
 }
 
-func newRig(t *testing.T, sandboxed bool) *rig {
+// newRig makes the rig: sandboxed in layer (LayerJail or LayerLandlock),
+// or not sandboxed (LayerAuto).
+func newRig(t *testing.T, layer Layer) *rig {
 	t.Helper()
+	sandboxed := layer != LayerAuto
 	r := &rig{wsA: t.TempDir(), wsB: t.TempDir(), home: t.TempDir(), sandboxed: sandboxed,
 		serverPid: strconv.Itoa(os.Getpid())}
 	outside, err := os.MkdirTemp("/var/tmp", "dsh-outside-")
@@ -99,7 +103,7 @@ func newRig(t *testing.T, sandboxed bool) *rig {
 	lo := &local.Options{Cwd: r.wsA, MaxOutputBytes: 1000, Grace: 200 * time.Millisecond,
 		Env: []string{"HOME=" + r.home}, SpillDir: tmp}
 	if sandboxed {
-		r.e, err = newSandbox(t, &Options{Local: lo, Policy: Policy{Home: r.home}, TempDir: tmp})
+		r.e, err = newSandbox(t, &Options{Layer: layer, Local: lo, Policy: Policy{Home: r.home}, TempDir: tmp})
 	} else {
 		r.e, err = local.New(lo)
 	}
@@ -125,7 +129,9 @@ func (r *rig) probe(args ...string) string {
 // listenAbstract listens on an abstract unix socket until the test ends,
 // and returns its name (without the leading @).
 func listenAbstract(t *testing.T) string {
-	name := fmt.Sprintf("dsh-test-%d-%s", os.Getpid(), filepath.Base(t.TempDir()))
+	h := fnv.New64a()
+	h.Write([]byte(t.TempDir())) // unique to this test among parallel ones
+	name := fmt.Sprintf("dsh-test-%d-%x", os.Getpid(), h.Sum64())
 	ln, err := net.Listen("unix", "@"+name)
 	if err != nil {
 		t.Fatal(err)
@@ -195,7 +201,7 @@ func (r *rig) victim(t *testing.T) bash.TaskID {
 		}
 	}
 	spec, _ := r.e.Resolve(ctx, bash.ExecRequest{Owner: "alice", Workspace: r.wsA, Workdir: r.wsA,
-		Command: "echo victim-secret-file > /tmp/victim-file; for i in $(seq 300); do echo victim-secret-output; done; echo $$ > " + fifo + "; read _ < " + r.gate + "; : " + r.marker()})
+		Command: "echo victim-secret-file > ${TMPDIR:-/tmp}/victim-file; for i in $(seq 300); do echo victim-secret-output; done; echo $$ > " + fifo + "; read _ < " + r.gate + "; : " + r.marker()})
 	tk, err := r.e.Start(ctx, spec)
 	if err != nil {
 		t.Fatal(err)
@@ -372,22 +378,38 @@ func hostFileChanged(r *rig, rel, want string) bool {
 	return err != nil || string(b) != want
 }
 
-// TestIsolation runs every attack from session B while session A works. Under
-// the sandbox each one must fail; against the local executor each one must
-// succeed, which shows that the test can see it happen.
+// landlockLimits are the attacks the Landlock layer does not stop, by
+// design (it has no mounts to make paths in the workspace read-only), as
+// the README says; TestIsolation checks that each still succeeds there, so
+// that the list stays true.
+var landlockLimits = map[string]bool{
+	"plant a git hook path":                           true,
+	"rename .git and make a new repository":           true,
+	"plant code in nested repositories":               true,
+	"create the git entries a repository lacks":       true,
+	"redirect a worktree's .git file":                 true,
+	"plant editor tasks or widen the project's rules": true,
+}
+
+// TestIsolation runs every attack from session B while session A works.
+// In the jail each one must fail; in the Landlock layer each one but its
+// documented limits; against the local executor each one must succeed,
+// which shows that the test can see it happen.
 func TestIsolation(t *testing.T) {
 	t.Parallel()
-	for _, sandboxed := range []bool{true, false} {
-		t.Run(map[bool]string{true: "sandbox", false: "local"}[sandboxed], func(t *testing.T) {
-			r := newRig(t, sandboxed)
+	for _, layer := range []Layer{LayerJail, LayerLandlock, LayerAuto} {
+		// One after the other: the attacks look for any victim's files
+		// in /var/tmp, where each rig's executor keeps its own.
+		t.Run(map[Layer]string{LayerJail: "sandbox", LayerLandlock: "landlock", LayerAuto: "local"}[layer], func(t *testing.T) {
+			r := newRig(t, layer)
 			for _, a := range attacks {
 				t.Run(a.name, func(t *testing.T) {
 					r.vid = r.victim(t)
 					defer r.e.Kill(context.Background(), r.vid)
 					res := r.run(t, "bob", r.wsB, a.cmd(r))
 					got := a.succeeded(t, r, res.Stdout.Text)
-					if got == sandboxed {
-						t.Errorf("succeeded=%v (sandboxed=%v)\nstdout: %s\nstderr: %s", got, sandboxed, res.Stdout.Text, res.Stderr.Text)
+					if want := !r.sandboxed || layer == LayerLandlock && landlockLimits[a.name]; got != want {
+						t.Errorf("succeeded=%v, want %v (layer %v)\nstdout: %s\nstderr: %s", got, want, layer, res.Stdout.Text, res.Stderr.Text)
 					}
 				})
 			}

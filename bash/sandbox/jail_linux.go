@@ -32,6 +32,7 @@ type jail struct {
 	unpin func() // releases the owner's spill directory
 	cg    jailCgroups
 	limit string // the memory limit, as the model reads it
+	tmp   string // the Landlock layer's: the session's temporary directory, its TMPDIR
 
 	cmd    *exec.Cmd
 	stderr *capBuffer
@@ -78,12 +79,17 @@ func (js *jails) startJail(ctx context.Context, j *jail, req *local.SpawnRequest
 	}
 	j.sock = files[0]
 	jp := jailPaths{workspace: req.Workspace, tmpSize: js.limits.limits.Tmp, spill: spill, serverTemp: js.serverTemp, env: req.Env}
-	args := js.policy.bwrapArgs(jp)
-	agent := agentConfig{Socket: fdAgentSock, Exe: fdAgentExe, Writable: js.policy.landlockWritable(jp)}
-	args = append(append(args, "--", "/proc/self/fd/"+strconv.Itoa(fdAgentExe)), agentArgs(agent)...)
 	j.stderr = &capBuffer{max: 4 << 10}
-	j.cmd = &exec.Cmd{Path: js.bwrap, Args: append([]string{"bwrap"}, args...), Env: req.Env,
-		ExtraFiles: files[1:], Stderr: j.stderr, WaitDelay: bwrapWaitDelay}
+	if js.layer == LayerLandlock {
+		err = js.agentCmd(j, jp)
+	} else {
+		js.bwrapCmd(j, jp)
+	}
+	if err != nil {
+		closeFiles(files...)
+		return err
+	}
+	j.cmd.ExtraFiles, j.cmd.Stderr, j.cmd.WaitDelay = files[1:], j.stderr, bwrapWaitDelay
 	if j.cg, err = js.limits.make(); err != nil {
 		closeFiles(files...)
 		return err
@@ -94,7 +100,7 @@ func (js *jails) startJail(ctx context.Context, j *jail, req *local.SpawnRequest
 	// socket open after bwrap is gone, and its exit unnoticed.
 	closeFiles(files[1:]...)
 	if err != nil {
-		return fmt.Errorf("start bwrap: %w", err)
+		return fmt.Errorf("start %s: %w", filepath.Base(j.cmd.Path), err)
 	}
 	go func() { _ = j.cmd.Wait(); close(j.exited) }()
 	reading = true
@@ -103,6 +109,14 @@ func (js *jails) startJail(ctx context.Context, j *jail, req *local.SpawnRequest
 		fmt.Errorf("the sandbox did not start within %v (bwrap: %s)", js.startTimeout, bwrapSaid(j)))
 	defer cancel()
 	return j.awaitReady(ctx)
+}
+
+// bwrapCmd is the command of a jail: bwrap, running the agent inside.
+func (js *jails) bwrapCmd(j *jail, jp jailPaths) {
+	args := js.policy.bwrapArgs(jp)
+	agent := agentConfig{Socket: fdAgentSock, Exe: fdAgentExe, Writable: js.policy.landlockWritable(jp)}
+	args = append(append(args, "--", "/proc/self/fd/"+strconv.Itoa(fdAgentExe)), agentArgs(agent)...)
+	j.cmd = &exec.Cmd{Path: js.bwrap, Args: append([]string{"bwrap"}, args...), Env: jp.env}
 }
 
 // bwrapWaitDelay bounds how long bwrap's stderr is read after bwrap has
@@ -225,7 +239,7 @@ func (j *jail) spawn(req *local.SpawnRequest) (local.Process, error) {
 }
 
 func (j *jail) send(id uint64, req *local.SpawnRequest) error {
-	m := spawnMsg{ID: id, Path: req.Path, Args: req.Args, Dir: req.Dir, Env: req.Env,
+	m := spawnMsg{ID: id, Path: req.Path, Args: req.Args, Dir: req.Dir, Env: j.env(req.Env),
 		NExtra: len(req.ExtraFiles), Cgroup: req.CgroupFD >= 0, Setsid: req.Setsid}
 	fds := []int{int(req.Stdout.Fd()), int(req.Stderr.Fd())}
 	for _, f := range req.ExtraFiles {
@@ -366,6 +380,9 @@ func (j *jail) close() error {
 	// of them yet: a cgroup still busy is left for the executor's Close,
 	// or the next start's CleanStale.
 	_ = j.cg.remove()
+	if j.tmp != "" {
+		return removeTree(j.tmp)
+	}
 	return nil
 }
 

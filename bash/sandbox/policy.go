@@ -109,6 +109,12 @@ func holdsAny(dir string, paths []string) bool {
 	return false
 }
 
+// hiddenPaths are what no command sees: the system's hidden paths, the
+// credentials in the home directory, and the policy's own.
+func (p *Policy) hiddenPaths() []string {
+	return slices.Concat(HiddenSystemPaths, inHome(p.home(), HiddenHomePaths), p.Hidden)
+}
+
 // home is the policy's home directory.
 func (p *Policy) home() string {
 	if p.Home != "" {

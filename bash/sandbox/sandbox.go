@@ -40,6 +40,44 @@ type Options struct {
 	StartTimeout time.Duration
 	// Limits bound each session's memory and processes.
 	Limits Limits
+	// Layer is the kind of sandbox: LayerAuto (the default) is the jail
+	// where bubblewrap can make one, else the Landlock layer.
+	Layer Layer
+}
+
+// Layer is a kind of sandbox.
+type Layer int
+
+const (
+	// LayerAuto is the strongest layer that works here.
+	LayerAuto Layer = iota
+	// LayerJail is a bubblewrap jail per session: its own mounts (a
+	// private /tmp, read-only .git and editor files in the workspace),
+	// pid, ipc and (with NetworkOff) network namespaces, no capability,
+	// the seccomp filter, and Landlock inside.
+	LayerJail
+	// LayerLandlock needs no namespace and no privilege, for where user
+	// namespaces are blocked (Ubuntu's AppArmor restriction, Docker's
+	// seccomp profile, a sandbox within a sandbox): a helper process per
+	// session restricts itself, and so every command it starts, with
+	// Landlock (writes to the workspace, the caches and a temporary
+	// directory of the session's own; no reads of the hidden paths; no
+	// signals or abstract sockets outside the session; with NetworkOff no
+	// TCP), the same seccomp filter, no capability and no new privileges.
+	// It does not give commands a /proc, /tmp or network of their own,
+	// nor protect .git and editor files within the workspace.
+	LayerLandlock
+)
+
+// String is how flags and messages name the layer.
+func (l Layer) String() string {
+	switch l {
+	case LayerJail:
+		return "jail"
+	case LayerLandlock:
+		return "landlock"
+	}
+	return "auto"
 }
 
 // Executor runs every command in a jail of its session; see the package
@@ -53,6 +91,7 @@ type Executor struct {
 
 	home     string   // the policy's home directory
 	tempDirs []string // where the jails' /tmp and the spill files are made
+	jailErr  error    // why LayerAuto fell back to the Landlock layer
 }
 
 var _ bash.Executor = (*Executor)(nil)
@@ -90,12 +129,25 @@ func New(ctx context.Context, opts *Options) (*Executor, error) {
 		le.Close()
 		return nil, err
 	}
-	if err := e.check(ctx); err != nil {
+	err = e.check(ctx)
+	if err != nil && o.Layer == LayerAuto && e.jails.fallBack() {
+		// No jail here (user namespaces blocked): the Landlock layer.
+		e.jailErr = err
+		if err = e.check(ctx); err != nil {
+			err = fmt.Errorf("%w; and the jail: %w", err, e.jailErr)
+		}
+	}
+	if err != nil {
 		e.Close()
 		return nil, err
 	}
 	return e, nil
 }
+
+// Layer is the layer the executor's sandbox is (LayerJail or
+// LayerLandlock), and why not a jail when it is the Landlock layer
+// (Options.Layer LayerAuto on a host without jails).
+func (e *Executor) Layer() (Layer, error) { return e.jails.kind(), e.jailErr }
 
 // Resolve applies the defaults to req, as the local executor does, and
 // refuses a workspace that would put the home directory or the executor's

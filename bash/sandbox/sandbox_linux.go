@@ -32,15 +32,29 @@ type jails struct {
 	hold  func(owner string) (string, func(), error)
 	admit func(workspace string) error // refuses a workspace (checkWorkspace)
 
+	layer    Layer     // LayerJail or LayerLandlock
+	rootOnce sync.Once // the Landlock layer's sessions' temporary directories
+	root     string
+	rootErr  error
+
 	mu     sync.Mutex
 	byKey  map[string]*jail
 	closed bool
 }
 
 func newJails(o *Options, serverTemp []string, hold func(string) (string, func(), error), admit func(string) error) (*jails, error) {
+	layer := o.Layer
 	bw, err := exec.LookPath(o.Bwrap)
-	if err != nil {
+	switch {
+	case err == nil && layer != LayerLandlock:
+		layer = LayerJail
+	case layer == LayerJail:
 		return nil, fmt.Errorf("%w: bwrap (Debian and Ubuntu: apt install bubblewrap): %w", ErrUnavailable, err)
+	default:
+		layer = LayerLandlock
+	}
+	if layer == LayerLandlock && landlockABI() < 1 {
+		return nil, fmt.Errorf("%w: neither bubblewrap (%v) nor Landlock (this kernel has none, or it is not enabled) works here", ErrUnavailable, err)
 	}
 	agent := o.Agent
 	if agent == "" {
@@ -57,7 +71,7 @@ func newJails(o *Options, serverTemp []string, hold func(string) (string, func()
 		startTimeout = 30 * time.Second
 	}
 	limits, limitsErr := newLimiter(o.Limits)
-	return &jails{policy: o.Policy, bwrap: bw, agent: agent, filter: filter, tempDir: o.TempDir, serverTemp: serverTemp,
+	return &jails{layer: layer, policy: o.Policy, bwrap: bw, agent: agent, filter: filter, tempDir: o.TempDir, serverTemp: serverTemp,
 		startTimeout: startTimeout, limits: limits, limitsErr: limitsErr, hold: hold, admit: admit, byKey: map[string]*jail{}}, nil
 }
 
@@ -180,5 +194,8 @@ func (js *jails) close() error {
 	}
 	wg.Wait()
 	errs = append(errs, js.limits.close())
+	if js.root != "" {
+		errs = append(errs, removeTree(js.root))
+	}
 	return errors.Join(errs...)
 }

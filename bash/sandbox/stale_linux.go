@@ -14,9 +14,10 @@ import (
 	"github.com/dshgo/dsh/internal/stamp"
 )
 
-// staleJailsName is the name of a jails' directory, which held the
-// sessions' private /tmp before they were file systems in memory:
-// dsh-jails-PID-START-RANDOM, stamped with its maker. The prefix stamps
+// staleJailsName is the name of a jails' directory, which holds the
+// temporary directories of the Landlock layer's sessions (a jail's /tmp is
+// a file system in memory): dsh-jails-PID-START-RANDOM, stamped with its
+// maker. The prefix stamps
 // the executor's cgroup directories too (see newLimiter).
 var staleJailsName = regexp.MustCompile(`^dsh-jails-([0-9]+)-([0-9]+)-[0-9]+$`)
 
@@ -28,8 +29,8 @@ func jailsPrefix() string {
 	return "dsh-jails-" // unstamped: never taken for stale
 }
 
-// CleanStale removes the jails' directories (the sessions' private /tmp,
-// before they were in memory) and the cgroup directories of the limits
+// CleanStale removes the jails' directories (the Landlock layer's
+// sessions' temporary directories) and the cgroup directories of the limits
 // that sandbox executors left in tempDir ("" means os.TempDir(), the default
 // of Options.TempDir) when their process died without Close: those stamped
 // with a process that is gone (see package local's CleanStale, which

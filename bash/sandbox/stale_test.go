@@ -58,6 +58,23 @@ func TestCleanStale(t *testing.T) {
 	}
 }
 
+// TestSessionsDirStamped: the directory of the Landlock layer's session
+// temporary directories carries this process's stamp, so that CleanStale
+// can find it once the process is gone.
+func TestSessionsDirStamped(t *testing.T) {
+	t.Parallel()
+	if stamp.Self() == "" {
+		t.Skip("no stamp: /proc cannot tell")
+	}
+	js := &jails{tempDir: t.TempDir()}
+	if _, err := js.sessionTemp(); err != nil {
+		t.Fatal(err)
+	}
+	if !staleJailsName.MatchString(filepath.Base(js.root)) {
+		t.Errorf("the sessions' directory %s does not match %v", js.root, staleJailsName)
+	}
+}
+
 // TestCleanStaleLimits: the cgroup v1 directories of an executor that is
 // gone (empty, as its jails died with it) are removed, with its jails'.
 //

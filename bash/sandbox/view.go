@@ -4,14 +4,20 @@ package sandbox
 // jail is set up (for users: dsh-bash doctor). Paths that do not exist are
 // left out, as the jail leaves them out.
 type View struct {
+	// Layer is the sandbox's layer; JailError, in the Landlock layer,
+	// why there is no jail.
+	Layer     Layer
+	JailError string
 	// Writable are bound read-write; everything else is read-only.
 	Writable []string
 	// Private are the host directories each jail gets a private, empty
 	// /tmp in place of (/tmp and the executor's temporary directories),
-	// each at most Tmp bytes large (0: the kernel's default).
+	// each at most Tmp bytes large (0: the kernel's default). The Landlock
+	// layer has none: each session's TMPDIR is a directory of its own, on
+	// the host's disk, and /tmp is read-only.
 	Private []string
 	Tmp     int64
-	// ReadOnly stay read-only inside writable paths.
+	// ReadOnly stay read-only inside writable paths (in the jail only).
 	ReadOnly []string
 	// Hidden are replaced by empty ones.
 	Hidden []string

@@ -16,15 +16,39 @@ func (e *Executor) View(workspace string, env []string) View {
 		abi = 0
 	}
 	lm := e.jails.limits
-	v := View{
+	if e.jails.layer == LayerLandlock {
+		return e.landlockView(workspace, env, abi)
+	}
+	v := View{Layer: LayerJail,
 		Writable:    existing(p.writable(jp)),
 		Private:     append([]string{"/tmp"}, p.tempCovers(jp.serverTemp)...),
 		Tmp:         max(lm.limits.Tmp, 0),
 		ReadOnly:    existing(p.readOnly(workspace)),
-		Hidden:      existing(append(append(append([]string{}, HiddenSystemPaths...), inHome(p.home(), HiddenHomePaths)...), p.Hidden...)),
+		Hidden:      existing(p.hiddenPaths()),
 		Network:     p.Network,
 		LandlockABI: abi,
 	}
+	e.limitsView(&v)
+	return v
+}
+
+// landlockView is View for the Landlock layer.
+func (e *Executor) landlockView(workspace string, env []string, abi int) View {
+	p := &e.jails.policy
+	jp := jailPaths{workspace: workspace, serverTemp: e.jails.serverTemp, env: env}
+	v := View{Layer: LayerLandlock, Writable: existing(append(p.writable(jp), landlockDevices...)),
+		Hidden:  existing(p.hiddenPaths()),
+		Network: p.Network, LandlockABI: abi}
+	if e.jailErr != nil {
+		v.JailError = e.jailErr.Error()
+	}
+	e.limitsView(&v)
+	return v
+}
+
+// limitsView fills in the limits that apply.
+func (e *Executor) limitsView(v *View) {
+	lm := e.jails.limits
 	if lm.dirs[ctlMemory] != "" {
 		v.Memory = lm.limits.Memory
 	}
@@ -35,7 +59,6 @@ func (e *Executor) View(workspace string, env []string) View {
 	if e.jails.limitsErr != nil {
 		v.LimitsMissing = e.jails.limitsErr.Error()
 	}
-	return v
 }
 
 // existing are those of paths that exist.

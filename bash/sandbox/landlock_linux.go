@@ -1,0 +1,148 @@
+package sandbox
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+
+	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
+)
+
+// fdFilter is where the Landlock layer's agent finds the seccomp filter
+// (the fourth of jailFiles, after the socket and the executable).
+const fdFilter = 5
+
+// landlockABI is the Landlock ABI the kernel offers (0: none).
+func landlockABI() int {
+	v, err := llsys.LandlockGetABIVersion()
+	if err != nil {
+		return 0
+	}
+	return v
+}
+
+// agentCmd is the command of a session of the Landlock layer: the agent,
+// run directly, which restricts itself before it starts any shell. The
+// session gets a temporary directory of its own, its commands' TMPDIR.
+func (js *jails) agentCmd(j *jail, jp jailPaths) error {
+	tmp, err := js.sessionTemp()
+	if err != nil {
+		return err
+	}
+	j.tmp = tmp
+	agent := agentConfig{Socket: fdAgentSock, Exe: fdAgentExe, Alone: true, Filter: fdFilter,
+		Writable:   slices.Concat(js.policy.writable(jp), []string{tmp}, landlockDevices),
+		Readable:   js.policy.landlockReadable(jp, tmp),
+		NetworkOff: js.policy.Network == NetworkOff}
+	j.cmd = &exec.Cmd{Path: js.agent, Args: append([]string{js.agent}, agentArgs(agent)...), Env: jp.env,
+		SysProcAttr: &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setsid: true}}
+	return nil
+}
+
+// landlockDevices are the devices commands of the Landlock layer may
+// write: the harmless ones, and terminals.
+var landlockDevices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx", "/dev/pts"}
+
+// sessionTemp makes a session's temporary directory, in a directory of
+// the executor's own stamped for CleanStale.
+func (js *jails) sessionTemp() (string, error) {
+	js.rootOnce.Do(func() {
+		js.root, js.rootErr = os.MkdirTemp(js.tempDir, jailsPrefix())
+	})
+	if js.rootErr != nil {
+		return "", fmt.Errorf("make the sessions' directory: %w", js.rootErr)
+	}
+	dir, err := os.MkdirTemp(js.root, "tmp-")
+	if err != nil {
+		return "", fmt.Errorf("make the session's temporary directory: %w", err)
+	}
+	return dir, nil
+}
+
+// landlockReadable is what commands of the Landlock layer may read: the
+// whole tree but the hidden paths (the credentials, the runtime and
+// cgroup directories, the policy's, and the executor's temporary
+// directories, where other sessions' files and the server's are), and
+// then the session's own spill and temporary directories.
+func (p *Policy) landlockReadable(jp jailPaths, tmp string) []string {
+	hidden := slices.Concat(p.hiddenPaths(), []string{"/dev/shm"}, jp.serverTemp)
+	var real []string
+	for _, h := range hidden {
+		if r := realPath(h); r != "" {
+			real = append(real, r)
+		}
+	}
+	return append(around("/", real), jp.spill, tmp, jp.workspace)
+}
+
+// around lists the paths that cover the tree at dir but the hidden ones:
+// dir itself when no hidden path lies in it, else (recursively) its
+// entries. An entry that is a link into a hidden path is left out (a rule
+// on a link applies to its target).
+func around(dir string, hidden []string) []string {
+	in := false
+	for _, h := range hidden {
+		if h == dir {
+			return nil
+		}
+		in = in || within(h, dir)
+	}
+	if !in {
+		if r := realPath(dir); r != dir && linksInto(r, hidden) {
+			return nil
+		}
+		return []string{dir}
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range entries {
+		out = append(out, around(filepath.Join(dir, e.Name()), hidden)...)
+	}
+	return out
+}
+
+// linksInto reports whether a link's target r is, holds or lies in a
+// hidden path.
+func linksInto(r string, hidden []string) bool {
+	for _, h := range hidden {
+		if r == "/" || within(h, r) || within(r, h) {
+			return true
+		}
+	}
+	return false
+}
+
+// env is the environment of a shell of the jail: the Landlock layer's
+// point TMPDIR at the session's temporary directory.
+func (j *jail) env(env []string) []string {
+	if j.tmp == "" {
+		return env
+	}
+	out := make([]string, 0, len(env)+1)
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, "TMPDIR=") {
+			out = append(out, kv)
+		}
+	}
+	return append(out, "TMPDIR="+j.tmp)
+}
+
+// fallBack turns a jails of LayerAuto, whose jail did not work, to the
+// Landlock layer, if the kernel has Landlock; it reports whether it did.
+func (js *jails) fallBack() bool {
+	if js.layer != LayerJail || landlockABI() < 1 {
+		return false
+	}
+	js.layer = LayerLandlock
+	return true
+}
+
+// kind is the layer of the jails.
+func (js *jails) kind() Layer { return js.layer }
