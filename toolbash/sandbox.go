@@ -14,6 +14,9 @@ type SandboxFacts struct {
 	// TmpSize is the size of the session's private /tmp, which is kept
 	// in memory ("4 GiB"); "" where it is not known.
 	TmpSize string
+	// Landlock: the sandbox is the Landlock layer, without a jail: /tmp
+	// is read-only (TMPDIR is the session's), and .git is not protected.
+	Landlock bool
 }
 
 // SandboxText tells the model what the sandbox its commands run in allows,
@@ -21,11 +24,15 @@ type SandboxFacts struct {
 // retrying: an MCP server's instructions, an agent's system prompt.
 func SandboxText(f SandboxFacts) string {
 	var b strings.Builder
-	b.WriteString("Commands run in a sandbox. They may change the workspace and /tmp (private to this session, removed when it ends")
-	if f.TmpSize != "" {
-		b.WriteString("; kept in memory and at most " + f.TmpSize + ", so put large files in the workspace")
+	if f.Landlock {
+		b.WriteString("Commands run in a sandbox. They may change the workspace and $TMPDIR (a directory private to this session, removed when it ends; /tmp itself is read-only, so write temporary files to $TMPDIR)")
+	} else {
+		b.WriteString("Commands run in a sandbox. They may change the workspace and /tmp (private to this session, removed when it ends")
+		if f.TmpSize != "" {
+			b.WriteString("; kept in memory and at most " + f.TmpSize + ", so put large files in the workspace")
+		}
+		b.WriteString(")")
 	}
-	b.WriteString(")")
 	if !f.LockCaches {
 		b.WriteString(", and the tool caches (~/.cache, ~/go, ~/.npm, ~/.cargo, … and those GOCACHE, GOPATH, CARGO_HOME and the like name)")
 	}
@@ -33,11 +40,16 @@ func SandboxText(f SandboxFacts) string {
 		b.WriteString(", and " + strings.Join(f.Writable, ", "))
 	}
 	b.WriteString("; everything else is read-only, and credentials (~/.ssh, ~/.aws, ~/.config/gh, …) are hidden. ")
-	b.WriteString("In the workspace, .git/config and .git/hooks are read-only too: git config, git remote add and installing hooks fail there with \"Device or resource busy\" or \"Read-only file system\"")
-	if len(f.ReadOnly) > 0 {
-		b.WriteString(", as do changes to " + strings.Join(f.ReadOnly, ", "))
+	if !f.Landlock {
+		b.WriteString("In the workspace, .git/config and .git/hooks are read-only too: git config, git remote add and installing hooks fail there with \"Device or resource busy\" or \"Read-only file system\"")
+		if len(f.ReadOnly) > 0 {
+			b.WriteString(", as do changes to " + strings.Join(f.ReadOnly, ", "))
+		}
+		b.WriteString(". ")
+	} else {
+		b.WriteString("Writes elsewhere fail with \"Permission denied\". ")
 	}
-	b.WriteString(". Do not retry or work around such a refusal: ask the user to run that command. ")
+	b.WriteString("Do not retry or work around such a refusal: ask the user to run that command. ")
 	if f.NetworkOff {
 		b.WriteString("The network is off: downloads (npm install, pip install, go mod download, git fetch, curl) fail or hang until their timeout, so ask the user to run them.")
 	} else {

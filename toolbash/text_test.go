@@ -283,6 +283,7 @@ func TestSandboxTextGolden(t *testing.T) {
 	}{
 		{"default", SandboxFacts{}},
 		{"tmp-size", SandboxFacts{TmpSize: "4 GiB"}},
+		{"landlock", SandboxFacts{Landlock: true}},
 		{"network-off-locked", SandboxFacts{NetworkOff: true, LockCaches: true}},
 		{"extra-paths", SandboxFacts{Writable: []string{"/data"}, ReadOnly: []string{"/w/.env"}}},
 	}

@@ -146,3 +146,7 @@ func (js *jails) fallBack() bool {
 
 // kind is the layer of the jails.
 func (js *jails) kind() Layer { return js.layer }
+
+// whyNoJail says why LayerAuto chose the Landlock layer without trying a
+// jail (nil if it did not).
+func (js *jails) whyNoJail() error { return js.noJail }

@@ -147,7 +147,12 @@ func New(ctx context.Context, opts *Options) (*Executor, error) {
 // Layer is the layer the executor's sandbox is (LayerJail or
 // LayerLandlock), and why not a jail when it is the Landlock layer
 // (Options.Layer LayerAuto on a host without jails).
-func (e *Executor) Layer() (Layer, error) { return e.jails.kind(), e.jailErr }
+func (e *Executor) Layer() (Layer, error) {
+	if e.jailErr != nil {
+		return e.jails.kind(), e.jailErr
+	}
+	return e.jails.kind(), e.jails.whyNoJail()
+}
 
 // Resolve applies the defaults to req, as the local executor does, and
 // refuses a workspace that would put the home directory or the executor's

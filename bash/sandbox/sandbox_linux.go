@@ -33,6 +33,7 @@ type jails struct {
 	admit func(workspace string) error // refuses a workspace (checkWorkspace)
 
 	layer    Layer     // LayerJail or LayerLandlock
+	noJail   error     // why LayerAuto chose the Landlock layer at once
 	rootOnce sync.Once // the Landlock layer's sessions' temporary directories
 	root     string
 	rootErr  error
@@ -44,6 +45,7 @@ type jails struct {
 
 func newJails(o *Options, serverTemp []string, hold func(string) (string, func(), error), admit func(string) error) (*jails, error) {
 	layer := o.Layer
+	var noJail error // why LayerAuto is the Landlock layer
 	bw, err := exec.LookPath(o.Bwrap)
 	switch {
 	case err == nil && layer != LayerLandlock:
@@ -52,6 +54,9 @@ func newJails(o *Options, serverTemp []string, hold func(string) (string, func()
 		return nil, fmt.Errorf("%w: bwrap (Debian and Ubuntu: apt install bubblewrap): %w", ErrUnavailable, err)
 	default:
 		layer = LayerLandlock
+		if o.Layer == LayerAuto {
+			noJail = fmt.Errorf("no bwrap (Debian and Ubuntu: apt install bubblewrap): %w", err)
+		}
 	}
 	if layer == LayerLandlock && landlockABI() < 1 {
 		return nil, fmt.Errorf("%w: neither bubblewrap (%v) nor Landlock (this kernel has none, or it is not enabled) works here", ErrUnavailable, err)
@@ -71,7 +76,7 @@ func newJails(o *Options, serverTemp []string, hold func(string) (string, func()
 		startTimeout = 30 * time.Second
 	}
 	limits, limitsErr := newLimiter(o.Limits)
-	return &jails{layer: layer, policy: o.Policy, bwrap: bw, agent: agent, filter: filter, tempDir: o.TempDir, serverTemp: serverTemp,
+	return &jails{layer: layer, noJail: noJail, policy: o.Policy, bwrap: bw, agent: agent, filter: filter, tempDir: o.TempDir, serverTemp: serverTemp,
 		startTimeout: startTimeout, limits: limits, limitsErr: limitsErr, hold: hold, admit: admit, byKey: map[string]*jail{}}, nil
 }
 

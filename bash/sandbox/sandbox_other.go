@@ -25,6 +25,7 @@ func (*jails) spawn(context.Context, *local.SpawnRequest) (local.Process, error)
 func (*jails) endOwner(string) error { return nil }
 func (*jails) fallBack() bool        { return false }
 func (*jails) kind() Layer           { return LayerAuto }
+func (*jails) whyNoJail() error      { return nil }
 func (*jails) admit(string) error    { return nil }
 func (*jails) close() error          { return nil }
 

@@ -39,8 +39,8 @@ func (e *Executor) landlockView(workspace string, env []string, abi int) View {
 	v := View{Layer: LayerLandlock, Writable: existing(append(p.writable(jp), landlockDevices...)),
 		Hidden:  existing(p.hiddenPaths()),
 		Network: p.Network, LandlockABI: abi}
-	if e.jailErr != nil {
-		v.JailError = e.jailErr.Error()
+	if _, why := e.Layer(); why != nil {
+		v.JailError = why.Error()
 	}
 	e.limitsView(&v)
 	return v

@@ -67,8 +67,16 @@ func describe(w io.Writer, exec bash.Executor, ws string, sf *sandboxFlags) {
 	cont := se.Containment().String()
 	fmt.Fprintf(w, "containment: sandbox, each command in a %s\n", cont)
 	v := se.View(ws, os.Environ())
-	fmt.Fprintf(w, "sandbox: active (--sandbox=%s): bubblewrap namespaces (user, pid, ipc, uts%s), no capabilities, seccomp filter\n",
-		sf.mode, map[bool]string{true: ", net", false: ""}[v.Network == sandbox.NetworkOff])
+	if v.Layer == sandbox.LayerLandlock {
+		fmt.Fprintf(w, "sandbox: active (--sandbox=%s): the Landlock layer, without a jail", sf.mode)
+		if v.JailError != "" {
+			fmt.Fprintf(w, " (%s)", v.JailError)
+		}
+		fmt.Fprintf(w, ": Landlock ABI %d restricts reads and writes, seccomp filter, no capabilities; not covered: %s\n", v.LandlockABI, landlockLacks)
+	} else {
+		fmt.Fprintf(w, "sandbox: active (--sandbox=%s): bubblewrap namespaces (user, pid, ipc, uts%s), no capabilities, seccomp filter\n",
+			sf.mode, map[bool]string{true: ", net", false: ""}[v.Network == sandbox.NetworkOff])
+	}
 	if v.LandlockABI > 0 {
 		fmt.Fprintf(w, "landlock: ABI %d (writes restricted by the kernel too)\n", v.LandlockABI)
 	} else {
@@ -77,7 +85,7 @@ func describe(w io.Writer, exec bash.Executor, ws string, sf *sandboxFlags) {
 	fmt.Fprintf(w, "network: %s\n", v.Network)
 	fmt.Fprintf(w, "limits per session: memory %s, processes %s, /tmp %s, CPU %s\n",
 		limitText(v.Memory, sandbox.ByteSize(v.Memory)), limitText(int64(v.Pids), strconv.Itoa(v.Pids)),
-		limitText(v.Tmp, sandbox.ByteSize(v.Tmp)+" in memory"),
+		map[bool]string{true: "not its own (TMPDIR is)", false: limitText(v.Tmp, sandbox.ByteSize(v.Tmp)+" in memory")}[v.Layer == sandbox.LayerLandlock],
 		map[bool]string{true: "an equal share", false: "not shared out"}[v.CPUShared])
 	if v.LimitsMissing != "" {
 		fmt.Fprintf(w, "limits unavailable: %s\n", v.LimitsMissing)

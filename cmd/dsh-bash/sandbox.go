@@ -33,12 +33,13 @@ type sandboxFlags struct {
 	active     bool   // set once the executor is made: commands run jailed
 	reason     string // why auto ran without the sandbox
 	tmpSize    int64  // the size of each jail's /tmp, once active
+	layer      sandbox.Layer
 	fs         *flag.FlagSet
 }
 
 func (f *sandboxFlags) register(fs *flag.FlagSet) {
 	f.fs = fs
-	fs.StringVar(&f.mode, "sandbox", "", "run each session's commands in a jail: auto (where it works, else warn), on (refuse to start without it), off; default $DSH_BASH_SANDBOX, else the config file's sandbox.mode, else auto")
+	fs.StringVar(&f.mode, "sandbox", "", "sandbox each session's commands: auto (a jail where it works, else the Landlock layer, else none with a warning), on (a jail or the Landlock layer, or refuse to start), jail or landlock (that layer, or refuse to start), off; default $DSH_BASH_SANDBOX, else the config file's sandbox.mode, else auto")
 	fs.StringVar(&f.network, "sandbox-network", "on", "network inside the jails: on, or off (loopback only)")
 	fs.BoolVar(&f.lockCaches, "sandbox-lock-caches", false, "make the tool caches in the home directory (~/.cache, ~/go, ~/.npm, …) read-only too")
 	fs.Var(&f.writable, "sandbox-writable", "another path commands may change (repeatable)")
@@ -116,29 +117,42 @@ func (f *sandboxFlags) given() bool {
 // instructions, when commands run without a sandbox under --sandbox=auto.
 const unsandboxedWarning = "commands are NOT sandboxed: they run with this process's full authority"
 
+// sandboxModes are the --sandbox modes that sandbox, and their layers:
+// auto and on take the strongest that works.
+var sandboxModes = map[string]sandbox.Layer{"auto": sandbox.LayerAuto, "on": sandbox.LayerAuto,
+	"jail": sandbox.LayerJail, "landlock": sandbox.LayerLandlock}
+
+// landlockLacks is what the Landlock layer does not give, as users read it.
+const landlockLacks = "commands see the host's processes and network, have no /tmp of their own (their TMPDIR is the session's), and may change .git and editor files in the workspace"
+
 // executor makes the sandbox executor or the local one, as the flags say.
 func (f *sandboxFlags) executor(ctx context.Context, name string, opts *local.Options, stderr io.Writer) (bash.Executor, error) {
 	policy, err := f.policy()
 	if err != nil {
 		return nil, err
 	}
-	switch f.mode {
-	case "off":
+	layer, ok := sandboxModes[f.mode]
+	switch {
+	case f.mode == "off":
 		return local.New(opts)
-	case "on", "auto":
-	default:
-		return nil, usageErr(fmt.Errorf("--sandbox must be auto, on or off (got %q)", f.mode))
+	case !ok:
+		return nil, usageErr(fmt.Errorf("--sandbox must be auto, on, jail, landlock or off (got %q)", f.mode))
 	}
 	limits, err := f.limits()
 	if err != nil {
 		return nil, err
 	}
-	se, err := sandbox.New(ctx, &sandbox.Options{Local: opts, Policy: policy, Limits: limits})
+	se, err := sandbox.New(ctx, &sandbox.Options{Local: opts, Policy: policy, Limits: limits, Layer: layer})
 	if err == nil {
 		f.active, f.tmpSize = true, se.Limits().Tmp
+		var why error
+		if f.layer, why = se.Layer(); why != nil {
+			f.tmpSize = 0 // no /tmp of its own
+			fmt.Fprintf(stderr, "dsh-bash %s: the sandbox is the Landlock layer, without a jail (%v): %s\n", name, why, landlockLacks)
+		}
 		return se, nil
 	}
-	if f.mode == "on" || !errors.Is(err, sandbox.ErrUnavailable) {
+	if f.mode != "auto" || !errors.Is(err, sandbox.ErrUnavailable) {
 		return nil, err
 	}
 	f.reason = err.Error()
@@ -219,7 +233,7 @@ func (f *sandboxFlags) instructions() string {
 	switch {
 	case f.active:
 		facts := toolbash.SandboxFacts{NetworkOff: f.network == "off", LockCaches: f.lockCaches,
-			Writable: f.writable, ReadOnly: f.readOnly}
+			Writable: f.writable, ReadOnly: f.readOnly, Landlock: f.layer == sandbox.LayerLandlock}
 		if f.tmpSize > 0 {
 			facts.TmpSize = sandbox.ByteSize(f.tmpSize)
 		}

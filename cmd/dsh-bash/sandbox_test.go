@@ -191,14 +191,16 @@ func TestDoctor(t *testing.T) {
 			t.Errorf("doctor: exit %d, no %q in stdout %q (stderr %q)", code, want, out, errOut)
 		}
 	}
-	// Without bwrap on PATH, auto runs unsandboxed, and doctor says why.
+	// Without bwrap on PATH, auto is the Landlock layer, and doctor says
+	// why, and what it does not cover.
 	bin := t.TempDir()
 	bashPath, err := exec.LookPath("bash")
 	if err != nil || os.Symlink(bashPath, filepath.Join(bin, "bash")) != nil {
 		t.Fatal("no bash to put on a PATH of its own")
 	}
 	out, errOut, code = dshBashEnv(t, ws, []string{"PATH=" + bin, "DSH_BASH_SANDBOX=auto"}, "doctor")
-	if code != 0 || !strings.Contains(out, "sandbox: NOT active (--sandbox=auto): ") || !strings.Contains(out, "bwrap") {
+	if code != 0 || !strings.Contains(out, "sandbox: active (--sandbox=auto): the Landlock layer, without a jail (no bwrap") ||
+		!strings.Contains(out, "not covered: ") {
 		t.Errorf("doctor without bwrap: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 	out, _, code = dshBash(t, ws, "--version")
@@ -257,5 +259,54 @@ func TestSandboxPathWildcardRefused(t *testing.T) {
 	_, errOut, code := dshBash(t, t.TempDir(), "run", "--sandbox-hide", "*.pem", "--", "true")
 	if code != 2 || !strings.Contains(errOut, "has a wildcard: the sandbox takes paths, not patterns") {
 		t.Errorf("exit %d, stderr %q", code, errOut)
+	}
+}
+
+// TestSandboxWhereNamespacesBlocked: where creating a user namespace
+// fails (dsh-bash run inside bwrap --disable-userns, as inside a container
+// whose seccomp profile refuses it), --sandbox=auto sandboxes with the
+// Landlock layer and says so: a write outside the workspace and a read of
+// ~/.ssh fail, a write in the workspace and to $TMPDIR work, and the text
+// the model reads is the same as unsandboxed.
+func TestSandboxWhereNamespacesBlocked(t *testing.T) {
+	t.Parallel()
+	requireBwrap(t)
+	home, ws, outside := t.TempDir(), t.TempDir(), t.TempDir()
+	os.MkdirAll(filepath.Join(home, ".ssh"), 0o700)
+	os.WriteFile(filepath.Join(home, ".ssh", "id_test"), []byte("PRIVATE-KEY-MATERIAL\n"), 0o600)
+	env := []string{"HOME=" + home, "TMPDIR=" + t.TempDir()}
+	blocked := func(args ...string) (string, string, int) {
+		cmd := exec.Command("bwrap", append([]string{"--dev-bind", "/", "/", "--unshare-user", "--disable-userns", "--", binary}, args...)...)
+		cmd.Dir, cmd.Env = ws, append(os.Environ(), env...)
+		var out, errOut bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errOut
+		err := run(t, cmd)
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		}
+		return out.String(), errOut.String(), code
+	}
+	script := "cat ~/.ssh/id_test; echo x > " + filepath.Join(outside, "planted") + "; echo in > inside && cat inside; echo t > $TMPDIR/t && cat $TMPDIR/t"
+	out, errOut, code := blocked("run", "--sandbox=auto", "--", script)
+	if strings.Contains(errOut, "bwrap: setting up uid map") || strings.Contains(errOut, "No permissions to create new namespace") {
+		t.Skipf("the outer bwrap cannot run here: %s", errOut)
+	}
+	if !strings.Contains(errOut, "the sandbox is the Landlock layer, without a jail") {
+		t.Errorf("stderr does not say which sandbox: %q", errOut)
+	}
+	if _, err := os.Stat(filepath.Join(outside, "planted")); err == nil || strings.Contains(out, "PRIVATE") ||
+		!strings.Contains(out, "in\nt\n") || code != 0 {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	const same = "echo hi; echo err >&2; exit 3"
+	sandboxed, _, _ := blocked("run", "--sandbox=auto", "--", same)
+	plain, _, _ := dshBashEnv(t, ws, env, "run", "--sandbox=off", "--", same)
+	if sandboxed != plain {
+		t.Errorf("the model's text differs: Landlock layer %q, unsandboxed %q", sandboxed, plain)
+	}
+	out, _, _ = blocked("doctor", "--sandbox=auto")
+	if !strings.Contains(out, "sandbox: active (--sandbox=auto): the Landlock layer, without a jail (") {
+		t.Errorf("doctor: %q", out)
 	}
 }
