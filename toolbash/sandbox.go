@@ -25,7 +25,7 @@ type SandboxFacts struct {
 func SandboxText(f SandboxFacts) string {
 	var b strings.Builder
 	if f.Landlock {
-		b.WriteString("Commands run in a sandbox. They may change the workspace and $TMPDIR (a directory private to this session, removed when it ends; /tmp itself is read-only, so write temporary files to $TMPDIR)")
+		b.WriteString("Commands run in a sandbox (its Landlock layer: they see the host's processes and network). They may change the workspace and $TMPDIR (a directory private to this session, removed when it ends; /tmp itself is read-only, so write temporary files to $TMPDIR)")
 	} else {
 		b.WriteString("Commands run in a sandbox. They may change the workspace and /tmp (private to this session, removed when it ends")
 		if f.TmpSize != "" {

@@ -16,9 +16,10 @@ import (
 
 // BenchmarkCallTrue measures one foreground call of `true`, in one loop
 // that alternates raw exec.Command("bash", "-c", "true"), the local
-// executor and the sandbox (in a jail already up), so that machine noise
-// hits all three alike. It reports each one's median and the sandbox's
-// median overhead over the local executor, per call.
+// executor, the sandbox (in a jail already up) and the Landlock layer (a
+// session already up), so that machine noise hits all four alike. It
+// reports each one's median and each sandbox's median overhead over the
+// local executor, per call.
 func BenchmarkCallTrue(b *testing.B) {
 	ctx := context.Background()
 	le, err := local.New(nil)
@@ -26,7 +27,7 @@ func BenchmarkCallTrue(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer le.Close()
-	se := newBenchSandbox(b)
+	se, ll := newBenchSandbox(b, LayerJail), newBenchSandbox(b, LayerLandlock)
 	run := func(e bash.Executor) func() {
 		spec, _ := e.Resolve(ctx, bash.ExecRequest{Command: "true", Owner: "bench"})
 		return func() {
@@ -40,26 +41,36 @@ func BenchmarkCallTrue(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	loc, sb := run(le), run(se)
-	sb() // the jail's start is measured by BenchmarkSessionStart
-	var tRaw, tLoc, tSb, diff []time.Duration
+	loc, sb, lb := run(le), run(se), run(ll)
+	sb() // the sessions' starts are measured by BenchmarkSessionStart
+	lb()
+	var tRaw, tLoc, tSb, tLl, diff, diffLl []time.Duration
 	for b.Loop() {
 		tRaw = append(tRaw, timed(raw))
-		l, s := timed(loc), timed(sb)
-		tLoc, tSb, diff = append(tLoc, l), append(tSb, s), append(diff, s-l)
+		l, s, k := timed(loc), timed(sb), timed(lb)
+		tLoc, tSb, tLl = append(tLoc, l), append(tSb, s), append(tLl, k)
+		diff, diffLl = append(diff, s-l), append(diffLl, k-l)
 	}
 	b.ReportMetric(median(tRaw), "raw-median-ms")
 	b.ReportMetric(median(tLoc), "local-median-ms")
 	b.ReportMetric(median(tSb), "sandbox-median-ms")
+	b.ReportMetric(median(tLl), "landlock-median-ms")
 	b.ReportMetric(median(diff), "sandbox-over-local-median-ms")
+	b.ReportMetric(median(diffLl), "landlock-over-local-median-ms")
 }
 
 // BenchmarkSessionStart measures a new session's first call: the jail's
 // start (bwrap, the agent, its Landlock rules) and one `true` in it, then
 // the session's end.
 func BenchmarkSessionStart(b *testing.B) {
+	for _, layer := range []Layer{LayerJail, LayerLandlock} {
+		b.Run(layer.String(), func(b *testing.B) { benchSessionStart(b, layer) })
+	}
+}
+
+func benchSessionStart(b *testing.B, layer Layer) {
 	ctx := context.Background()
-	se := newBenchSandbox(b)
+	se := newBenchSandbox(b, layer)
 	var ts []time.Duration
 	i := 0
 	for b.Loop() {
@@ -78,8 +89,8 @@ func BenchmarkSessionStart(b *testing.B) {
 	b.ReportMetric(median(ts), "first-call-median-ms")
 }
 
-func newBenchSandbox(b *testing.B) *Executor {
-	se, err := newSandbox(b, &Options{Local: &local.Options{Cwd: b.TempDir()}})
+func newBenchSandbox(b *testing.B, layer Layer) *Executor {
+	se, err := newSandbox(b, &Options{Layer: layer, Local: &local.Options{Cwd: b.TempDir()}})
 	if err != nil {
 		b.Fatal(err)
 	}

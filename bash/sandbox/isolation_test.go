@@ -437,9 +437,13 @@ func TestNetworkOff(t *testing.T) {
 		}
 	}()
 	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-	for _, network := range []Network{NetworkOn, NetworkOff} {
+	for _, c := range []struct {
+		network Network
+		layer   Layer
+	}{{NetworkOn, LayerJail}, {NetworkOff, LayerJail}, {NetworkOn, LayerLandlock}, {NetworkOff, LayerLandlock}} {
+		network := c.network
 		ws := t.TempDir()
-		e, err := newSandbox(t, &Options{Policy: Policy{Network: network}, Local: &local.Options{Cwd: ws}})
+		e, err := newSandbox(t, &Options{Layer: c.layer, Policy: Policy{Network: network}, Local: &local.Options{Cwd: ws}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -455,7 +459,7 @@ func TestNetworkOff(t *testing.T) {
 			t.Fatal(err)
 		}
 		if want := map[Network]string{NetworkOn: "connected\n", NetworkOff: "refused\n"}[network]; res.Stdout.Text != want {
-			t.Errorf("network %v: %q, want %q", network, res.Stdout.Text, want)
+			t.Errorf("network %v, layer %v: %q, want %q", network, c.layer, res.Stdout.Text, want)
 		}
 	}
 }

@@ -150,6 +150,9 @@ func (f *sandboxFlags) executor(ctx context.Context, name string, opts *local.Op
 			f.tmpSize = 0 // no /tmp of its own
 			fmt.Fprintf(stderr, "dsh-bash %s: the sandbox is the Landlock layer, without a jail (%v): %s\n", name, why, landlockLacks)
 		}
+		if f.layer == sandbox.LayerLandlock && len(f.readOnly) > 0 {
+			fmt.Fprintf(stderr, "dsh-bash %s: WARNING: the Landlock layer cannot keep --sandbox-read-only paths within writable ones read-only: %s\n", name, strings.Join(f.readOnly, ", "))
+		}
 		return se, nil
 	}
 	if f.mode != "auto" || !errors.Is(err, sandbox.ErrUnavailable) {
