@@ -201,13 +201,20 @@ func (r *rig) victim(t *testing.T) bash.TaskID {
 		}
 	}
 	spec, _ := r.e.Resolve(ctx, bash.ExecRequest{Owner: "alice", Workspace: r.wsA, Workdir: r.wsA,
-		Command: "echo victim-secret-file > ${TMPDIR:-/tmp}/victim-file; for i in $(seq 300); do echo victim-secret-output; done; echo $$ > " + fifo + "; read _ < " + r.gate + "; : " + r.marker()})
+		Command: "echo " + r.secret("file") + " > ${TMPDIR:-/tmp}/victim-file; for i in $(seq 300); do echo " + r.secret("output") + "; done; echo $$ > " + fifo + "; read _ < " + r.gate + "; : " + r.marker()})
 	tk, err := r.e.Start(ctx, spec)
 	if err != nil {
 		t.Fatal(err)
 	}
 	proctest.PidFromFIFO(t, fifo) // it has printed its secret and is sleeping
 	return tk.ID
+}
+
+// secret is what this rig's victims write (to a file, or as output): each
+// rig's own, so that rigs of other layers, running at the same time and
+// keeping their files in /var/tmp too, do not confuse the attacks.
+func (r *rig) secret(kind string) string {
+	return fmt.Sprintf("victim-secret-%s-%d-%p", kind, os.Getpid(), r)
 }
 
 // marker is in the command line of the current victim alone (other test
@@ -263,14 +270,14 @@ var attacks = []attack{
 		func(t *testing.T, r *rig, out string) bool { return r.victimEnds(3 * time.Second) }},
 	{"read another session's spill file",
 		func(r *rig) string {
-			return `grep -rhs victim-secret-output /tmp /var/tmp 2>/dev/null | head -1`
+			return `grep -rhs ` + r.secret("output") + ` /tmp /var/tmp 2>/dev/null | head -1`
 		},
-		func(t *testing.T, r *rig, out string) bool { return strings.Contains(out, "victim-secret-output") }},
+		func(t *testing.T, r *rig, out string) bool { return strings.Contains(out, r.secret("output")) }},
 	{"read another session's /tmp",
 		func(r *rig) string {
-			return `grep -rhs victim-secret-file /tmp /var/tmp 2>/dev/null | head -1`
+			return `grep -rhs ` + r.secret("file") + ` /tmp /var/tmp 2>/dev/null | head -1`
 		},
-		func(t *testing.T, r *rig, out string) bool { return strings.Contains(out, "victim-secret-file") }},
+		func(t *testing.T, r *rig, out string) bool { return strings.Contains(out, r.secret("file")) }},
 	{"reach the cgroup file system",
 		func(r *rig) string { return "find /sys/fs/cgroup -maxdepth 2 -name cgroup.procs | head -1" },
 		func(t *testing.T, r *rig, out string) bool { return strings.TrimSpace(out) != "" }},
@@ -398,9 +405,8 @@ var landlockLimits = map[string]bool{
 func TestIsolation(t *testing.T) {
 	t.Parallel()
 	for _, layer := range []Layer{LayerJail, LayerLandlock, LayerAuto} {
-		// One after the other: the attacks look for any victim's files
-		// in /var/tmp, where each rig's executor keeps its own.
 		t.Run(map[Layer]string{LayerJail: "sandbox", LayerLandlock: "landlock", LayerAuto: "local"}[layer], func(t *testing.T) {
+			t.Parallel()
 			r := newRig(t, layer)
 			for _, a := range attacks {
 				t.Run(a.name, func(t *testing.T) {
