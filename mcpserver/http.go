@@ -184,7 +184,17 @@ func unauthorized(w http.ResponseWriter, r *http.Request) {
 		challenge += `, error="invalid_token"`
 	}
 	w.Header().Set("WWW-Authenticate", challenge)
-	http.Error(w, "a valid bearer token is required (Authorization: Bearer TOKEN)", http.StatusUnauthorized)
+	http.Error(w, unauthorizedText(r.Header.Get("Authorization") != ""), http.StatusUnauthorized)
+}
+
+// unauthorizedText is a 401's body: what to send, for the user who reads
+// it in a client's log (a client that gets no header starts OAuth, which
+// this server does not do).
+func unauthorizedText(sent bool) string {
+	if sent {
+		return "the bearer token sent is not this server's: send Authorization: Bearer TOKEN with the token of its --token-file (or $DSH_BASH_TOKEN, or the generated file whose path it printed at start)"
+	}
+	return "this server needs a bearer token, and no OAuth: configure the client to send the header Authorization: Bearer TOKEN, with the token of the server's --token-file (or $DSH_BASH_TOKEN, or the generated file whose path it printed at start)"
 }
 
 // ListenAddr checks where an HTTP server may listen on TCP. An empty host

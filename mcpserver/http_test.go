@@ -231,6 +231,11 @@ func TestHTTPAuth(t *testing.T) {
 		if !tc.ok && !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), `Bearer realm="dsh-bash"`) {
 			t.Errorf("Authorization %q: WWW-Authenticate %q", tc.auth, resp.Header.Get("WWW-Authenticate"))
 		}
+		// The body says what to send, and whether what was sent was wrong.
+		if body, _ := io.ReadAll(resp.Body); !tc.ok && (!strings.Contains(string(body), "Authorization: Bearer TOKEN") ||
+			strings.Contains(string(body), "is not this server's") != (tc.auth != "")) {
+			t.Errorf("Authorization %q: body %q", tc.auth, body)
+		}
 	}
 	for _, o := range []*HTTPOptions{nil, {}} {
 		rr := newHTTPRig(t, o)

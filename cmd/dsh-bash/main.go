@@ -78,14 +78,32 @@ executor flags:
   --max-output-bytes N     bytes of each stream kept in memory (default 64000)
   --max-result-chars N     characters of one result's text, both streams and
                            markers (default 30000)
-  --sandbox auto|on|off    a jail per session (see README); --sandbox-* flags
+  --env NAME=VALUE         set a variable for the commands (repeatable)
+  --grace-ms N, --drain-delay-ms N, --max-tasks N, --max-tasks-per-session N
   --config PATH            configuration file (default ~/.config/dsh/config.json)
   --executor-cmd CMD       run commands on the far side of CMD's stdio, where
                            dsh-bash executor serves: 'ssh box dsh-bash executor'
   --remote URL             run commands on ssh://[user@]host[:port][/workspace]
                            over built-in SSH (repeat either flag: a fleet)
   --remote-workspace DIR   the sessions' directory on the far side
+  --remote-command CMD     what --remote runs there (default 'dsh-bash executor')
   --remote-upload          copy this binary to --remote hosts without dsh-bash
+
+sandbox flags (see README):
+  --sandbox MODE           auto (a jail, else the Landlock layer, else none,
+                           with a warning), on, jail, landlock or off
+  --sandbox-network on|off, --sandbox-writable PATH, --sandbox-read-only PATH,
+  --sandbox-hide PATH, --sandbox-lock-caches, --sandbox-memory SIZE,
+  --sandbox-pids N, --sandbox-tmp SIZE
+
+permission flags (mcp, acp, run; see README):
+  --allow PATTERN          run commands matching it without asking: 'npm run *'
+  --ask PATTERN            ask the user first: 'git push'
+  --deny PATTERN           never run them: 'git push --force' (any spelling)
+                           (each repeatable; with any rule, commands known to
+                           only read run, and the others are asked about)
+
+'dsh-bash COMMAND -h' lists a command's flags.
 `
 
 // cli runs one dsh-bash invocation and returns its exit code.

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -235,5 +236,21 @@ func TestBadFlagShort(t *testing.T) {
 	_, errOut, code = dshBash(t, t.TempDir(), "mcp", "-h")
 	if code != 2 || !strings.HasPrefix(errOut, "usage of dsh-bash mcp:\n") || !strings.Contains(errOut, "-sandbox-memory") {
 		t.Errorf("-h: exit %d, stderr %q", code, errOut)
+	}
+}
+
+// TestUsageNamesEveryFlag: the top-level help names every flag of every
+// command, so that no flag is found only by reading a command's -h.
+func TestUsageNamesEveryFlag(t *testing.T) {
+	t.Parallel()
+	_, usageText, _ := dshBash(t, "")
+	flagLine := regexp.MustCompile(`(?m)^  -([a-z0-9-]+)`)
+	for _, cmd := range []string{"mcp", "acp", "run", "executor", "doctor"} {
+		_, help, _ := dshBash(t, "", cmd, "-h")
+		for _, m := range flagLine.FindAllStringSubmatch(help, -1) {
+			if !strings.Contains(usageText, "--"+m[1]) {
+				t.Errorf("dsh-bash %s has --%s, which the top-level help does not name", cmd, m[1])
+			}
+		}
 	}
 }
