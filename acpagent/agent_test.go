@@ -57,6 +57,17 @@ func terminalData(u map[string]any) (string, bool) {
 	return data, ok
 }
 
+// cardStatuses are the statuses the updates give card id, in order.
+func cardStatuses(updates []map[string]any, id string) []string {
+	var out []string
+	for _, u := range updates {
+		if st, ok := u["status"].(string); ok && u["toolCallId"] == id {
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
 func mustJSON(t *testing.T, s string) []map[string]any {
 	t.Helper()
 	var v []map[string]any
@@ -160,7 +171,7 @@ func TestTerminalCwdRelative(t *testing.T) {
 	if got := u[0]["_meta"].(map[string]any)["terminal_info"].(map[string]any)["cwd"]; got != filepath.Join(cwd, "sub") {
 		t.Errorf("terminal cwd %v", got)
 	}
-	if data, _ := terminalData(u[1]); data != filepath.Join(cwd, "sub")+"\n" {
+	if data, _ := terminalData(u[2]); data != filepath.Join(cwd, "sub")+"\n" {
 		t.Errorf("pwd %q", data)
 	}
 }
@@ -183,7 +194,9 @@ func TestLiveTerminalOutput(t *testing.T) {
 		t.Fatalf("stop reason %s", got)
 	}
 	u := normalize(r.client.SessionUpdates(t, sid))
-	if data, _ := terminalData(u[1]); data != "first\nsecond\n" || u[2]["status"] != "completed" {
+	// The card is pending until the command starts, then in progress.
+	if data, _ := terminalData(u[2]); u[0]["status"] != "pending" || u[1]["status"] != "in_progress" ||
+		data != "first\nsecond\n" || u[3]["status"] != "completed" {
 		t.Errorf("updates %v", u)
 	}
 }
@@ -216,7 +229,7 @@ func TestSlowEditorSkips(t *testing.T) {
 		t.Fatalf("stop reason %s", got)
 	}
 
-	data, _ := terminalData(normalize(r.client.SessionUpdates(t, sid))[1])
+	data, _ := terminalData(normalize(r.client.SessionUpdates(t, sid))[2])
 	full := "first\n" + strings.Repeat("a", size) + "\nlast\n"
 	if !strings.Contains(data, "[… ") {
 		t.Fatalf("no skip marker in %d bytes of terminal output", len(data))
@@ -336,9 +349,9 @@ func TestBackgroundAndUnknownCallCards(t *testing.T) {
 		}
 	}
 	want := mustJSON(t, `[
-		{"sessionUpdate":"tool_call","toolCallId":"c1","title":"true","kind":"execute","status":"in_progress","rawInput":"true","content":[{"type":"content","content":{"type":"text","text":"Run true"}}]},
-		{"sessionUpdate":"tool_call","toolCallId":"c2","title":"nope","kind":"other","status":"in_progress","rawInput":{"x":1}},
-		{"sessionUpdate":"tool_call","toolCallId":"c3","title":"Read output from background task bash-1","kind":"execute","status":"in_progress","rawInput":"bash-1"}
+		{"sessionUpdate":"tool_call","toolCallId":"c1","title":"true","kind":"execute","status":"pending","rawInput":"true","content":[{"type":"content","content":{"type":"text","text":"Run true"}}]},
+		{"sessionUpdate":"tool_call","toolCallId":"c2","title":"nope","kind":"other","status":"pending","rawInput":{"x":1}},
+		{"sessionUpdate":"tool_call","toolCallId":"c3","title":"Read output from background task bash-1","kind":"execute","status":"pending","rawInput":"bash-1"}
 	]`)
 	if !reflect.DeepEqual(starts, want) {
 		t.Errorf("starts %v", starts)
@@ -363,14 +376,27 @@ func TestPermissions(t *testing.T) {
 			marker := filepath.Join(t.TempDir(), "ran")
 			cmd := "echo x >> " + marker + "; echo x"
 			r := newRig(t, false, false, fakellm.Turn{Calls: []fakellm.Call{bashCall("c1", cmd), bashCall("c2", cmd), {ID: "c3", Name: "bash_output", Args: map[string]any{"task_id": "bash-9"}}}}, fakellm.Turn{Text: "ok"})
-			r.client.SetAnswer(func(acp.RequestPermissionRequest) acp.RequestPermissionResponse {
+			var sid acp.SessionId
+			runningWhenAsked := false
+			r.client.SetAnswer(func(req acp.RequestPermissionRequest) acp.RequestPermissionResponse {
+				id := string(req.ToolCall.ToolCallId)
+				runningWhenAsked = runningWhenAsked || slices.Contains(cardStatuses(r.client.SessionUpdates(t, sid), id), "in_progress")
 				if tc.answer == "" {
 					return acp.RequestPermissionResponse{Outcome: acp.NewRequestPermissionOutcomeCancelled()}
 				}
 				return acp.RequestPermissionResponse{Outcome: acp.NewRequestPermissionOutcomeSelected(acp.PermissionOptionId(tc.answer))}
 			})
-			sid := r.newSession(t, t.TempDir())
+			sid = r.newSession(t, t.TempDir())
 			r.prompt(t, sid, "go")
+			// A card waits as pending while the user is asked about it, and
+			// is in progress only once its command runs.
+			want := []string{"pending", "failed"}
+			if tc.ran > 0 {
+				want = []string{"pending", "in_progress", "completed"}
+			}
+			if got := cardStatuses(r.client.SessionUpdates(t, sid), "c1"); runningWhenAsked || !slices.Equal(got, want) {
+				t.Errorf("card c1's statuses %q (in progress when asked: %v); want %q", got, runningWhenAsked, want)
+			}
 			asked := r.client.Asked()
 			if len(asked) != tc.asks {
 				t.Fatalf("asked %d times; want %d", len(asked), tc.asks)

@@ -48,9 +48,15 @@ func (b *Bridge) RunToolCall(ctx context.Context, sid acp.SessionId, sessionCwd 
 		ToolCallId:    acp.ToolCallId(call.ID),
 		Title:         p.Title,
 		Kind:          acp.ToolKind(p.Kind),
-		Status:        acp.ToolCallStatusInProgress,
+		Status:        acp.ToolCallStatusPending,
 		RawInput:      p.RawInput,
 		Content:       textContent(p.Content),
+	}
+	// Pending until it runs: a call may wait for the user's approval first.
+	call.Started = func() {
+		running := acp.ToolCallStatusInProgress
+		b.send(ctx, sid, acp.SessionUpdate{ToolCallUpdate: &acp.SessionToolCallUpdate{
+			SessionUpdate: "tool_call_update", ToolCallId: acp.ToolCallId(call.ID), Status: &running}})
 	}
 	var out *coalesce.Sender
 	if terminal {

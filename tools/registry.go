@@ -96,7 +96,12 @@ func (r *Registry) Execute(ctx context.Context, call *Call) *Result {
 	if err := t.args.validate(call.Args); err != nil {
 		return ErrorResult(err.Error())
 	}
-	h := Handler(func(ctx context.Context, call *Call) *Result { return runTool(ctx, t.tool, call) })
+	h := Handler(func(ctx context.Context, call *Call) *Result {
+		if call.Started != nil {
+			call.Started()
+		}
+		return runTool(ctx, t.tool, call)
+	})
 	for _, m := range slices.Backward(mw) {
 		h = m(h)
 	}

@@ -183,3 +183,33 @@ func TestFence(t *testing.T) {
 		}
 	}
 }
+
+// TestStarted: a call's Started runs once the middleware let it through,
+// after every middleware's way in and before the tool; a call that a
+// middleware answers never starts.
+func TestStarted(t *testing.T) {
+	var r Registry
+	r.Register(echoTool("echo", nil))
+	var order []string
+	r.Use(func(next Handler) Handler {
+		return func(ctx context.Context, c *Call) *Result {
+			order = append(order, "gate")
+			if strings.Contains(string(c.Args), "no") {
+				return ErrorResult("declined")
+			}
+			return next(ctx, c)
+		}
+	})
+	for _, msg := range []string{"yes", "no"} {
+		order = nil
+		call := &Call{Tool: "echo", Args: json.RawMessage(`{"msg":"` + msg + `"}`), Started: func() { order = append(order, "started") }}
+		r.Execute(context.Background(), call)
+		want := []string{"gate", "started"}
+		if msg == "no" {
+			want = want[:1]
+		}
+		if !reflect.DeepEqual(order, want) {
+			t.Errorf("%s: %v; want %v", msg, order, want)
+		}
+	}
+}

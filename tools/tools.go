@@ -67,6 +67,10 @@ type Call struct {
 	// result is always the whole answer. Calls are never concurrent. text
 	// is valid UTF-8 and only valid during the call: copy what you keep.
 	Output func(text []byte)
+	// Started, if set, is called once every middleware has let the call
+	// through (a permission gate that asked the user, say), just before
+	// the tool runs; a call a middleware answered itself never calls it.
+	Started func()
 }
 
 // Content is one block of a result or presentation. Only text blocks exist
