@@ -516,12 +516,19 @@ func TestModelError(t *testing.T) {
 		io.WriteString(w, `{"error":{"message":"Incorrect API key provided","type":"invalid_request_error"}}`)
 	}))
 	t.Cleanup(srv.Close)
-	r := newRigWith(t, rigOptions{yolo: true, baseURL: srv.URL})
-	sid := r.newSession(t, t.TempDir())
-	_, err := r.promptErr(sid, "go")
-	want := "the model request failed: chat completions: HTTP 401 Unauthorized: Incorrect API key provided"
-	if err == nil || !strings.Contains(fmt.Sprint(err), want) {
-		t.Errorf("prompt error %v, want one saying %q", err, want)
+	t.Setenv("OPENAI_API_KEY", "")
+	for _, noKey := range []bool{false, true} {
+		r := newRigWith(t, rigOptions{yolo: true, baseURL: srv.URL, noKey: noKey})
+		sid := r.newSession(t, t.TempDir())
+		_, err := r.promptErr(sid, "go")
+		want := "the model request failed: chat completions: HTTP 401 Unauthorized: Incorrect API key provided"
+		if err == nil || !strings.Contains(fmt.Sprint(err), want) {
+			t.Errorf("prompt error %v, want one saying %q", err, want)
+		}
+		// Without a key, the error says so: the likely cause.
+		if said := strings.Contains(fmt.Sprint(err), "no API key is configured"); said != noKey {
+			t.Errorf("no key %v: the error says there is none: %v (%v)", noKey, said, err)
+		}
 	}
 }
 

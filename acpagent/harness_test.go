@@ -48,6 +48,8 @@ type rigOptions struct {
 	permissions *toolbash.GateOptions
 	// baseURL, if set, is the model's in place of the fake model's.
 	baseURL string
+	// noKey gives the agent no API key (the test clears $OPENAI_API_KEY).
+	noKey bool
 }
 
 func newRig(t testing.TB, terminal bool, yolo bool, turns ...fakellm.Turn) *rig {
@@ -66,7 +68,7 @@ func newRigWith(t testing.TB, o rigOptions, turns ...fakellm.Turn) *rig {
 		o.baseURL = model.URL
 	}
 	agent, err := New(exec, &Options{Model: "fake-model", Yolo: o.yolo, Permissions: o.permissions,
-		BaseURL: o.baseURL, APIKey: "test-key", MaxRetries: -1})
+		BaseURL: o.baseURL, APIKey: map[bool]string{false: "test-key", true: ""}[o.noKey], MaxRetries: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -66,7 +66,7 @@ func (a *Agent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptResp
 			return acp.PromptResponse{StopReason: acp.StopReasonCancelled}, nil
 		}
 		if err != nil {
-			return acp.PromptResponse{}, acp.NewInternalError(map[string]any{"error": "the model request failed: " + err.Error()})
+			return acp.PromptResponse{}, acp.NewInternalError(map[string]any{"error": a.modelFailed(err)})
 		}
 		s.append(msg)
 		if len(msg.ToolCalls) == 0 {
@@ -234,4 +234,14 @@ func quotedList(items []string) string {
 		return q[0]
 	}
 	return strings.Join(q[:len(q)-1], ", ") + " and " + q[len(q)-1]
+}
+
+// modelFailed is the prompt's error for a failed model request; it says
+// when no API key was sent, the likely cause.
+func (a *Agent) modelFailed(err error) string {
+	msg := "the model request failed: " + err.Error()
+	if !a.llm.HasKey() {
+		msg += " (no API key is configured: set $OPENAI_API_KEY, or the agent's API key option)"
+	}
+	return msg
 }

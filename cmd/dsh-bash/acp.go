@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/dshgo/dsh/acpagent"
 )
@@ -32,6 +33,11 @@ func acpCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 			fmt.Fprintf(stderr, "dsh-bash acp: %v\n", err)
 			return 2
 		}
+	}
+	if key == "" && os.Getenv("OPENAI_API_KEY") == "" {
+		// A local server may need none; a hosted API fails at the first
+		// prompt, which the editor shows far from here.
+		fmt.Fprintln(stderr, "dsh-bash acp: no API key: set OPENAI_API_KEY or give --api-key-file PATH (a local model server may need none)")
 	}
 	exec, code := ef.executor(ctx, "acp", ef.options(), stderr)
 	if code != 0 {

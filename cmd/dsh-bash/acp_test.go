@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -98,5 +99,19 @@ func TestACPUsage(t *testing.T) {
 		if _, stderr, code := dshBash(t, "", tc.args...); code != 2 || stderr != tc.want {
 			t.Errorf("%q: exit %d, stderr %q", tc.args, code, stderr)
 		}
+	}
+}
+
+// TestACPSaysNoKey: started without an API key, the agent says so on
+// stderr at once, not only at the first prompt.
+func TestACPSaysNoKey(t *testing.T) {
+	t.Parallel()
+	_, errOut, _ := dshBashEnv(t, t.TempDir(), []string{"OPENAI_API_KEY="}, "acp", "--model", "m")
+	if !strings.Contains(errOut, "dsh-bash acp: no API key: set OPENAI_API_KEY or give --api-key-file PATH") {
+		t.Errorf("stderr %q", errOut)
+	}
+	_, errOut, _ = dshBashEnv(t, t.TempDir(), []string{"OPENAI_API_KEY=sk-test"}, "acp", "--model", "m")
+	if strings.Contains(errOut, "no API key") {
+		t.Errorf("with a key: stderr %q", errOut)
 	}
 }

@@ -265,10 +265,7 @@ func (c *Client) send(ctx context.Context, endpoint string, body []byte) (*http.
 	if hc == nil {
 		hc = http.DefaultClient
 	}
-	key := c.APIKey
-	if key == "" {
-		key = os.Getenv("OPENAI_API_KEY")
-	}
+	key := c.key()
 	retries := c.MaxRetries
 	switch {
 	case retries == 0:
@@ -423,3 +420,14 @@ func (e *APIError) setDetail(raw json.RawMessage) bool {
 	}
 	return true
 }
+
+// key is the API key the client sends: APIKey, else $OPENAI_API_KEY.
+func (c *Client) key() string {
+	if c.APIKey != "" {
+		return c.APIKey
+	}
+	return os.Getenv("OPENAI_API_KEY")
+}
+
+// HasKey reports whether the client has an API key to send.
+func (c *Client) HasKey() bool { return c.key() != "" }
