@@ -17,6 +17,8 @@ require (
 
 require kernel.org/pub/linux/libs/security/libcap/psx v1.2.78
 
+require github.com/kevinburke/ssh_config v1.6.0
+
 require (
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/segmentio/asm v1.1.3 // indirect

@@ -29,7 +29,7 @@ type remoteFlags struct {
 func (f *remoteFlags) register(fs *flag.FlagSet) {
 	f.fs = fs
 	fs.Var(&f.cmds, "executor-cmd", "run commands through dsh-bash executor on the far side of `CMD`'s stdio: 'ssh box dsh-bash executor', 'docker exec -i box dsh-bash executor', 'kubectl exec -i pod -- dsh-bash executor' (split like shell words; repeatable: a fleet)")
-	fs.Var(&f.urls, "remote", "run commands on ssh://[user@]host[:port][/workspace] over built-in SSH (keys from the agent or ~/.ssh, host keys from ~/.ssh/known_hosts; repeatable: a fleet)")
+	fs.Var(&f.urls, "remote", "run commands on ssh://[user@]host[:port][/workspace] over built-in SSH (keys from the agent or ~/.ssh, host keys from ~/.ssh/known_hosts; host aliases of ~/.ssh/config with their HostName, User, Port, IdentityFile and UserKnownHostsFile; repeatable: a fleet)")
 	fs.StringVar(&f.workspace, "remote-workspace", "", "the sessions' directory on the far side, where a --remote URL names none (default: the directories given here, unchanged)")
 	fs.StringVar(&f.command, "remote-command", "dsh-bash executor", "what --remote runs on its hosts, e.g. '/opt/dsh/dsh-bash executor --sandbox=on'")
 	fs.BoolVar(&f.upload, "remote-upload", false, "where a --remote host has no dsh-bash, copy this binary there (~/.cache/dsh-bash/SHA256/, same OS and architecture) and run it")
@@ -87,6 +87,10 @@ func (f *remoteFlags) hosts(stderr io.Writer) ([]remote.Host, error) {
 	for _, u := range f.urls {
 		d, ws, err := remote.ParseURL(u)
 		if err != nil {
+			return nil, usageErr(err)
+		}
+		// Aliases of ~/.ssh/config, as ssh reads them.
+		if err := d.ApplyConfig(""); err != nil {
 			return nil, usageErr(err)
 		}
 		d.Command, d.Upload, d.Stderr = f.command, f.upload, stderr
