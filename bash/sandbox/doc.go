@@ -26,23 +26,41 @@
 //     io_uring, bpf, perf_event_open, userfaultfd, the keyring, mount and
 //     namespace calls, modules, kexec, TIOCSTI and other architectures.
 //   - Files: the host's root read-only; writable: the session's workspace,
-//     a private /tmp removed when the session ends, the tool caches in the
-//     home directory ([CachePaths], unless [Policy].LockCaches) and
-//     [Policy].Writable; read-only inside the workspace: .git/hooks and
-//     .git/config; hidden: the credentials of [HiddenHomePaths], the
-//     system paths of [HiddenSystemPaths] and [Policy].Hidden. The agent
-//     adds Landlock rules allowing writes only where the binds do.
+//     a private /tmp in memory (of [Limits].Tmp bytes) removed when the
+//     session ends, the tool caches in the home directory ([CachePaths],
+//     unless [Policy].LockCaches) and [Policy].Writable; read-only inside
+//     the workspace: .git as a whole but what git needs to commit, nested
+//     repositories and [WorkspaceReadOnly]; hidden: the credentials of
+//     [HiddenHomePaths], the system paths of [HiddenSystemPaths] and
+//     [Policy].Hidden. The agent adds Landlock rules allowing writes only
+//     where the binds do.
+//   - Limits: each session's memory, processes and CPU share, in cgroups
+//     of its own where the host lets them apply ([Limits]).
 //   - Lifetime: the agent exits when the host's end of its socket closes,
 //     and bwrap dies with its parent, so no jail outlives the server.
 //     [CleanStale] removes what a killed server left on disk.
+//
+// # The Landlock layer
+//
+// Where bwrap cannot make a jail (user namespaces blocked: Ubuntu's
+// AppArmor restriction, a container's seccomp profile, a jail within a
+// jail), [LayerAuto] falls back to [LayerLandlock]: the same agent, run
+// directly as a subreaper of the host, gives up every capability,
+// installs the same seccomp filter and restricts itself with Landlock
+// before it starts any shell (writes to the workspace, the caches, a
+// TMPDIR of the session's own and the harmless devices; reads of all but
+// the hidden paths; signals and abstract sockets within the session; no
+// TCP with [NetworkOff]). It gives commands no /proc, /tmp or network of
+// their own, and leaves .git and editor files in the workspace writable;
+// [Executor.Layer] says which layer an executor is, and why.
 //
 // # Use
 //
 // A program that makes an Executor calls [Main] first thing in main (a
 // test binary, in TestMain). [New] runs a command in a throwaway jail and
-// fails with an error matching [ErrUnavailable] where jails cannot work
-// here (no bwrap, no user namespaces, not Linux), saying what to install or
-// enable. [Executor.EndOwner] ends a session's jails; Close ends them all.
+// fails with an error matching [ErrUnavailable] where no layer can work
+// here (neither bwrap with user namespaces nor Landlock, or not Linux),
+// saying what to install or enable. [Executor.EndOwner] ends a session's jails; Close ends them all.
 //
 // What the sandbox does not protect against is listed in the README
 // ("The sandbox").
