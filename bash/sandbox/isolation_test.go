@@ -66,6 +66,9 @@ type rig struct {
 	serverPid  string
 	spillMatch string
 	abstract   string // the name of an abstract unix socket the test listens on
+	sock       string // a unix socket the test listens on, in the hidden ~/.ssh
+	shmKey     int    // a System V shared memory segment of the test's
+	pts        string // a terminal of the test's (/dev/pts/N)
 }
 
 // newRig makes the rig: sandboxed in layer (LayerJail or LayerLandlock),
@@ -83,6 +86,9 @@ func newRig(t *testing.T, layer Layer) *rig {
 	r.outside = outside
 	r.abstract = listenAbstract(t)
 	os.MkdirAll(filepath.Join(r.home, ".ssh"), 0o700)
+	r.sock = listenUnix(t, filepath.Join(r.home, ".ssh", "agent.sock"))
+	r.shmKey = sharedMemory(t, r.secret("shm"))
+	r.pts = openTerminal(t)
 	os.WriteFile(filepath.Join(r.home, ".ssh", "id_ed25519"), []byte("PRIVATE-KEY-MATERIAL\n"), 0o600)
 	for _, repo := range []string{".git", "sub/.git", "sub/deeper/.git"} {
 		os.MkdirAll(filepath.Join(r.wsB, repo, "hooks"), 0o755)
@@ -116,14 +122,75 @@ func newRig(t *testing.T, layer Layer) *rig {
 
 // probe is the command that runs the system call probe: a copy of the test
 // binary in session B's workspace (the jail does not see the build's /tmp).
-func (r *rig) probe(args ...string) string {
-	bin := filepath.Join(r.wsB, "probe")
+func (r *rig) probe(args ...string) string { return probeIn(r.wsB, args...) }
+
+// probeIn is the command that runs the system call probe from a copy of
+// the test binary in dir (which a jail sees).
+func probeIn(dir string, args ...string) string {
+	bin := filepath.Join(dir, "probe")
 	if _, err := os.Stat(bin); err != nil {
 		exe, _ := os.Executable()
 		b, _ := os.ReadFile(exe)
 		os.WriteFile(bin, b, 0o755)
 	}
 	return strings.Join(append([]string{bin, probeArg}, args...), " ")
+}
+
+// listenUnix listens on a unix socket at path until the test ends.
+func listenUnix(t *testing.T, path string) string {
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	return path
+}
+
+// sharedMemory makes a System V shared memory segment holding text, removed
+// when the test ends, and returns its key.
+func sharedMemory(t *testing.T, text string) int {
+	h := fnv.New32a()
+	h.Write([]byte(t.TempDir()))
+	key := int(h.Sum32() & 0x7fffffff)
+	id, err := unix.SysvShmGet(key, 4096, unix.IPC_CREAT|unix.IPC_EXCL|0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.SysvShmCtl(id, unix.IPC_RMID, nil) })
+	b, err := unix.SysvShmAttach(id, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copy(b, text)
+	unix.SysvShmDetach(b)
+	return key
+}
+
+// openTerminal opens a new terminal, held until the test ends, and returns
+// the path of its terminal side.
+func openTerminal(t *testing.T) string {
+	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	if err := unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+		t.Fatal(err)
+	}
+	n, err := unix.IoctlGetInt(int(m.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return "/dev/pts/" + strconv.Itoa(n)
 }
 
 // listenAbstract listens on an abstract unix socket until the test ends,
@@ -366,6 +433,26 @@ var attacks = []attack{
 		// and with it the abstract sockets (X11's, D-Bus's, …).
 		func(r *rig) string { return r.probe("abstract", r.abstract) },
 		func(t *testing.T, r *rig, out string) bool { return strings.Contains(out, "abstract: connected") }},
+	{"connect to a unix socket in a hidden directory",
+		// An ssh agent's, tmux's or docker's socket: Landlock alone does
+		// not stop a connect by path.
+		func(r *rig) string { return r.probe("unix", r.sock) },
+		func(t *testing.T, r *rig, out string) bool { return strings.Contains(out, "unix: connected") }},
+	{"read another process's System V shared memory",
+		func(r *rig) string { return r.probe("shm", strconv.Itoa(r.shmKey)) },
+		func(t *testing.T, r *rig, out string) bool { return strings.Contains(out, r.secret("shm")) }},
+	{"open a terminal of the host",
+		// Its keystrokes could be read, and keystrokes typed into it.
+		func(r *rig) string { return r.probe("pty", r.pts) },
+		func(t *testing.T, r *rig, out string) bool { return strings.Contains(out, "pty: opened") }},
+	{"read the system's password hashes and host keys",
+		// As root (here) the owner's read bit lets any process read them.
+		func(r *rig) string {
+			return "cat /etc/shadow /etc/ssh/ssh_host_*_key 2>/dev/null | wc -c"
+		},
+		func(t *testing.T, r *rig, out string) bool {
+			return strings.TrimSpace(out) != "0" || os.Geteuid() != 0 && !r.sandboxed
+		}},
 	{"hold capabilities",
 		// As root (here) or with file capabilities, commands would hold
 		// some; in the jail's user namespace, bwrap would give them all.
@@ -443,6 +530,26 @@ func TestNetworkOff(t *testing.T) {
 		}
 	}()
 	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	udp, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer udp.Close()
+	udpPort := strconv.Itoa(udp.LocalAddr().(*net.UDPAddr).Port)
+	// udpGot is what reached the UDP listener since the last call (the
+	// datagram is sent before the command ends; a second is plenty).
+	udpGot := func() string {
+		var got []string
+		buf := make([]byte, 64)
+		for {
+			udp.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+			n, _, err := udp.ReadFrom(buf)
+			if err != nil {
+				return strings.Join(got, ",")
+			}
+			got = append(got, string(buf[:n]))
+		}
+	}
 	for _, c := range []struct {
 		network Network
 		layer   Layer
@@ -456,7 +563,8 @@ func TestNetworkOff(t *testing.T) {
 		defer e.Close()
 		ctx := context.Background()
 		spec, err := e.Resolve(ctx, bash.ExecRequest{Owner: "o", Workspace: ws, Workdir: ws,
-			Command: "(exec 3<>/dev/tcp/127.0.0.1/" + port + ") 2>/dev/null && echo connected || echo refused"})
+			Command: "(exec 3<>/dev/tcp/127.0.0.1/" + port + ") 2>/dev/null && echo connected || echo refused; " +
+				"echo udp-" + c.layer.String() + " 2>/dev/null > /dev/udp/127.0.0.1/" + udpPort + "; " + probeIn(ws, "mptcp", "127.0.0.1:"+port)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -464,8 +572,12 @@ func TestNetworkOff(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := map[Network]string{NetworkOn: "connected\n", NetworkOff: "refused\n"}[network]; res.Stdout.Text != want {
+		want := map[Network]string{NetworkOn: "connected\nmptcp: connected\n", NetworkOff: "refused\nmptcp: refused\n"}[network]
+		if strings.Replace(res.Stdout.Text, "mptcp: unsupported\n", "mptcp: "+map[Network]string{NetworkOn: "connected", NetworkOff: "refused"}[network]+"\n", 1) != want {
 			t.Errorf("network %v, layer %v: %q, want %q", network, c.layer, res.Stdout.Text, want)
+		}
+		if got := udpGot(); strings.Contains(got, "udp-"+c.layer.String()) != (network == NetworkOn) {
+			t.Errorf("network %v, layer %v: the UDP listener got %q", network, c.layer, got)
 		}
 	}
 }

@@ -145,7 +145,11 @@ func (js *jails) jailFiles() ([]*os.File, error) {
 		closeFiles(host, agentSock)
 		return nil, fmt.Errorf("open the agent binary: %w", err)
 	}
-	filter, err := filterFile(js.filter)
+	b := js.filter
+	if js.layer == LayerLandlock {
+		b = js.layerFilter
+	}
+	filter, err := filterFile(b)
 	if err != nil {
 		closeFiles(host, agentSock, exe)
 		return nil, err

@@ -44,8 +44,9 @@ func (js *jails) agentCmd(j *jail, jp jailPaths) error {
 }
 
 // landlockDevices are the devices commands of the Landlock layer may
-// write: the harmless ones, and terminals.
-var landlockDevices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx", "/dev/pts"}
+// write: the harmless ones. Not the terminals: /dev/pts holds the host's,
+// whose keystrokes a command could read and into which it could type.
+var landlockDevices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"}
 
 // sessionTemp makes a session's temporary directory, in a directory of
 // the executor's own stamped for CleanStale.
@@ -63,13 +64,17 @@ func (js *jails) sessionTemp() (string, error) {
 	return dir, nil
 }
 
+// landlockHidden are hidden in the Landlock layer besides the jail's
+// hidden paths: what a jail has its own of (shared memory, terminals).
+var landlockHidden = []string{"/dev/shm", "/dev/pts", "/dev/ptmx"}
+
 // landlockReadable is what commands of the Landlock layer may read: the
 // whole tree but the hidden paths (the credentials, the runtime and
 // cgroup directories, the policy's, and the executor's temporary
 // directories, where other sessions' files and the server's are), and
 // then the session's own spill and temporary directories.
 func (p *Policy) landlockReadable(jp jailPaths, tmp string) []string {
-	hidden := slices.Concat(p.hiddenPaths(), []string{"/dev/shm"}, jp.serverTemp)
+	hidden := slices.Concat(p.hiddenPaths(), landlockHidden, jp.serverTemp)
 	var real []string
 	for _, h := range hidden {
 		if r := realPath(h); r != "" {

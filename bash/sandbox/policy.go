@@ -50,8 +50,12 @@ var HiddenHomePaths = []string{
 }
 
 // HiddenSystemPaths are hidden in every jail: the runtime directory (docker
-// and ssh-agent sockets, dbus) and the cgroup file system.
-var HiddenSystemPaths = []string{"/run", "/var/run", "/sys/fs/cgroup"}
+// and ssh-agent sockets, dbus), the cgroup file system, and the system's
+// secrets that a server running as root would otherwise let commands read
+// (root owns them: its commands read them without a capability).
+var HiddenSystemPaths = []string{"/run", "/var/run", "/sys/fs/cgroup",
+	"/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/sudoers", "/etc/sudoers.d",
+	"/etc/ssh/ssh_host_rsa_key", "/etc/ssh/ssh_host_ecdsa_key", "/etc/ssh/ssh_host_ed25519_key", "/etc/ssh/ssh_host_dsa_key"}
 
 // CachePaths are the tool caches in the home directory that stay writable
 // unless LockCaches: relative to Home. ~/.cache and ~/.local are made when

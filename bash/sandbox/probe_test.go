@@ -3,9 +3,12 @@
 package sandbox
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"runtime"
 	"syscall"
@@ -50,11 +53,50 @@ func probe(args []string, w io.Writer) int {
 		}
 		c.Close()
 		fmt.Fprintln(w, "abstract: connected")
+	case args[0] == "unix" && len(args) == 2:
+		c, err := net.Dial("unix", args[1])
+		if err != nil {
+			fmt.Fprintf(w, "unix: %v\n", err)
+			return 0
+		}
+		c.Close()
+		fmt.Fprintln(w, "unix: connected")
+	case args[0] == "mptcp" && len(args) == 2:
+		probeMPTCP(w, args[1])
+	case args[0] == "shm" && len(args) == 2:
+		probeShm(w, args[1])
+	case args[0] == "pty" && len(args) == 2:
+		f, err := os.OpenFile(args[1], os.O_RDONLY|unix.O_NOCTTY, 0) // to read its keystrokes
+		if err != nil {
+			fmt.Fprintf(w, "pty: %v\n", err)
+			return 0
+		}
+		f.Close()
+		fmt.Fprintln(w, "pty: opened")
 	default:
 		fmt.Fprintf(w, "probe: unknown %q\n", args)
 		return 2
 	}
 	return 0
+}
+
+// probeShm attaches the System V shared memory segment of key (decimal)
+// and prints what it holds.
+func probeShm(w io.Writer, key string) {
+	var k int
+	fmt.Sscan(key, &k)
+	id, err := unix.SysvShmGet(k, 0, 0)
+	if err != nil {
+		fmt.Fprintf(w, "shm: %v\n", err)
+		return
+	}
+	b, err := unix.SysvShmAttach(id, 0, unix.SHM_RDONLY)
+	if err != nil {
+		fmt.Fprintf(w, "shm: %v\n", err)
+		return
+	}
+	defer unix.SysvShmDetach(b)
+	fmt.Fprintf(w, "shm: %s\n", bytes.TrimRight(b, "\x00"))
 }
 
 // probeSyscalls makes each system call the jail's filter refuses, in a form
@@ -113,4 +155,30 @@ func errorText(errno syscall.Errno) string {
 		return "succeeded"
 	}
 	return errno.Error()
+}
+
+// probeMPTCP connects to addr (127.0.0.1:PORT) over MPTCP, which
+// Landlock's TCP rules do not cover; "unsupported" where the kernel has
+// no MPTCP.
+func probeMPTCP(w io.Writer, addr string) {
+	ap, err := netip.ParseAddrPort(addr)
+	if err != nil {
+		fmt.Fprintf(w, "mptcp: %v\n", err)
+		return
+	}
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM, 262) // IPPROTO_MPTCP
+	if errors.Is(err, unix.EPROTONOSUPPORT) || errors.Is(err, unix.ENOPROTOOPT) {
+		fmt.Fprintln(w, "mptcp: unsupported")
+		return
+	}
+	if err != nil {
+		fmt.Fprintln(w, "mptcp: refused")
+		return
+	}
+	defer unix.Close(fd)
+	if err := unix.Connect(fd, &unix.SockaddrInet4{Port: int(ap.Port()), Addr: ap.Addr().As4()}); err != nil {
+		fmt.Fprintln(w, "mptcp: refused")
+		return
+	}
+	fmt.Fprintln(w, "mptcp: connected")
 }

@@ -14,11 +14,12 @@ import (
 
 // jails keeps one jail per session (owner token and workspace).
 type jails struct {
-	policy  Policy
-	bwrap   string
-	agent   string
-	filter  []byte
-	tempDir string
+	policy      Policy
+	bwrap       string
+	agent       string
+	filter      []byte
+	layerFilter []byte // the Landlock layer's seccomp filter
+	tempDir     string
 	// serverTemp are the executor's temporary directories, hidden in
 	// every jail (see jailPaths).
 	serverTemp []string
@@ -67,7 +68,11 @@ func newJails(o *Options, serverTemp []string, hold func(string) (string, func()
 			return nil, fmt.Errorf("find the agent binary: %w", err)
 		}
 	}
-	filter, err := filterBytes()
+	filter, err := filterBytes(filterOpts{})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	layerFilter, err := filterBytes(filterOpts{landlock: true, networkOff: o.Policy.Network == NetworkOff})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
@@ -76,7 +81,7 @@ func newJails(o *Options, serverTemp []string, hold func(string) (string, func()
 		startTimeout = 30 * time.Second
 	}
 	limits, limitsErr := newLimiter(o.Limits)
-	return &jails{layer: layer, noJail: noJail, policy: o.Policy, bwrap: bw, agent: agent, filter: filter, tempDir: o.TempDir, serverTemp: serverTemp,
+	return &jails{layer: layer, noJail: noJail, policy: o.Policy, bwrap: bw, agent: agent, filter: filter, layerFilter: layerFilter, tempDir: o.TempDir, serverTemp: serverTemp,
 		startTimeout: startTimeout, limits: limits, limitsErr: limitsErr, hold: hold, admit: admit, byKey: map[string]*jail{}}, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"runtime"
+	"slices"
 
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
@@ -69,8 +70,28 @@ func auditArch() (uint32, error) {
 	return 0, fmt.Errorf("no seccomp filter for %s", runtime.GOARCH)
 }
 
+// layerDenied are refused in the Landlock layer too, whose commands share
+// the host's IPC namespace (a jail has its own): System V IPC, through
+// which they could read and write other processes' shared memory.
+var layerDenied = []uintptr{
+	unix.SYS_SHMGET, unix.SYS_SHMAT, unix.SYS_SHMCTL, unix.SYS_MSGGET, unix.SYS_MSGSND, unix.SYS_MSGRCV,
+	unix.SYS_MSGCTL, unix.SYS_SEMGET, unix.SYS_SEMOP, unix.SYS_SEMTIMEDOP, unix.SYS_SEMCTL,
+}
+
+// filterOpts choose the filter's variant.
+type filterOpts struct {
+	// landlock: the Landlock layer's, which refuses besides System V IPC
+	// (layerDenied) and unix sockets (socket(AF_UNIX): Landlock does not
+	// stop a connect to a socket by its path, in a hidden directory or
+	// not: an ssh agent's, tmux's, docker's); socketpair stays.
+	landlock bool
+	// networkOff, with landlock: inet sockets too (Landlock refuses TCP
+	// connect and bind only: not UDP, MPTCP or a listen without bind).
+	networkOff bool
+}
+
 // filterProgram assembles the filter.
-func filterProgram() ([]bpf.RawInstruction, error) {
+func filterProgram(o filterOpts) ([]bpf.RawInstruction, error) {
 	arch, err := auditArch()
 	if err != nil {
 		return nil, err
@@ -85,9 +106,20 @@ func filterProgram() ([]bpf.RawInstruction, error) {
 		p = append(p, bpf.JumpIf{Cond: bpf.JumpLessThan, Val: 0x40000000, SkipTrue: 1},
 			bpf.RetConstant{Val: retKill})
 	}
-	for _, nr := range deniedSyscalls {
+	denied := deniedSyscalls
+	if o.landlock {
+		denied = append(slices.Clone(denied), layerDenied...)
+	}
+	for _, nr := range denied {
 		p = append(p, bpf.JumpIf{Cond: bpf.JumpEqual, Val: uint32(nr), SkipFalse: 1},
 			bpf.RetConstant{Val: retEPERM})
+	}
+	if o.landlock {
+		p = append(p, argCheck(unix.SYS_SOCKET, offArg0, bpf.JumpEqual, unix.AF_UNIX)...)
+	}
+	if o.landlock && o.networkOff {
+		p = append(p, argCheck(unix.SYS_SOCKET, offArg0, bpf.JumpEqual, unix.AF_INET)...)
+		p = append(p, argCheck(unix.SYS_SOCKET, offArg0, bpf.JumpEqual, unix.AF_INET6)...)
 	}
 	p = append(p, argCheck(unix.SYS_CLONE, offArg0, bpf.JumpBitsSet, namespaceFlags)...)
 	p = append(p, argCheck(unix.SYS_IOCTL, offArg1, bpf.JumpEqual, unix.TIOCSTI)...)
@@ -110,8 +142,8 @@ func argCheck(nr uintptr, off uint32, cond bpf.JumpTest, val uint32) []bpf.Instr
 
 // filterBytes is the filter as bwrap --seccomp reads it: struct
 // sock_filter entries in native byte order.
-func filterBytes() ([]byte, error) {
-	prog, err := filterProgram()
+func filterBytes(o filterOpts) ([]byte, error) {
+	prog, err := filterProgram(o)
 	if err != nil {
 		return nil, err
 	}

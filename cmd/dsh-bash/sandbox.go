@@ -153,6 +153,9 @@ func (f *sandboxFlags) executor(ctx context.Context, name string, opts *local.Op
 		if f.layer == sandbox.LayerLandlock && len(f.readOnly) > 0 {
 			fmt.Fprintf(stderr, "dsh-bash %s: WARNING: the Landlock layer cannot keep --sandbox-read-only paths within writable ones read-only: %s\n", name, strings.Join(f.readOnly, ", "))
 		}
+		if f.layer == sandbox.LayerLandlock && len(f.hidden) > 0 {
+			fmt.Fprintf(stderr, "dsh-bash %s: WARNING: the Landlock layer cannot hide --sandbox-hide paths within writable ones (the workspace, the caches, --sandbox-writable): %s\n", name, strings.Join(f.hidden, ", "))
+		}
 		return se, nil
 	}
 	if f.mode != "auto" || !errors.Is(err, sandbox.ErrUnavailable) {
