@@ -36,6 +36,9 @@ type roSpec struct {
 	// goFlags reads options as Go's flag package does: -name, --name,
 	// -name=value or -name value, never clustered.
 	goFlags bool
+	// noClusters takes one short option per word (tree takes each of a
+	// cluster's values from the next words, not from the cluster).
+	noClusters bool
 	// maxOps is the most operands (-1: any number).
 	maxOps int
 	// subs are the subcommands, when the first operand must be one; the
@@ -193,6 +196,9 @@ func (s *roSpec) short(l *roLine, args []string, i int) (used int, ok bool) {
 		l.opts["-N"] = append(l.opts["-N"], a[1:])
 		return 1, true
 	}
+	if s.noClusters && len(a) > 2 {
+		return 0, false
+	}
 	for j := 1; j < len(a); j++ {
 		name := "-" + a[j:j+1]
 		arity, ok := s.opts[name]
@@ -265,6 +271,9 @@ func (s *roSpec) withOps(n int) *roSpec { s.maxOps = n; return s }
 
 // withCheck adds a check to s.
 func (s *roSpec) withCheck(f func(*roLine) bool) *roSpec { s.check = f; return s }
+
+// alone makes s take one short option per word.
+func (s *roSpec) alone() *roSpec { s.noClusters = true; return s }
 
 // withNumeric allows -N options.
 func (s *roSpec) withNumeric() *roSpec { s.numeric = true; return s }

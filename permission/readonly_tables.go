@@ -38,22 +38,22 @@ var readOnlyPrograms = map[string]*roSpec{
 	"whereis": plain(), "pgrep": plain(), "look": plain(), "zcat": plain(), "zgrep": plain(),
 	"trap": plain(), // the action it sets is checked as a script
 
-	// Toolchains, asked only for their version.
+	// Toolchains, asked only for their version. Not cargo, rustc and
+	// rustup (a project's rust-toolchain.toml names the binary they run),
+	// yarn and pnpm (a project's settings name theirs), terraform (it
+	// checks for updates over the network).
 	"python": versionOnly("--version", "-V"), "python3": versionOnly("--version", "-V"),
 	"node": versionOnly("--version", "-v"), "npm": versionOnly("--version", "-v"),
-	"pnpm": versionOnly("--version", "-v"), "yarn": versionOnly("--version", "-v"),
 	"deno": versionOnly("--version", "-V"), "bun": versionOnly("--version", "-v"),
-	"cargo": versionOnly("--version", "-V"), "rustc": versionOnly("--version", "-V"),
-	"rustup": versionOnly("--version", "-V"), "gcc": versionOnly("--version"), "cc": versionOnly("--version"),
+	"gcc": versionOnly("--version"), "cc": versionOnly("--version"),
 	"clang": versionOnly("--version"), "make": versionOnly("--version", "-v"), "java": versionOnly("-version", "--version"),
 	"ruby": versionOnly("--version"), "perl": versionOnly("--version", "-v"), "pip": versionOnly("--version", "-V"),
 	"pip3": versionOnly("--version", "-V"), "uv": versionOnly("--version", "-V"), "docker": versionOnly("--version", "-v"),
-	"kubectl": versionOnly("--version"), "terraform": versionOnly("--version", "-v", "version"), "tsc": versionOnly("--version", "-v"),
+	"kubectl": versionOnly("--version"), "tsc": versionOnly("--version", "-v"),
 
 	"uniq": opts("-c --count -d --repeated -D --all-repeated? -f= --skip-fields= -i --ignore-case " +
 		"-s= --skip-chars= -u --unique -w= --check-chars= -z --zero-terminated --group?").withOps(1), // a second operand is written
-	"xxd": opts("-a -autoskip -b -bits -c= -cols= -C -capitalize -E -EBCDIC -e -g= -groupsize= -i -include " +
-		"-l= -len= -n= -name= -o= -offset= -p -ps -postscript -plain -s= -seek= -u -uppercase -d").withOps(1), // no -r; a second operand is written
+	"xxd":    {raw: xxdReadOnly}, // its own option syntax (-ps, -cols 8): see xxdReadOnly
 	"base64": opts("-d --decode -i --ignore-garbage -w= --wrap=").withOps(1),
 	"base32": opts("-d --decode -i --ignore-garbage -w= --wrap=").withOps(1),
 	"sort": opts("-b --ignore-leading-blanks -d --dictionary-order -f --ignore-case -g --general-numeric-sort " +
@@ -66,10 +66,10 @@ var readOnlyPrograms = map[string]*roSpec{
 		"-z --uncompress -Z --uncompress-noreport -s --special-files -k --keep-going -r --raw -0 --print0 " +
 		"-N --no-pad -n --no-buffer -p --preserve-date -e= --exclude= -F= --separator= -f= --files-from= -E " +
 		"--extension --apple -l --list -P= --parameter="), // not -C (--compile), -m
-	"tree": opts("-a -d -l -f -x -L= -R -P= -I= --gitignore --ignore-case --matchdirs --metafirst --prune " +
+	"tree": opts("-a -d -l -f -x -L= -P= -I= --gitignore --ignore-case --matchdirs --metafirst --prune " +
 		"--info --infofile= --noreport --charset= --filelimit= --timefmt= -o? -q -N -Q -p -u -g -s -h --si " +
 		"--du -D --inodes --device -F -v -t -c -U -r --dirsfirst --filesfirst --sort= -i -A -S -n -C -X -J -H= " +
-		"-T= --nolinks --hintro= --houtro= --fromfile").withCheck(func(l *roLine) bool { return !l.has("-o") }),
+		"-T= --nolinks --hintro= --houtro= --fromfile").withCheck(func(l *roLine) bool { return !l.has("-o") }).alone(), // not -R: with -H it writes 00Tree.html into each directory
 	"date": opts("-d= --date= -f= --file= -I? --iso-8601? -R --rfc-email --rfc-3339= -r= --reference= " +
 		"-u --utc --universal --debug").withCheck(func(l *roLine) bool {
 		for _, o := range l.operands {
@@ -150,62 +150,66 @@ const (
 		"-W --function-context -m= --max-count= --threads= -f= -e= --and --or --not -q --quiet --all-match"
 )
 
-// gitSubs are the git subcommands that only read, with their options.
+// gitSubs are the git subcommands that only read, with their options. Their
+// valued options ("-U=", "--format=") are read as taking their value only
+// attached (-U5, --format=%h): git takes the next word for some and not for
+// others (-U, --format, --min-parents, --abbrev), and a next word read as
+// a value could hide an option; read as an operand, it is checked.
 var gitSubs = map[string]*roSpec{
-	"status": opts("-s --short -b --branch --show-stash --porcelain? --long -v --verbose -u? " +
+	"status": gitOpts("-s --short -b --branch --show-stash --porcelain? --long -v --verbose -u? " +
 		"--untracked-files? --ignore-submodules? --ignored? -z --column? --no-column --ahead-behind " +
 		"--no-ahead-behind --renames --no-renames --find-renames?"),
-	"log":         opts(gitRevOpts + " " + gitDiffOpts).withNumeric(),
-	"whatchanged": opts(gitRevOpts + " " + gitDiffOpts).withNumeric(),
-	"show":        opts(gitRevOpts + " " + gitDiffOpts).withNumeric(),
-	"diff":        opts(gitDiffOpts),
-	"diff-tree":   opts(gitDiffOpts + " -r --root --merge-base --stdin -m -c --cc -v --no-commit-id --always"),
-	"diff-index":  opts(gitDiffOpts + " -m"),
-	"diff-files":  opts(gitDiffOpts + " -q"),
-	"rev-list": opts(gitRevOpts + " --quiet --disk-usage? --objects --unpacked --filter= --no-filter " +
+	"log":         gitOpts(gitRevOpts + " " + gitDiffOpts).withNumeric(),
+	"whatchanged": gitOpts(gitRevOpts + " " + gitDiffOpts).withNumeric(),
+	"show":        gitOpts(gitRevOpts + " " + gitDiffOpts).withNumeric(),
+	"diff":        gitOpts(gitDiffOpts),
+	"diff-tree":   gitOpts(gitDiffOpts + " -r --root --merge-base --stdin -m -c --cc -v --no-commit-id --always"),
+	"diff-index":  gitOpts(gitDiffOpts + " -m"),
+	"diff-files":  gitOpts(gitDiffOpts + " -q"),
+	"rev-list": gitOpts(gitRevOpts + " --quiet --disk-usage? --objects --unpacked --filter= --no-filter " +
 		"--filter-print-omitted --missing= --exclude-promisor-objects --bisect-vars --bisect-all").withNumeric(),
-	"shortlog": opts(gitRevOpts + " -n --numbered -s --summary -e --email --committer --group= -w?").withNumeric(),
-	"blame": opts("-b --root --show-stats --progress --no-progress --score-debug -f --show-name -n " +
+	"shortlog": gitOpts(gitRevOpts + " -n --numbered -s --summary -e --email --committer --group= -w?").withNumeric(),
+	"blame": gitOpts("-b --root --show-stats --progress --no-progress --score-debug -f --show-name -n " +
 		"--show-number -p --porcelain --line-porcelain -l -t -S= --reverse? --first-parent -c -s -e " +
 		"--show-email -w --ignore-rev= --ignore-revs-file= --color-lines --color-by-age --minimal " +
 		"--contents= --date= --encoding= -M? -C? -L= --abbrev? --incremental"),
-	"annotate":      opts("-b --root --show-stats -l -t -S= --reverse? -p --porcelain -w -M? -C? -L= --contents= --date= --encoding="),
-	"grep":          opts(gitGrepOpts).withNumeric(),
-	"describe":      opts("--dirty? --broken? --all --tags --contains --abbrev= --candidates= --exact-match --debug --long --match= --exclude= --always --first-parent"),
-	"rev-parse":     opts(gitRevParseOpts),
-	"ls-files":      opts(gitLsFilesOpts),
-	"ls-tree":       opts("-d -r -t -l --long -z --name-only --name-status --object-only --full-name --full-tree --abbrev? --format="),
-	"cat-file":      opts("-t -s -e -p --mailmap --no-mailmap --use-mailmap --no-use-mailmap --batch? --batch-check? --batch-command? --batch-all-objects --buffer --unordered --allow-unknown-type --follow-symlinks -Z").withOps(2), // not --textconv, --filters
-	"merge-base":    opts("-a --all --octopus --independent --is-ancestor --fork-point"),
-	"name-rev":      opts("--tags --refs= --exclude= --all --annotate-stdin --name-only --no-undefined --always"),
-	"show-ref":      opts("--head --branches --tags -d --dereference -s --hash? --verify --abbrev? -q --quiet --exclude-existing? --exists"),
-	"for-each-ref":  opts("--count= --sort= --format= --color? --shell --perl --python --tcl --points-at= --merged? --no-merged? --contains? --no-contains? --ignore-case --omit-empty --exclude= --include-root-refs"),
-	"count-objects": opts("-v --verbose -H --human-readable").withOps(0),
-	"var":           opts("-l").withOps(1),
-	"version":       opts("--build-options").withOps(0),
-	"--version":     opts("--build-options").withOps(0),
-	"check-ignore":  opts("-q --quiet -v --verbose --stdin -z -n --non-matching --no-index"),
-	"check-attr":    opts("-a --all --cached --stdin -z --source="),
-	"symbolic-ref":  opts("-q --quiet --short --no-recurse --recurse").withOps(1), // a second operand sets it
-	"branch": opts("-a --all -r --remotes -v -vv --verbose -l --list --show-current --contains~ --no-contains~ " +
+	"annotate":      gitOpts("-b --root --show-stats -l -t -S= --reverse? -p --porcelain -w -M? -C? -L= --contents= --date= --encoding="),
+	"grep":          gitOpts(gitGrepOpts).withNumeric(),
+	"describe":      gitOpts("--dirty? --broken? --all --tags --contains --abbrev= --candidates= --exact-match --debug --long --match= --exclude= --always --first-parent"),
+	"rev-parse":     gitOpts(gitRevParseOpts),
+	"ls-files":      gitOpts(gitLsFilesOpts),
+	"ls-tree":       gitOpts("-d -r -t -l --long -z --name-only --name-status --object-only --full-name --full-tree --abbrev? --format="),
+	"cat-file":      gitOpts("-t -s -e -p --mailmap --no-mailmap --use-mailmap --no-use-mailmap --batch? --batch-check? --batch-command? --batch-all-objects --buffer --unordered --allow-unknown-type --follow-symlinks -Z").withOps(2), // not --textconv, --filters
+	"merge-base":    gitOpts("-a --all --octopus --independent --is-ancestor --fork-point"),
+	"name-rev":      gitOpts("--tags --refs= --exclude= --all --annotate-stdin --name-only --no-undefined --always"),
+	"show-ref":      gitOpts("--head --branches --tags -d --dereference -s --hash? --verify --abbrev? -q --quiet --exclude-existing? --exists"),
+	"for-each-ref":  gitOpts("--count= --sort= --format= --color? --shell --perl --python --tcl --points-at= --merged? --no-merged? --contains? --no-contains? --ignore-case --omit-empty --exclude= --include-root-refs"),
+	"count-objects": gitOpts("-v --verbose -H --human-readable").withOps(0),
+	"var":           gitOpts("-l").withOps(1),
+	"version":       gitOpts("--build-options").withOps(0),
+	"--version":     gitOpts("--build-options").withOps(0),
+	"check-ignore":  gitOpts("-q --quiet -v --verbose --stdin -z -n --non-matching --no-index"),
+	"check-attr":    gitOpts("-a --all --cached --stdin -z --source="),
+	"symbolic-ref":  gitOpts("-q --quiet --short --no-recurse --recurse").withOps(1), // a second operand sets it
+	"branch": gitOpts("-a --all -r --remotes -v -vv --verbose -l --list --show-current --contains~ --no-contains~ " +
 		"--merged~ --no-merged~ --points-at= --sort= --format= --column? --no-column --color? --no-color -i " +
 		"--ignore-case --abbrev= --no-abbrev -q --quiet").withCheck(listsOnly("-l", "--list")),
-	"tag": opts("-l --list -n? --contains~ --no-contains~ --merged~ --no-merged~ --points-at= --sort= --format= " +
+	"tag": gitOpts("-l --list -n? --contains~ --no-contains~ --merged~ --no-merged~ --points-at= --sort= --format= " +
 		"--column? --no-column -i --ignore-case --color? --omit-empty").withCheck(listsOnly("-l", "--list")),
 	"remote": &roSpec{subs: map[string]*roSpec{
-		"-v": opts("").withOps(0), "--verbose": opts("").withOps(0), "get-url": opts("--push --all").withOps(1),
+		"-v": gitOpts("").withOps(0), "--verbose": gitOpts("").withOps(0), "get-url": gitOpts("--push --all").withOps(1),
 	}},
 	"stash": subcommands(map[string]*roSpec{
-		"list": opts(gitRevOpts).withNumeric(),
-		"show": opts(gitDiffOpts + " --include-untracked -u --only-untracked"),
+		"list": gitOpts(gitRevOpts).withNumeric(),
+		"show": gitOpts(gitDiffOpts + " --include-untracked -u --only-untracked"),
 	}),
 	"reflog": subcommands(map[string]*roSpec{
-		"show": opts(gitRevOpts + " " + gitDiffOpts).withNumeric(), "exists": opts("").withOps(1),
+		"show": gitOpts(gitRevOpts + " " + gitDiffOpts).withNumeric(), "exists": gitOpts("").withOps(1),
 	}),
-	"config": opts("--get --get-all --get-regexp --get-urlmatch -l --list --global --system --local --worktree " +
+	"config": gitOpts("--get --get-all --get-regexp --get-urlmatch -l --list --global --system --local --worktree " +
 		"-f= --file= --blob= --name-only -z --null --show-origin --show-scope --type= --bool --int --bool-or-int " +
 		"--path --expiry-date --includes --no-includes --default= --fixed-value").withCheck(gitConfigReads),
-	"worktree": subcommands(map[string]*roSpec{"list": opts("-v --verbose --porcelain -z --expire=").withOps(0)}),
+	"worktree": subcommands(map[string]*roSpec{"list": gitOpts("-v --verbose --porcelain -z --expire=").withOps(0)}),
 }
 
 const (
@@ -230,9 +234,9 @@ var goSubs = map[string]*roSpec{
 	"version": goOpts("-m -v -json"),
 	"env":     goOpts("-json -changed"),
 	"doc":     goOpts("-all -c -cmd -short -src -u"),
-	"list": goOpts("-f= -json? -e -m -deps -test -find -compiled -export -mod= -modfile= -tags= -reuse= " +
-		"-buildvcs? -trimpath -race -msan -asan -cover -covermode= -coverpkg= -pgo= -p= -C= -n -x -v -a -ldflags= " +
-		"-gcflags= -asmflags= -gccgoflags= -buildmode= -linkshared -installsuffix= -work -overlay= -modcacherw"),
+	"list": goOpts("-f= -json? -e -m -deps -test -find -tags= -reuse= -buildvcs? -trimpath -race -msan -asan " +
+		"-cover -covermode= -coverpkg= -p= -C= -linkshared -installsuffix= -buildmode= -modcacherw"), // not -export, -compiled (they build), -gcflags, -mod, -modfile
+
 	"mod": subcommands(map[string]*roSpec{
 		"graph": goOpts("-go= -x"),
 		"why":   goOpts("-m -vendor"),
@@ -247,10 +251,58 @@ func goOpts(list string) *roSpec {
 	return s
 }
 
+// xxdReadOnly: xxd reads each option as a whole word (-ps is -p, not -p
+// -s) and takes a value from the next one; a second operand is the file
+// it writes, and -r writes a binary.
+func xxdReadOnly(args []string) bool {
+	flags := []string{"-a", "-autoskip", "-b", "-bits", "-C", "-capitalize", "-E", "-EBCDIC", "-e", "-i",
+		"-include", "-p", "-ps", "-postscript", "-plain", "-u", "-uppercase", "-d"}
+	valued := []string{"-c", "-cols", "-g", "-groupsize", "-l", "-len", "-n", "-name", "-o", "-offset", "-s", "-seek"}
+	operands := 0
+	for i := 0; i < len(args); i++ {
+		switch a := args[i]; {
+		case slices.Contains(flags, a):
+		case slices.Contains(valued, a) && i+1 < len(args):
+			i++
+		case a == "-" || !strings.HasPrefix(a, "-"):
+			operands++
+		default:
+			return false
+		}
+	}
+	return operands <= 1
+}
+
 // versionOnly is a spec for a program that only prints its version when
 // given exactly one of flags.
 func versionOnly(flags ...string) *roSpec {
 	return &roSpec{raw: func(args []string) bool { return len(args) == 1 && slices.Contains(flags, args[0]) }}
+}
+
+// gitOpts is opts for a git subcommand: valued options take their value
+// only attached (see gitSubs); "~" ones (the next word unless last) stay.
+// A format that verifies signatures (%G…: runs gpg) is not read-only.
+func gitOpts(list string) *roSpec {
+	s := opts(list)
+	for k, a := range s.opts {
+		if a == value {
+			s.opts[k] = optionalValue
+		}
+	}
+	return s.withCheck(noSignatureFormat)
+}
+
+// noSignatureFormat: no --format or --pretty verifies signatures (%G?,
+// %GS, …, which run gpg or the repository's gpg.program).
+func noSignatureFormat(l *roLine) bool {
+	for _, o := range []string{"--format", "--pretty"} {
+		for _, v := range l.opts[o] {
+			if strings.Contains(v, "%G") {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // onlyAssignments: env without a command prints the environment, with

@@ -40,7 +40,7 @@ var everydayReadOnly = []string{
 	"sed -n '$p' log.txt", "sed '1d' data.csv", "sed -E 's/([0-9]+)/<\\1>/g' f",
 	// Text processing in pipes.
 	"sort names.txt", "sort -u list.txt", "sort -k2 -n data.txt", "sort -t, -k3 -rn data.csv | head",
-	"uniq -c counts.txt", "sort words | uniq -c | sort -rn | head", "cut -d: -f1 /etc/passwd",
+	"uniq -c counts.txt", "sort words | uniq -c | sort -rn | head", "git ls-files | xargs wc -l", "git diff -U5", "git log --format=%h%x09%s -5", "cut -d: -f1 /etc/passwd",
 	"cut -c1-80 main.go", "paste -sd, list.txt", "tr a-z A-Z < name.txt", "tr -d '\\r' < win.txt",
 	"seq 1 10", "seq -w 1 100 | head", "expr 3 + 4", "numfmt --to=iec 1048576", "column -t data.tsv",
 	"diff a.txt b.txt", "diff -u old.go new.go", "diff -r dir1 dir2", "comm -12 a b", "join a b",
@@ -73,7 +73,7 @@ var everydayReadOnly = []string{
 	"date +%Y-%m-%d", "date -u +%s", "nproc", "printenv PATH", "env", "ps aux", "ps -ef | grep node",
 	"uptime", "free -m", "arch", "getconf PAGESIZE", "locale", "test -f go.mod && echo yes",
 	"[ -d node_modules ] || echo missing", "cd src && ls", "sleep 1", "pgrep -fl node",
-	"python3 --version", "node -v", "npm --version", "cargo --version", "rustc -V", "gcc --version",
+	"python3 --version", "node -v", "npm --version", "gcc --version", "make --version", "perl -v",
 	"java -version", "trap 'echo done' EXIT; ls",
 }
 
@@ -142,6 +142,17 @@ var notReadOnly = []string{
 	"date -s '2020-01-01'", "date 010100002020", "date --set=tomorrow", "hostname evil", "env ./x",
 	"command ./x", "git ls-remote origin", "python3 -c 'import os'", "python3 x.py --version", "node -e 1",
 	"npm install", "make", "make --version all", "java -jar x.jar", "perl -e 1", "cargo build",
+	// Found by a review: values git takes only attached, xxd's and tree's
+	// own option syntax, sed labels, xargs's added words, go list's
+	// building options, signature formats, variables that run code.
+	"git diff -U --output=/tmp/x", "git log -p -U --output=/tmp/x", "git log --min-parents --output=/tmp/x",
+	"git show --format --output=/tmp/x", "git branch --abbrev x --abbrev HEAD~1", "git log --format=%GS",
+	"git log --pretty=format:%G?", "xxd -ps in out", "xxd -ps -r -ps hex bin", "tree -Lo 1 /tmp/out",
+	"tree -R -H . -L 1", "sed ':a e ./x' f", "sed -n ':a w out' f", "sed 'v 4.2 w out' f", "sed 'b x w out' f",
+	"echo -o/tmp/out | xargs sort", "printf '%s\\n' -exec ./x ';' | xargs find .", "xargs rg foo",
+	"go list -export -gcflags=-cpuprofile=/x .", "go list -mod=mod -modfile=/x.mod ./...", "go list -compiled .",
+	"RIPGREP_CONFIG_PATH=./rgrc rg foo", "GREP='./x grep' zgrep foo a.gz", "GOENV=./goenv go env",
+	"CGO_CFLAGS='-wrapper ./x' go list .", "GCONV_PATH=./g git log", "cargo --version", "terraform version",
 	// Unknown options of known programs.
 	"ls --unknown-that-does-not-exist && git log --frobnicate", "git status --frob", "sort --frob x",
 }

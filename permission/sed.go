@@ -125,11 +125,12 @@ func (r *sedReader) delimited(d byte) bool {
 	return false
 }
 
-// toEnd skips the rest of the command: to the next ; or newline (labels,
-// file names and texts run to the newline; a ; ends them in GNU sed for
-// labels only, so both stop here: what follows is read as commands).
-func (r *sedReader) toEnd() {
-	for !r.done() && r.s[r.i] != '\n' && r.s[r.i] != ';' {
+// label skips a label (of :, b, t, T) or v's version: GNU sed ends it at
+// whitespace or a ;, and reads what follows as the next command (:a e cmd
+// runs cmd).
+func (r *sedReader) label() {
+	r.skip(" \t")
+	for !r.done() && strings.IndexByte(" \t\n;", r.s[r.i]) < 0 {
 		r.i++
 	}
 }
@@ -146,7 +147,7 @@ func (r *sedReader) command() bool {
 		r.skip(" \t0123456789")
 		return true
 	case c == ':' || c == 'b' || c == 't' || c == 'T' || c == 'v':
-		r.toEnd()
+		r.label()
 		return true
 	case c == 'a' || c == 'i' || c == 'c':
 		r.toLine()

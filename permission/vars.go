@@ -21,6 +21,13 @@ var dangerousVars = map[string]bool{
 	"CC": true, "CXX": true, "MAKEFLAGS": true, "POSIXLY_CORRECT": true,
 	"HOME": true, "XDG_CONFIG_HOME": true, "GIT_DIR": true, "GIT_COMMON_DIR": true, "GIT_WORK_TREE": true,
 	"BASH_ALIASES": true, "BASH_CMDS": true, "BASH_LOADABLES_PATH": true, "EXECIGNORE": true,
+	// Read by programs the built-in tables allow: a configuration file or
+	// a program to run, a directory of code to load, where to write.
+	"RIPGREP_CONFIG_PATH": true, "GREP": true, "GOENV": true, "GOTOOLCHAIN": true, "CGO_CFLAGS": true,
+	"CGO_CPPFLAGS": true, "CGO_CXXFLAGS": true, "CGO_FFLAGS": true, "CGO_LDFLAGS": true, "GCONV_PATH": true,
+	"LOCPATH": true, "NLSPATH": true, "JDK_JAVA_OPTIONS": true, "_JAVA_OPTIONS": true, "LESSOPEN": true,
+	"LESSCLOSE": true, "MANPAGER": true, "PYTHONHOME": true, "NODE_PATH": true, "TMPDIR": true,
+	"JQ_LIBRARY_PATH": true, "MAGIC": true, "TAR_OPTIONS": true, "GZIP": true, "XZ_OPT": true,
 }
 
 // harmlessGitVars are the GIT_* variables that run nothing and point git

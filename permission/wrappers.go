@@ -3,6 +3,7 @@ package permission
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -93,7 +94,13 @@ func (c *checker) wrapped(w wrapper, name string, args []string, known, depth in
 	if i >= len(args) {
 		return false // nothing to run (env alone prints the environment)
 	}
-	c.call(args[i:], max(known-i, 0), depth+1)
+	inner := args[i:]
+	if name == "xargs" {
+		// It adds words read from its input, which may be options:
+		// echo -o/tmp/x | xargs sort.
+		inner = append(slices.Clone(inner), "\x00dynamic")
+	}
+	c.call(inner, max(known-i, 0), depth+1)
 	return true
 }
 
