@@ -118,6 +118,11 @@ type ExecSpec struct {
 	Owner string
 	// Workspace is absolute (see ExecRequest.Workspace).
 	Workspace string
+	// Unsandboxed runs this one command outside the executor's sandbox,
+	// if it has one (the user said yes to exactly this call); an executor
+	// without a sandbox ignores it. Only a caller that asked the user may
+	// set it: the tool layer never sets it of itself.
+	Unsandboxed bool
 	// SpillAfter, if positive, asks for a complete spill file of every
 	// stream longer than this many bytes, even when the stream still fits
 	// the executor's memory: a caller that shows less than the executor

@@ -122,7 +122,7 @@ func (o *Options) defaults() error {
 		o.SpillDir = os.TempDir()
 	}
 	if o.Spawn == nil {
-		o.Spawn = spawnExec
+		o.Spawn = SpawnExec
 	}
 	if o.Timeout > o.MaxTimeout {
 		return fmt.Errorf("invalid executor options: Timeout %v is above MaxTimeout %v", o.Timeout, o.MaxTimeout)

@@ -9,7 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// spawnAttr is what spawnExec asks of the kernel for req: a new session
+// spawnAttr is what SpawnExec asks of the kernel for req: a new session
 // when req.Setsid (a new process group, and no controlling terminal, so a
 // program that opens /dev/tty fails at once instead of waiting for a
 // person), and the cgroup to be born in.

@@ -123,7 +123,7 @@ func (e *Executor) startShell(ctx context.Context, p *proc, spec bash.ExecSpec, 
 	req := &SpawnRequest{
 		Owner: spec.Owner, Workspace: spec.Workspace, Path: e.shell, Dir: spec.Workdir, Env: e.env,
 		Args:   []string{"bash", "--noprofile", "--norc", "-c", spec.Command},
-		Stdout: w[0], Stderr: w[1], CgroupFD: -1, Setsid: true,
+		Stdout: w[0], Stderr: w[1], CgroupFD: -1, Setsid: true, Unsandboxed: spec.Unsandboxed,
 	}
 	grp, err := e.cont.prepare(req)
 	if err != nil {

@@ -48,6 +48,9 @@ type SpawnRequest struct {
 	CgroupFD int
 	// Setsid starts the shell in a new session and process group.
 	Setsid bool
+	// Unsandboxed is the spec's: a SpawnFunc that sandboxes starts this
+	// one shell as SpawnExec does.
+	Unsandboxed bool
 }
 
 // Process is a started shell.
@@ -71,8 +74,9 @@ type ExitStatus struct {
 	Limit string
 }
 
-// spawnExec is the default SpawnFunc: os/exec on this host.
-func spawnExec(_ context.Context, req *SpawnRequest) (Process, error) {
+// SpawnExec is the default SpawnFunc: the shell started with os/exec on
+// this host.
+func SpawnExec(_ context.Context, req *SpawnRequest) (Process, error) {
 	attr := spawnAttr(req)
 	cmd := &exec.Cmd{
 		Path:        req.Path,

@@ -64,16 +64,18 @@ type wireSpec struct {
 	Workspace  string        `json:"workspace,omitempty"`
 	SpillAfter int64         `json:"spillAfter,omitempty"`
 	Stream     bool          `json:"stream,omitempty"`
+	// Unsandboxed reaches the far side's executor, whose sandbox it is.
+	Unsandboxed bool `json:"unsandboxed,omitempty"`
 }
 
 func toWireSpec(s bash.ExecSpec) wireSpec {
 	return wireSpec{Command: s.Command, Workdir: s.Workdir, Timeout: s.Timeout, Owner: s.Owner,
-		Workspace: s.Workspace, SpillAfter: s.SpillAfter, Stream: s.OnOutput != nil}
+		Workspace: s.Workspace, SpillAfter: s.SpillAfter, Stream: s.OnOutput != nil, Unsandboxed: s.Unsandboxed}
 }
 
 func (w wireSpec) spec() bash.ExecSpec {
 	return bash.ExecSpec{Command: w.Command, Workdir: w.Workdir, Timeout: w.Timeout, Owner: w.Owner,
-		Workspace: w.Workspace, SpillAfter: w.SpillAfter}
+		Workspace: w.Workspace, SpillAfter: w.SpillAfter, Unsandboxed: w.Unsandboxed}
 }
 
 // taskParams names a task; ownerParams an owner.

@@ -242,3 +242,22 @@ func readUntilReply(s *lineStream, id uint64) ([]outputNote, error) {
 		}
 	}
 }
+
+// TestWireSpecRoundTrip: every field of a spec but its observer crosses
+// the wire, Unsandboxed included (the far side's sandbox is the one to
+// step out of).
+func TestWireSpecRoundTrip(t *testing.T) {
+	in := bash.ExecSpec{Command: "c", Workdir: "/w", Timeout: 3 * time.Second, Owner: "o", Workspace: "/w",
+		SpillAfter: 9, Unsandboxed: true}
+	b, err := json.Marshal(toWireSpec(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var w wireSpec
+	if err := json.Unmarshal(b, &w); err != nil {
+		t.Fatal(err)
+	}
+	if out := w.spec(); !reflect.DeepEqual(out, in) {
+		t.Errorf("%+v came back as %+v", in, out)
+	}
+}

@@ -54,3 +54,45 @@ func TestTempDirCovered(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestUnsandboxedCall: a spec marked Unsandboxed (the user said yes to
+// that one call) runs outside the sandbox, in both layers: it writes
+// where the same command, unmarked, cannot; the session's next command is
+// sandboxed again.
+func TestUnsandboxedCall(t *testing.T) {
+	t.Parallel()
+	for _, layer := range []Layer{LayerJail, LayerLandlock} {
+		t.Run(layer.String(), func(t *testing.T) {
+			t.Parallel()
+			ws := t.TempDir()
+			outside, err := os.MkdirTemp("/var/tmp", "dsh-test-outside-")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { os.RemoveAll(outside) })
+			e, err := newSandbox(t, &Options{Layer: layer, Local: &local.Options{Cwd: ws}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer e.Close()
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			defer cancel()
+			try := func(name string, unsandboxed bool) bool {
+				spec, err := e.Resolve(ctx, bash.ExecRequest{Owner: "o", Workspace: ws, Workdir: ws,
+					Command: "echo x > " + filepath.Join(outside, name)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				spec.Unsandboxed = unsandboxed
+				if _, err := e.Run(ctx, spec); err != nil {
+					t.Fatal(err)
+				}
+				_, err = os.Stat(filepath.Join(outside, name))
+				return err == nil
+			}
+			if try("sandboxed", false) || !try("unsandboxed", true) || try("sandboxed-again", false) {
+				t.Error("want only the Unsandboxed call to write outside the workspace")
+			}
+		})
+	}
+}
