@@ -20,6 +20,10 @@ type Question struct {
 	Command string
 	Workdir string
 	Verdict permission.Verdict
+	// Unsandboxed: the call asks to run outside the sandbox (see
+	// Options.AskUnsandboxed), a question of its own: only AllowOnce runs
+	// it, and nothing of the answer is remembered.
+	Unsandboxed bool
 }
 
 // Answer is the user's answer.

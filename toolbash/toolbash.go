@@ -48,6 +48,14 @@ type Options struct {
 	// result of bash or bash_output (see budget.go). Zero means
 	// DefaultMaxResultChars; negative means no budget.
 	MaxResultChars int
+	// AskUnsandboxed, if set, gives bash the argument "unsandboxed": a
+	// call that sets it asks the user, through AskUnsandboxed, to run that
+	// one call outside the executor's sandbox (bash.ExecSpec.Unsandboxed).
+	// It is asked every time, whatever rules allow or the user allowed
+	// before, and only AllowOnce runs the call; a client that cannot ask
+	// (ErrCannotAsk) refuses it. Set it only where the executor sandboxes
+	// and the front end can ask its user.
+	AskUnsandboxed Asker
 }
 
 // Tools is the three shell tools over one executor. Make it with New and
@@ -59,6 +67,7 @@ type Tools struct {
 	maxChars int
 	notify   func(sessionID, notice string)
 	notices  noticeBox
+	askOut   Asker // Options.AskUnsandboxed
 }
 
 // Executor is what the tools need of an executor. Every bash.Executor is
@@ -85,7 +94,7 @@ func New(exec Executor, opts *Options) *Tools {
 	if opts == nil {
 		opts = &Options{}
 	}
-	t := &Tools{exec: exec, maxChars: opts.MaxResultChars, notify: opts.Notify}
+	t := &Tools{exec: exec, maxChars: opts.MaxResultChars, notify: opts.Notify, askOut: opts.AskUnsandboxed}
 	if t.maxChars == 0 {
 		t.maxChars = DefaultMaxResultChars
 	}
@@ -128,7 +137,7 @@ func (t *Tools) List() []*tools.Tool {
 		{
 			Name:          BashName,
 			Description:   bashDescription,
-			InputSchema:   bashSchema(),
+			InputSchema:   bashSchema(t.askOut != nil),
 			Annotations:   tools.Annotations{Destructive: &yes, OpenWorld: &yes},
 			AskPermission: true,
 			Execute:       t.bash,
@@ -178,9 +187,9 @@ func (t *Tools) EndSession(ctx context.Context, sessionID string) {
 // Register adds the three tools to r.
 func (t *Tools) Register(r *tools.Registry) error { return r.Register(t.List()...) }
 
-func bashSchema() *jsonschema.Schema {
+func bashSchema(unsandboxed bool) *jsonschema.Schema {
 	zero := 0.0
-	return &jsonschema.Schema{
+	s := &jsonschema.Schema{
 		Type:     "object",
 		Required: []string{"command", "description"},
 		Properties: map[string]*jsonschema.Schema{
@@ -196,6 +205,10 @@ func bashSchema() *jsonschema.Schema {
 				Description: "Return a task id at once and run without a timeout; read output with bash_output, stop with bash_kill."},
 		},
 	}
+	if unsandboxed {
+		s.Properties["unsandboxed"] = &jsonschema.Schema{Type: "boolean", Description: unsandboxedDescription}
+	}
+	return s
 }
 
 func taskSchema(desc string) *jsonschema.Schema {
@@ -214,6 +227,7 @@ type bashArgs struct {
 	TimeoutMs   *float64 `json:"timeoutMs"`
 	Workdir     *string  `json:"workdir"`
 	Background  bool     `json:"run_in_background"`
+	Unsandboxed bool     `json:"unsandboxed"`
 }
 
 func (t *Tools) bash(ctx context.Context, call *tools.Call) (*tools.Result, error) {
@@ -231,6 +245,12 @@ func (t *Tools) bash(ctx context.Context, call *tools.Call) (*tools.Result, erro
 	}
 	if t.maxChars > 0 {
 		spec.SpillAfter = spillAfter(t.maxChars)
+	}
+	if a.Unsandboxed && t.askOut != nil {
+		if refused := t.askUnsandboxed(ctx, call, a, req.Workdir); refused != "" {
+			return tools.ErrorResult(refused), nil
+		}
+		spec.Unsandboxed = true
 	}
 	if a.Background {
 		task, err := t.exec.Start(ctx, spec)
