@@ -90,6 +90,12 @@ type Options struct {
 	// asked about with session/request_permission ("always" allows the
 	// command's prefix for the session). With Yolo, asks are allowed.
 	Permissions *toolbash.GateOptions
+	// Unsandboxed offers the model the bash argument "unsandboxed" (see
+	// toolbash.Options.AskUnsandboxed), for an executor that sandboxes:
+	// each call that sets it asks the editor, with session/request_permission,
+	// to run that one call outside the sandbox (allow once, or reject).
+	// Yolo never answers it.
+	Unsandboxed bool
 }
 
 const defaultSystemPrompt = `You are a coding agent working in the directory %s on the user's machine.
@@ -142,7 +148,11 @@ func New(exec bash.Executor, opts *Options) (*Agent, error) {
 	if a.opts.SystemPrompt == "" {
 		a.opts.SystemPrompt = defaultSystemPrompt
 	}
-	a.tb = toolbash.New(exec, &toolbash.Options{MaxResultChars: opts.MaxResultChars})
+	to := &toolbash.Options{MaxResultChars: opts.MaxResultChars}
+	if opts.Unsandboxed {
+		to.AskUnsandboxed = a.askUnsandboxed
+	}
+	a.tb = toolbash.New(exec, to)
 	if err := a.tb.Register(a.reg); err != nil {
 		return nil, err
 	}

@@ -670,3 +670,36 @@ func TestSystemPrompt(t *testing.T) {
 		}
 	}
 }
+
+// TestUnsandboxedCallAsks: a call that asks to run outside the sandbox is
+// asked about with its own question (the command, the model's reason,
+// allow once or reject), even with --yolo; a rejection reaches the model.
+func TestUnsandboxedCallAsks(t *testing.T) {
+	for _, answer := range []string{allowOnce, rejectOnce} {
+		t.Run(answer, func(t *testing.T) {
+			r := newRigWith(t, rigOptions{yolo: true, unsandboxed: true},
+				fakellm.Turn{Calls: []fakellm.Call{bashCall("c1", "echo out", "unsandboxed", true, "description", "write the user's file")}},
+				fakellm.Turn{Text: "ok"})
+			r.client.SetAnswer(func(acp.RequestPermissionRequest) acp.RequestPermissionResponse {
+				return acp.RequestPermissionResponse{Outcome: acp.NewRequestPermissionOutcomeSelected(acp.PermissionOptionId(answer))}
+			})
+			sid := r.newSession(t, t.TempDir())
+			r.prompt(t, sid, "go")
+			asked := r.client.Asked()
+			if len(asked) != 1 {
+				t.Fatalf("asked %d times, want once (yolo does not answer it)", len(asked))
+			}
+			q := asked[0]
+			content, _ := json.Marshal(q.ToolCall.Content)
+			if !strings.HasPrefix(*q.ToolCall.Title, "Run OUTSIDE the sandbox: ") || len(q.Options) != 2 ||
+				q.Options[0].Kind != acp.PermissionOptionKindAllowOnce || !strings.Contains(string(content), "write the user's file") {
+				t.Errorf("the question: %+v", q)
+			}
+			msgs := r.model.Request(1).MessageTexts()
+			want := map[string]string{allowOnce: "tool: out\n", rejectOnce: "tool: " + toolbash.UnsandboxedDeclinedText}[answer]
+			if got := msgs[len(msgs)-1]; got != want {
+				t.Errorf("the model read %q, want %q", got, want)
+			}
+		})
+	}
+}

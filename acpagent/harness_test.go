@@ -50,6 +50,8 @@ type rigOptions struct {
 	baseURL string
 	// noKey gives the agent no API key (the test clears $OPENAI_API_KEY).
 	noKey bool
+	// unsandboxed offers the bash argument unsandboxed.
+	unsandboxed bool
 }
 
 func newRig(t testing.TB, terminal bool, yolo bool, turns ...fakellm.Turn) *rig {
@@ -68,7 +70,8 @@ func newRigWith(t testing.TB, o rigOptions, turns ...fakellm.Turn) *rig {
 		o.baseURL = model.URL
 	}
 	agent, err := New(exec, &Options{Model: "fake-model", Yolo: o.yolo, Permissions: o.permissions,
-		BaseURL: o.baseURL, APIKey: map[bool]string{false: "test-key", true: ""}[o.noKey], MaxRetries: -1})
+		BaseURL: o.baseURL, APIKey: map[bool]string{false: "test-key", true: ""}[o.noKey], MaxRetries: -1,
+		Unsandboxed: o.unsandboxed})
 	if err != nil {
 		t.Fatal(err)
 	}

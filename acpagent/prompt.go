@@ -224,6 +224,41 @@ func (a *Agent) askCommand(ctx context.Context, q toolbash.Question) (toolbash.A
 	return toolbash.Reject, nil
 }
 
+// askUnsandboxed asks the user, with session/request_permission, whether
+// one call may run outside the sandbox: allow once or reject, every time
+// (Yolo does not answer it). The question shows the command and the
+// model's description as its reason.
+func (a *Agent) askUnsandboxed(ctx context.Context, q toolbash.Question) (toolbash.Answer, error) {
+	s := a.session(acp.SessionId(q.Call.Session.ID))
+	if s == nil {
+		return toolbash.Reject, errors.New("the session is gone")
+	}
+	p := a.reg.PresentCall(q.Call.Tool, q.Call.Args)
+	kind := acp.ToolKind(p.Kind)
+	title := "Run OUTSIDE the sandbox: " + p.Title
+	var args struct {
+		Description string `json:"description"`
+	}
+	_ = json.Unmarshal(q.Call.Args, &args)
+	reason := fmt.Sprintf("This command asks to run outside the sandbox, with your full access:\n%s\nThe model's reason: %s", q.Command, args.Description)
+	resp, err := a.conn.RequestPermission(ctx, acp.RequestPermissionRequest{
+		SessionId: s.id,
+		ToolCall: acp.ToolCallUpdate{ToolCallId: acp.ToolCallId(q.Call.ID), Title: &title, Kind: &kind, RawInput: p.RawInput,
+			Content: []acp.ToolCallContent{acp.ToolContent(acp.TextBlock(reason))}},
+		Options: []acp.PermissionOption{
+			{OptionId: allowOnce, Name: "Run outside the sandbox, this once", Kind: acp.PermissionOptionKindAllowOnce},
+			{OptionId: rejectOnce, Name: "Reject", Kind: acp.PermissionOptionKindRejectOnce},
+		},
+	})
+	if err != nil {
+		return toolbash.Reject, err
+	}
+	if resp.Outcome.Selected != nil && resp.Outcome.Selected.OptionId == allowOnce {
+		return toolbash.AllowOnce, nil
+	}
+	return toolbash.Reject, nil
+}
+
 // quotedList is `a`, `b` and `c`.
 func quotedList(items []string) string {
 	q := make([]string, len(items))

@@ -50,7 +50,8 @@ func acpCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		return 2
 	}
 	agent, err := acpagent.New(exec, &acpagent.Options{Instructions: ef.instructions(exec), Model: *model, BaseURL: *baseURL, APIKey: key, Yolo: *yolo,
-		MaxResultChars: ef.maxResultChars, Logger: warnLogger(stderr), Version: version(), Permissions: perm})
+		MaxResultChars: ef.maxResultChars, Logger: warnLogger(stderr), Version: version(), Permissions: perm,
+		Unsandboxed: ef.sandbox.offersEscape()})
 	if err != nil {
 		fmt.Fprintf(stderr, "dsh-bash acp: %v\n", err)
 		return 2

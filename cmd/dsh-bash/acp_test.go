@@ -115,3 +115,62 @@ func TestACPSaysNoKey(t *testing.T) {
 		t.Errorf("with a key: stderr %q", errOut)
 	}
 }
+
+// TestACPUnsandboxedCall: through the real binary with the sandbox on, a
+// model's call that asks to run outside the sandbox is asked about and,
+// allowed, writes where the sandbox refuses; with --sandbox-escape=off the
+// argument is not offered, and the same call stays in the sandbox.
+func TestACPUnsandboxedCall(t *testing.T) {
+	t.Parallel()
+	requireBwrap(t)
+	for _, escape := range []string{"ask", "off"} {
+		t.Run(escape, func(t *testing.T) {
+			t.Parallel()
+			outside := t.TempDir()
+			planted := filepath.Join(outside, "planted")
+			model := fakellm.New(t,
+				fakellm.Turn{Calls: []fakellm.Call{{ID: "c1", Name: "bash",
+					Args: map[string]any{"command": "echo x > " + planted, "description": "Write the user's file", "unsandboxed": true}}}},
+				fakellm.Turn{Text: "done"})
+			cmd := execCommand("acp", "--model", "m", "--base-url", model.URL, "--sandbox=on", "--sandbox-escape", escape)
+			cmd.Env = append(os.Environ(), "OPENAI_API_KEY=k")
+			stdin, _ := cmd.StdinPipe()
+			stdout, _ := cmd.StdoutPipe()
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer func() { stdin.Close(); testwait.Exit(t, cmd, "dsh-bash acp") }()
+			ed := acptest.New()
+			conn := acp.NewClientSideConnection(ed, stdin, stdout)
+			conn.SetLogger(slog.New(slog.DiscardHandler))
+			if err := testwait.Call("initialize", func(ctx context.Context) error {
+				_, err := conn.Initialize(ctx, acp.InitializeRequest{ProtocolVersion: acp.ProtocolVersionNumber})
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+			sess, err := testwait.Reply("session/new", func(ctx context.Context) (acp.NewSessionResponse, error) {
+				return conn.NewSession(ctx, acp.NewSessionRequest{Cwd: t.TempDir(), McpServers: []acp.McpServer{}})
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := testwait.Reply("session/prompt", func(ctx context.Context) (acp.PromptResponse, error) {
+				return conn.Prompt(ctx, acp.PromptRequest{SessionId: sess.SessionId, Prompt: []acp.ContentBlock{acp.TextBlock("go")}})
+			}); err != nil {
+				t.Fatal(err)
+			}
+			_, err = os.Stat(planted)
+			if wrote := err == nil; wrote != (escape == "ask") {
+				t.Errorf("--sandbox-escape=%s: the call wrote outside the sandbox: %v (model read %q)", escape, wrote, model.Request(1).MessageTexts())
+			}
+			offered := false
+			for _, tool := range model.Request(0).Tools {
+				offered = offered || tool.Function.Name == "bash" && strings.Contains(string(tool.Function.Parameters), `"unsandboxed"`)
+			}
+			if offered != (escape == "ask") {
+				t.Errorf("--sandbox-escape=%s: the argument offered: %v", escape, offered)
+			}
+		})
+	}
+}

@@ -45,6 +45,7 @@ type sandboxConfig struct {
 	Memory     string   `json:"memory"` // as --sandbox-memory
 	Pids       int      `json:"pids"`   // as --sandbox-pids
 	Tmp        string   `json:"tmp"`    // as --sandbox-tmp
+	Escape     string   `json:"escape"` // as --sandbox-escape
 }
 
 // configPath is the file read when neither --config nor $DSH_BASH_CONFIG

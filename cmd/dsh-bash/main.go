@@ -94,7 +94,7 @@ sandbox flags (see README):
                            with a warning), on, jail, landlock or off
   --sandbox-network on|off, --sandbox-writable PATH, --sandbox-read-only PATH,
   --sandbox-hide PATH, --sandbox-lock-caches, --sandbox-memory SIZE,
-  --sandbox-pids N, --sandbox-tmp SIZE
+  --sandbox-pids N, --sandbox-tmp SIZE, --sandbox-escape ask|off
 
 permission flags (mcp, acp, run; see README):
   --allow PATTERN          run commands matching it without asking: 'npm run *'

@@ -30,6 +30,7 @@ type sandboxFlags struct {
 	memory     string // a size ("2G"), "off", or "" for the default
 	pids       int    // 0 default, -1 none
 	tmp        string // a size ("1G"), or "" for the default
+	escape     string // ask, off: may a call ask to run outside the sandbox
 	active     bool   // set once the executor is made: commands run jailed
 	reason     string // why auto ran without the sandbox
 	tmpSize    int64  // the size of each jail's /tmp, once active
@@ -47,6 +48,7 @@ func (f *sandboxFlags) register(fs *flag.FlagSet) {
 	fs.Var(&f.hidden, "sandbox-hide", "a path commands cannot see (repeatable)")
 	fs.StringVar(&f.memory, "sandbox-memory", "", "most memory one session's commands may use together: a size (512M, 2G) or off (default: a quarter of the machine's)")
 	fs.IntVar(&f.pids, "sandbox-pids", 0, "most processes one session may have at once; -1 no limit (default 4096)")
+	fs.StringVar(&f.escape, "sandbox-escape", "ask", "ask: a model's call may ask the user to run that one call outside the sandbox (the bash argument unsandboxed; acp; mcp: not yet), off: never (the argument is not offered)")
 	fs.StringVar(&f.tmp, "sandbox-tmp", "", "the size of each session's private /tmp, kept in memory: a size (256M, 1G) (default: half of --sandbox-memory)")
 }
 
@@ -71,6 +73,12 @@ func (f *sandboxFlags) merge(c *sandboxConfig) error {
 	}
 	if !given["sandbox-tmp"] && c.Tmp != "" {
 		f.tmp = c.Tmp
+	}
+	if !given["sandbox-escape"] && c.Escape != "" {
+		f.escape = c.Escape
+	}
+	if f.escape != "ask" && f.escape != "off" {
+		return usageErr(fmt.Errorf("--sandbox-escape must be ask or off (got %q)", f.escape))
 	}
 	for _, l := range []struct {
 		flag *listFlag
@@ -229,6 +237,10 @@ func parseSize(size string) (int64, error) {
 	}
 	return n * mult, nil
 }
+
+// offersEscape reports whether a model's call may ask to run outside the
+// sandbox: there is one, and the user did not turn the question off.
+func (f *sandboxFlags) offersEscape() bool { return f.active && f.escape == "ask" }
 
 // onNetwork reports whether commands run jailed with the host's network.
 func (f *sandboxFlags) onNetwork() bool { return f.active && f.network != "off" }

@@ -52,7 +52,8 @@ type Request struct {
 	Messages []json.RawMessage `json:"messages"`
 	Tools    []struct {
 		Function struct {
-			Name string `json:"name"`
+			Name       string          `json:"name"`
+			Parameters json.RawMessage `json:"parameters"`
 		} `json:"function"`
 	} `json:"tools"`
 }
