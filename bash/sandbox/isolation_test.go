@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -31,6 +32,9 @@ func TestMain(m *testing.M) {
 	proctest.QuickRaceExit()
 	proctest.RaiseParallel(4)
 	code := m.Run()
+	for _, dir := range probeDirs {
+		os.RemoveAll(dir)
+	}
 	if code == 0 {
 		if err := goleak.Find(); err != nil {
 			fmt.Fprintln(os.Stderr, "goroutines left behind:", err)
@@ -129,12 +133,36 @@ func (r *rig) probe(args ...string) string { return probeIn(r.wsB, args...) }
 func probeIn(dir string, args ...string) string {
 	bin := filepath.Join(dir, "probe")
 	if _, err := os.Stat(bin); err != nil {
-		exe, _ := os.Executable()
-		b, _ := os.ReadFile(exe)
-		os.WriteFile(bin, b, 0o755)
+		// A link to one copy of the test binary, made once (never to the
+		// running binary itself, which a command could then change); a
+		// copy where a link cannot be made.
+		if copied := probeCopy(); copied == "" || os.Link(copied, bin) != nil {
+			exe, _ := os.Executable()
+			b, _ := os.ReadFile(exe)
+			os.WriteFile(bin, b, 0o755)
+		}
 	}
 	return strings.Join(append([]string{bin, probeArg}, args...), " ")
 }
+
+// probeCopy is a copy of the test binary in a directory of its own, made
+// once per test process ("" if it cannot be made); TestMain removes it.
+var probeCopy = sync.OnceValue(func() string {
+	dir, err := os.MkdirTemp("", "dsh-probe-")
+	if err != nil {
+		return ""
+	}
+	probeDirs = append(probeDirs, dir)
+	exe, _ := os.Executable()
+	b, err := os.ReadFile(exe)
+	if err != nil || os.WriteFile(filepath.Join(dir, "probe"), b, 0o755) != nil {
+		return ""
+	}
+	return filepath.Join(dir, "probe")
+})
+
+// probeDirs are the directories probeCopy made.
+var probeDirs []string
 
 // listenUnix listens on a unix socket at path until the test ends.
 func listenUnix(t *testing.T, path string) string {
