@@ -166,12 +166,20 @@ var probeDirs []string
 
 // listenUnix listens on a unix socket at path until the test ends.
 func listenUnix(t *testing.T, path string) string {
-	ln, err := net.Listen("unix", path)
+	serve(t, "unix", path)
+	return path
+}
+
+// serve listens on address until the test ends, accepting and closing
+// every connection; it returns the listener's address.
+func serve(t *testing.T, network, address string) net.Addr {
+	ln, err := net.Listen(network, address)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { ln.Close() })
+	done := make(chan struct{})
 	go func() {
+		defer close(done)
 		for {
 			c, err := ln.Accept()
 			if err != nil {
@@ -180,7 +188,8 @@ func listenUnix(t *testing.T, path string) string {
 			c.Close()
 		}
 	}()
-	return path
+	t.Cleanup(func() { ln.Close(); <-done })
+	return ln.Addr()
 }
 
 // sharedMemory makes a System V shared memory segment holding text, removed
@@ -227,22 +236,7 @@ func listenAbstract(t *testing.T) string {
 	h := fnv.New64a()
 	h.Write([]byte(t.TempDir())) // unique to this test among parallel ones
 	name := fmt.Sprintf("dsh-test-%d-%x", os.Getpid(), h.Sum64())
-	ln, err := net.Listen("unix", "@"+name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
-	t.Cleanup(func() { ln.Close(); <-done })
+	serve(t, "unix", "@"+name)
 	return name
 }
 
@@ -543,21 +537,7 @@ func TestIsolation(t *testing.T) {
 // same command does, which shows the test can tell.
 func TestNetworkOff(t *testing.T) {
 	t.Parallel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
-	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	port := strconv.Itoa(serve(t, "tcp", "127.0.0.1:0").(*net.TCPAddr).Port)
 	udp, err := net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
