@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/dshgo/dsh/toolbash"
+	"github.com/dshgo/dsh/tools"
 )
 
 // The choices of a permission elicitation.
@@ -19,15 +21,24 @@ const (
 	choiceReject = "reject"
 )
 
-// permissionInput names the permission question among a call's input
-// requests (multi round-trip requests, SEP-2322).
-const permissionInput = "dsh-permission"
+// permissionInput and unsandboxedInput name the questions among a call's
+// input requests (multi round-trip requests, SEP-2322): whether the
+// command may run, and whether it may run outside the sandbox.
+const (
+	permissionInput  = "dsh-permission"
+	unsandboxedInput = "dsh-unsandboxed"
+)
+
+// The choices of the question to run outside the sandbox.
+const (
+	choiceOutside = "run outside the sandbox, this once"
+)
 
 // callState carries a tool call's MCP request to the asker, and the
-// question it could not ask within the call.
+// questions it could not ask within the call.
 type callState struct {
 	req       *mcp.CallToolRequest
-	needInput *mcp.ElicitParams
+	needInput mcp.InputRequestMap
 }
 
 type callStateKey struct{}
@@ -41,12 +52,22 @@ func (s *Server) elicit(ctx context.Context, q toolbash.Question) (toolbash.Answ
 	if cs == nil || !canElicit(cs.req.Session) {
 		return toolbash.Reject, toolbash.ErrCannotAsk
 	}
-	if res, ok := cs.req.Params.InputResponses[permissionInput].(*mcp.ElicitResult); ok {
+	key, params := permissionInput, elicitParams(q)
+	if q.Unsandboxed {
+		key, params = unsandboxedInput, unsandboxedParams(q)
+	}
+	if res, ok := cs.req.Params.InputResponses[key].(*mcp.ElicitResult); ok {
 		return answerOf(res), nil
 	}
-	params := elicitParams(q)
 	if cs.req.ProtocolVersion() >= newProtocol {
-		cs.needInput = params
+		cs.needInput = mcp.InputRequestMap{key: params}
+		if !q.Unsandboxed && s.unsandboxed && asksUnsandboxed(q.Call) {
+			// Both questions at once: the client's next call brings both
+			// answers (the second would otherwise come without the first).
+			uq := q
+			uq.Unsandboxed = true
+			cs.needInput[unsandboxedInput] = unsandboxedParams(uq)
+		}
 		return toolbash.Reject, errInputNeeded
 	}
 	res, err := cs.req.Session.Elicit(ctx, params)
@@ -54,6 +75,36 @@ func (s *Server) elicit(ctx context.Context, q toolbash.Question) (toolbash.Answ
 		return toolbash.Reject, err
 	}
 	return answerOf(res), nil
+}
+
+// asksUnsandboxed reports whether a bash call sets unsandboxed.
+func asksUnsandboxed(call *tools.Call) bool {
+	var a struct {
+		Unsandboxed bool `json:"unsandboxed"`
+	}
+	_ = json.Unmarshal(call.Args, &a)
+	return a.Unsandboxed
+}
+
+// unsandboxedParams is the form that asks whether q's call may run
+// outside the sandbox: this once, or not.
+func unsandboxedParams(q toolbash.Question) *mcp.ElicitParams {
+	var a struct {
+		Description string `json:"description"`
+	}
+	_ = json.Unmarshal(q.Call.Args, &a)
+	return &mcp.ElicitParams{
+		Mode: "form",
+		Message: fmt.Sprintf("The agent asks to run this command OUTSIDE the sandbox, with your full access:\n\n%s\n\nin %s\n\nIts reason: %s",
+			q.Command, q.Workdir, a.Description),
+		RequestedSchema: &jsonschema.Schema{
+			Type:     "object",
+			Required: []string{"decision"},
+			Properties: map[string]*jsonschema.Schema{"decision": {
+				Type: "string", Title: "Run it outside the sandbox?", Enum: anySlice([]string{choiceOutside, choiceReject}),
+			}},
+		},
+	}
 }
 
 // errInputNeeded: the question goes back to the client as an input request.
@@ -87,7 +138,7 @@ func answerOf(res *mcp.ElicitResult) toolbash.Answer {
 		return toolbash.Reject
 	}
 	switch res.Content["decision"] {
-	case choiceOnce:
+	case choiceOnce, choiceOutside:
 		return toolbash.AllowOnce
 	case choiceAlways:
 		return toolbash.AllowPrefixes

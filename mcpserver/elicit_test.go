@@ -19,11 +19,16 @@ import (
 // permissionRig is a server whose rules allow echo and deny rm; anything
 // else is asked about.
 func permissionRig(t *testing.T, versions ...string) *rig {
+	return newRig(t, permissionOptions(versions))
+}
+
+// permissionOptions are permissionRig's.
+func permissionOptions(versions []string) *Options {
 	allow, _ := permission.NewRules(permission.Allow, "test", "echo")
 	deny, _ := permission.NewRules(permission.Deny, "test", "rm")
 	p := &permission.Policy{Unmatched: permission.Ask, Rules: append(allow, deny...)}
-	return newRig(t, &Options{SupportedProtocolVersions: versions, Permissions: &toolbash.GateOptions{Policy: p,
-		HowToAllow: func(prefix string) string { return "--allow '" + prefix + "'" }}})
+	return &Options{SupportedProtocolVersions: versions, Permissions: &toolbash.GateOptions{Policy: p,
+		HowToAllow: func(prefix string) string { return "--allow '" + prefix + "'" }}}
 }
 
 // TestElicitPermission: a client that declared elicitation is asked, with
@@ -84,5 +89,54 @@ func TestPermissionWithoutElicitation(t *testing.T) {
 	}
 	if res := call(t, cs, "bash", bashArgs("echo ok")); res.IsError || text(res) != "ok\n" {
 		t.Errorf("an allowed command: %q", text(res))
+	}
+}
+
+// TestElicitUnsandboxed: a call that asks to run outside the sandbox is
+// asked about by a form of its own, every time (with the permission
+// question in the same round where both are needed, on the current
+// protocol); "reject" stops it; a client that cannot be asked has it
+// refused; the argument is in the schema.
+func TestElicitUnsandboxed(t *testing.T) {
+	for _, v := range []string{"", legacy} {
+		t.Run(map[string]string{"": "current", legacy: "legacy"}[v], func(t *testing.T) {
+			o := permissionOptions(nil)
+			if v != "" {
+				o.SupportedProtocolVersions = []string{v}
+			}
+			o.Unsandboxed = true
+			r := newRig(t, o)
+			var mu sync.Mutex
+			var outside, perms int
+			answer := choiceOutside
+			cs := r.connect(t, &mcp.ClientOptions{
+				Capabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}}},
+				ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+					mu.Lock()
+					defer mu.Unlock()
+					if strings.Contains(req.Params.Message, "OUTSIDE the sandbox") {
+						outside++
+						return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": answer}}, nil
+					}
+					perms++
+					return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": choiceOnce}}, nil
+				}}, r.cwd)
+			for _, dir := range []string{"a", "b"} {
+				if res := call(t, cs, "bash", bashArgs("mkdir "+dir, "unsandboxed", true)); res.IsError {
+					t.Fatalf("allowed: %s", text(res))
+				}
+			}
+			if outside != 2 || perms != 2 {
+				t.Errorf("asked %d times to run outside, %d times to run: want each twice", outside, perms)
+			}
+			answer = choiceReject
+			if res := call(t, cs, "bash", bashArgs("echo hi", "unsandboxed", true)); !res.IsError || text(res) != toolbash.UnsandboxedDeclinedText {
+				t.Errorf("rejected: %s", text(res))
+			}
+			mute := r.connect(t, nil, r.cwd)
+			if res := call(t, mute, "bash", bashArgs("echo hi", "unsandboxed", true)); !res.IsError || !strings.Contains(text(res), "this client cannot ask the user") {
+				t.Errorf("a client that cannot be asked: %s", text(res))
+			}
+		})
 	}
 }

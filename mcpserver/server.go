@@ -63,18 +63,25 @@ type Options struct {
 	// elicitation when the client declared it, and otherwise answers an
 	// ask with a denial that says how to add a rule.
 	Permissions *toolbash.GateOptions
+	// Unsandboxed offers the model the bash argument "unsandboxed" (see
+	// toolbash.Options.AskUnsandboxed), for an executor that sandboxes:
+	// each call that sets it asks the user by elicitation, every time, to
+	// run that one call outside the sandbox; a client that cannot be asked
+	// has it refused.
+	Unsandboxed bool
 }
 
 // Server is an MCP server for the shell tools over one executor. Make it with
 // New; Close it when done. The executor stays the caller's to close.
 type Server struct {
-	exec   bash.Executor
-	reg    *tools.Registry
-	tb     *toolbash.Tools
-	gate   *toolbash.Gate // nil: no permission rules
-	mcp    *mcp.Server
-	cwd    string
-	logger *slog.Logger
+	exec        bash.Executor
+	reg         *tools.Registry
+	tb          *toolbash.Tools
+	gate        *toolbash.Gate // nil: no permission rules
+	unsandboxed bool           // the bash argument unsandboxed is offered (Options.Unsandboxed)
+	mcp         *mcp.Server
+	cwd         string
+	logger      *slog.Logger
 
 	mu       sync.Mutex
 	sessions map[*mcp.ServerSession]*sessionState
@@ -106,7 +113,12 @@ func New(exec bash.Executor, opts *Options) (*Server, error) {
 		}
 		s.cwd = wd
 	}
-	s.tb = toolbash.New(exec, &toolbash.Options{Notify: s.notify, MaxResultChars: opts.MaxResultChars})
+	to := &toolbash.Options{Notify: s.notify, MaxResultChars: opts.MaxResultChars}
+	if opts.Unsandboxed {
+		to.AskUnsandboxed = s.elicit
+	}
+	s.tb = toolbash.New(exec, to)
+	s.unsandboxed = opts.Unsandboxed
 	if opts.Permissions != nil {
 		g := *opts.Permissions
 		if g.Ask == nil {
@@ -293,9 +305,9 @@ func (s *Server) handler(name string) mcp.ToolHandler {
 		if progress != nil {
 			progress.Close() // every progress notification precedes the result
 		}
-		if cs.needInput != nil {
-			// The user's answer comes with the client's next call.
-			return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{permissionInput: cs.needInput}}, nil
+		if len(cs.needInput) > 0 {
+			// The user's answers come with the client's next call.
+			return &mcp.CallToolResult{InputRequests: cs.needInput}, nil
 		}
 		out := &mcp.CallToolResult{IsError: res.IsError}
 		for _, c := range res.Content {

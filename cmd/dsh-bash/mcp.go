@@ -42,7 +42,7 @@ func mcpCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		return 2
 	}
 	srv, err := mcpserver.New(exec, &mcpserver.Options{Cwd: *cwd, MaxResultChars: ef.maxResultChars, Logger: warnLogger(stderr), Version: version(),
-		Instructions: ef.instructions(exec), Permissions: perm})
+		Instructions: ef.instructions(exec), Permissions: perm, Unsandboxed: ef.sandbox.offersEscape()})
 	if err != nil {
 		fmt.Fprintf(stderr, "dsh-bash mcp: %v\n", err)
 		return 2

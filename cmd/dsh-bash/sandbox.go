@@ -48,7 +48,7 @@ func (f *sandboxFlags) register(fs *flag.FlagSet) {
 	fs.Var(&f.hidden, "sandbox-hide", "a path commands cannot see (repeatable)")
 	fs.StringVar(&f.memory, "sandbox-memory", "", "most memory one session's commands may use together: a size (512M, 2G) or off (default: a quarter of the machine's)")
 	fs.IntVar(&f.pids, "sandbox-pids", 0, "most processes one session may have at once; -1 no limit (default 4096)")
-	fs.StringVar(&f.escape, "sandbox-escape", "ask", "ask: a model's call may ask the user to run that one call outside the sandbox (the bash argument unsandboxed; acp; mcp: not yet), off: never (the argument is not offered)")
+	fs.StringVar(&f.escape, "sandbox-escape", "ask", "ask: a model's call may ask the user to run that one call outside the sandbox (the bash argument unsandboxed, asked by ACP request_permission or MCP elicitation), off: never (the argument is not offered)")
 	fs.StringVar(&f.tmp, "sandbox-tmp", "", "the size of each session's private /tmp, kept in memory: a size (256M, 1G) (default: half of --sandbox-memory)")
 }
 
