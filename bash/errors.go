@@ -33,6 +33,9 @@ var (
 	// in the sandbox's view of it (its /tmp is the session's own; hidden
 	// paths are empty) (see [WorkdirError]).
 	ErrOutsideSandbox = errors.New("outside the sandbox's view")
+	// ErrSandboxFinal: a spec asked to run outside a sandbox that lets no
+	// call out (ExecSpec.Unsandboxed where its executor refuses it).
+	ErrSandboxFinal = errors.New("this sandbox lets no call run outside it")
 	// ErrWorkspaceHome: a workspace that is the home directory or holds it
 	// (the root directory does), which commands must not be able to change
 	// (see [WorkspaceError]).

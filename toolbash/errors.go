@@ -28,6 +28,8 @@ func errorText(err error) string {
 		ke  *bash.LinkError
 	)
 	switch {
+	case errors.Is(err, bash.ErrSandboxFinal):
+		return "the sandbox here lets no call run outside it (its user turned that off); it did not run. Work within the sandbox, or ask the user to run the command."
 	case errors.As(err, &se):
 		return fmt.Sprintf("background task %s could not start: %s", se.Task, errorText(se.Err))
 	case errors.As(err, &ce):

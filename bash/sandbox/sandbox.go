@@ -43,6 +43,10 @@ type Options struct {
 	// Layer is the kind of sandbox: LayerAuto (the default) is the jail
 	// where bubblewrap can make one, else the Landlock layer.
 	Layer Layer
+	// AllowUnsandboxed lets a spec marked Unsandboxed (the user said yes
+	// to that one call) run outside the sandbox; by default such a spec
+	// fails with bash.ErrSandboxFinal, and the sandbox is final.
+	AllowUnsandboxed bool
 }
 
 // Layer is a kind of sandbox.

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dshgo/dsh/bash"
 	"github.com/dshgo/dsh/bash/local"
 )
 
@@ -33,11 +34,12 @@ type jails struct {
 	hold  func(owner string) (string, func(), error)
 	admit func(workspace string) error // refuses a workspace (checkWorkspace)
 
-	layer    Layer     // LayerJail or LayerLandlock
-	noJail   error     // why LayerAuto chose the Landlock layer at once
-	rootOnce sync.Once // the Landlock layer's sessions' temporary directories
-	root     string
-	rootErr  error
+	allowUnsandboxed bool      // Options.AllowUnsandboxed
+	layer            Layer     // LayerJail or LayerLandlock
+	noJail           error     // why LayerAuto chose the Landlock layer at once
+	rootOnce         sync.Once // the Landlock layer's sessions' temporary directories
+	root             string
+	rootErr          error
 
 	mu     sync.Mutex
 	byKey  map[string]*jail
@@ -81,7 +83,7 @@ func newJails(o *Options, serverTemp []string, hold func(string) (string, func()
 		startTimeout = 30 * time.Second
 	}
 	limits, limitsErr := newLimiter(o.Limits)
-	return &jails{layer: layer, noJail: noJail, policy: o.Policy, bwrap: bw, agent: agent, filter: filter, layerFilter: layerFilter, tempDir: o.TempDir, serverTemp: serverTemp,
+	return &jails{allowUnsandboxed: o.AllowUnsandboxed, layer: layer, noJail: noJail, policy: o.Policy, bwrap: bw, agent: agent, filter: filter, layerFilter: layerFilter, tempDir: o.TempDir, serverTemp: serverTemp,
 		startTimeout: startTimeout, limits: limits, limitsErr: limitsErr, hold: hold, admit: admit, byKey: map[string]*jail{}}, nil
 }
 
@@ -91,6 +93,9 @@ func jailKey(owner, workspace string) string { return owner + "\x00" + workspace
 // session's jail, starting the jail first if needed, or again if it died.
 func (js *jails) spawn(ctx context.Context, req *local.SpawnRequest) (local.Process, error) {
 	if req.Unsandboxed {
+		if !js.allowUnsandboxed {
+			return nil, bash.ErrSandboxFinal
+		}
 		return local.SpawnExec(ctx, req) // the user said yes to this call
 	}
 	for try := 0; ; try++ {

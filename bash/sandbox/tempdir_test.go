@@ -4,6 +4,7 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -70,7 +71,7 @@ func TestUnsandboxedCall(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { os.RemoveAll(outside) })
-			e, err := newSandbox(t, &Options{Layer: layer, Local: &local.Options{Cwd: ws}})
+			e, err := newSandbox(t, &Options{Layer: layer, AllowUnsandboxed: true, Local: &local.Options{Cwd: ws}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -94,5 +95,30 @@ func TestUnsandboxedCall(t *testing.T) {
 				t.Error("want only the Unsandboxed call to write outside the workspace")
 			}
 		})
+	}
+}
+
+// TestSandboxFinal: without AllowUnsandboxed, a spec marked Unsandboxed
+// fails with bash.ErrSandboxFinal and runs nothing.
+func TestSandboxFinal(t *testing.T) {
+	t.Parallel()
+	ws := t.TempDir()
+	e, err := newSandbox(t, &Options{Local: &local.Options{Cwd: ws}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	spec, err := e.Resolve(ctx, bash.ExecRequest{Owner: "o", Workspace: ws, Workdir: ws, Command: "touch ran"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.Unsandboxed = true
+	if _, err := e.Run(ctx, spec); !errors.Is(err, bash.ErrSandboxFinal) {
+		t.Errorf("Run: %v, want ErrSandboxFinal", err)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "ran")); err == nil {
+		t.Error("the command ran")
 	}
 }

@@ -150,7 +150,8 @@ func (f *sandboxFlags) executor(ctx context.Context, name string, opts *local.Op
 	if err != nil {
 		return nil, err
 	}
-	se, err := sandbox.New(ctx, &sandbox.Options{Local: opts, Policy: policy, Limits: limits, Layer: layer})
+	se, err := sandbox.New(ctx, &sandbox.Options{Local: opts, Policy: policy, Limits: limits, Layer: layer,
+		AllowUnsandboxed: f.escape == "ask"})
 	if err == nil {
 		f.active, f.tmpSize = true, se.Limits().Tmp
 		var why error
