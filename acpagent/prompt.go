@@ -236,11 +236,7 @@ func (a *Agent) askUnsandboxed(ctx context.Context, q toolbash.Question) (toolba
 	p := a.reg.PresentCall(q.Call.Tool, q.Call.Args)
 	kind := acp.ToolKind(p.Kind)
 	title := "Run OUTSIDE the sandbox: " + p.Title
-	var args struct {
-		Description string `json:"description"`
-	}
-	_ = json.Unmarshal(q.Call.Args, &args)
-	reason := fmt.Sprintf("This command asks to run outside the sandbox, with your full access:\n%s\nThe model's reason: %s", q.Command, args.Description)
+	reason := fmt.Sprintf("This command asks to run outside the sandbox, with your full access:\n%s\nThe model's reason: %s", q.Command, q.Description)
 	resp, err := a.conn.RequestPermission(ctx, acp.RequestPermissionRequest{
 		SessionId: s.id,
 		ToolCall: acp.ToolCallUpdate{ToolCallId: acp.ToolCallId(q.Call.ID), Title: &title, Kind: &kind, RawInput: p.RawInput,

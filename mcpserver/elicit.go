@@ -89,14 +89,10 @@ func asksUnsandboxed(call *tools.Call) bool {
 // unsandboxedParams is the form that asks whether q's call may run
 // outside the sandbox: this once, or not.
 func unsandboxedParams(q toolbash.Question) *mcp.ElicitParams {
-	var a struct {
-		Description string `json:"description"`
-	}
-	_ = json.Unmarshal(q.Call.Args, &a)
 	return &mcp.ElicitParams{
 		Mode: "form",
 		Message: fmt.Sprintf("The agent asks to run this command OUTSIDE the sandbox, with your full access:\n\n%s\n\nin %s\n\nIts reason: %s",
-			q.Command, q.Workdir, a.Description),
+			q.Command, q.Workdir, q.Description),
 		RequestedSchema: &jsonschema.Schema{
 			Type:     "object",
 			Required: []string{"decision"},

@@ -11,33 +11,43 @@ import (
 // when it does: a parameter, a substitution, arithmetic, a glob, braces,
 // $'…' escapes.
 func staticWord(w *syntax.Word, home string) (string, bool) {
+	s, ok := staticPrefix(w, home)
+	if !ok {
+		return "", false
+	}
+	return s, true
+}
+
+// staticPrefix returns what bash makes of w up to its first part that
+// needs expansion, and whether that was all of w (see staticWord).
+func staticPrefix(w *syntax.Word, home string) (string, bool) {
 	var b strings.Builder
 	for i, p := range w.Parts {
 		switch p := p.(type) {
 		case *syntax.Lit:
 			s, ok := unquotedLit(p.Value, i == 0, home)
-			if !ok {
-				return "", false
-			}
 			b.WriteString(s)
+			if !ok {
+				return b.String(), false
+			}
 		case *syntax.SglQuoted:
 			if p.Dollar {
-				return "", false
+				return b.String(), false
 			}
 			b.WriteString(p.Value)
 		case *syntax.DblQuoted:
 			if p.Dollar {
-				return "", false
+				return b.String(), false
 			}
 			for _, q := range p.Parts {
 				lit, ok := q.(*syntax.Lit)
 				if !ok {
-					return "", false
+					return b.String(), false
 				}
 				b.WriteString(dquoteLit(lit.Value))
 			}
 		default:
-			return "", false
+			return b.String(), false
 		}
 	}
 	return b.String(), true
@@ -45,15 +55,16 @@ func staticWord(w *syntax.Word, home string) (string, bool) {
 
 // unquotedLit resolves an unquoted literal: backslashes escape the next
 // character; glob and brace characters make it dynamic; a leading ~ or ~/
-// is home.
+// is home. Where it is dynamic, the text is what comes before that (a ~
+// it cannot resolve is kept as written).
 func unquotedLit(s string, first bool, home string) (string, bool) {
 	if first && (s == "~" || strings.HasPrefix(s, "~/")) {
 		if home == "" {
-			return "", false
+			return s, false
 		}
 		s = home + s[1:]
 	} else if first && strings.HasPrefix(s, "~") {
-		return "", false // ~user
+		return s, false // ~user
 	}
 	var b strings.Builder
 	for i := 0; i < len(s); i++ {
@@ -65,7 +76,7 @@ func unquotedLit(s string, first bool, home string) (string, bool) {
 		case c == '*' || c == '?',
 			c == '[' && strings.IndexByte(s[i+1:], ']') >= 0,
 			c == '{' && braceExpands(s[i+1:]):
-			return "", false
+			return b.String(), false
 		default:
 			b.WriteByte(c)
 		}

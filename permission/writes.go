@@ -105,56 +105,16 @@ func resolveLinks(p string) string {
 // expanded, bash's /dev/tcp/HOST/PORT or /dev/udp/HOST/PORT: its static
 // start does not rule it out.
 func mayConnect(w *syntax.Word, home string) bool {
-	if s, ok := staticWord(w, home); ok {
-		return strings.HasPrefix(s, "/dev/tcp/") || strings.HasPrefix(s, "/dev/udp/")
+	prefix, whole := staticPrefix(w, home)
+	if whole {
+		return strings.HasPrefix(prefix, "/dev/tcp/") || strings.HasPrefix(prefix, "/dev/udp/")
 	}
-	prefix := leadingText(w.Parts)
 	for _, dev := range []string{"/dev/tcp/", "/dev/udp/"} {
 		if strings.HasPrefix(prefix, dev) || strings.HasPrefix(dev, prefix) {
 			return true
 		}
 	}
 	return false
-}
-
-// leadingText is the text that starts a word before its first
-// expansion (quotes removed).
-func leadingText(parts []syntax.WordPart) string {
-	var b strings.Builder
-	for _, p := range parts {
-		switch p := p.(type) {
-		case *syntax.Lit:
-			b.WriteString(unescape(p.Value))
-		case *syntax.SglQuoted:
-			if p.Dollar {
-				return b.String()
-			}
-			b.WriteString(p.Value)
-		case *syntax.DblQuoted:
-			for _, q := range p.Parts {
-				lit, ok := q.(*syntax.Lit)
-				if !ok {
-					return b.String()
-				}
-				b.WriteString(dquoteLit(lit.Value))
-			}
-		default:
-			return b.String()
-		}
-	}
-	return b.String()
-}
-
-// unescape removes the backslashes of an unquoted literal.
-func unescape(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+1 < len(s) {
-			i++
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
 
 // wordText is a word as written.

@@ -19,7 +19,10 @@ type Question struct {
 	Call    *tools.Call
 	Command string
 	Workdir string
-	Verdict permission.Verdict
+	// Description is the model's description of the call (its reason,
+	// where the call asks to run outside the sandbox).
+	Description string
+	Verdict     permission.Verdict
 	// Unsandboxed: the call asks to run outside the sandbox (see
 	// Options.AskUnsandboxed), a question of its own: only AllowOnce runs
 	// it, and nothing of the answer is remembered.
@@ -100,7 +103,7 @@ func (g *Gate) Middleware(next tools.Handler) tools.Handler {
 		case permission.Deny:
 			return tools.ErrorResult(deniedText(v))
 		}
-		return g.ask(ctx, next, call, Question{Call: call, Command: a.Command, Workdir: workdir, Verdict: v})
+		return g.ask(ctx, next, call, Question{Call: call, Command: a.Command, Workdir: workdir, Description: a.Description, Verdict: v})
 	}
 }
 

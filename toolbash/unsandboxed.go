@@ -22,7 +22,7 @@ const (
 // askUnsandboxed asks the user whether the call may run outside the
 // sandbox; it returns "" for yes, else what the model reads.
 func (t *Tools) askUnsandboxed(ctx context.Context, call *tools.Call, a bashArgs, workdir string) string {
-	ans, err := t.askOut(ctx, Question{Call: call, Command: a.Command, Workdir: workdir, Unsandboxed: true})
+	ans, err := t.askOut(ctx, Question{Call: call, Command: a.Command, Workdir: workdir, Description: a.Description, Unsandboxed: true})
 	switch {
 	case errors.Is(err, ErrCannotAsk):
 		return unsandboxedCannotAsk
