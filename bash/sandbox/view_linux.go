@@ -1,23 +1,16 @@
 package sandbox
 
-import (
-	"os"
-
-	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
-)
+import "os"
 
 // View describes the jail a session with the given workspace gets, whose
 // commands have env as their environment.
 func (e *Executor) View(workspace string, env []string) View {
 	p := &e.jails.policy
 	jp := jailPaths{workspace: workspace, serverTemp: e.jails.serverTemp, env: env}
-	abi, err := llsys.LandlockGetABIVersion()
-	if err != nil {
-		abi = 0
-	}
+	abi := landlockABI()
 	lm := e.jails.limits
 	if e.jails.layer == LayerLandlock {
-		return e.landlockView(workspace, env, abi)
+		return e.landlockView(jp, abi)
 	}
 	v := View{Layer: LayerJail,
 		Writable:    existing(p.writable(jp)),
@@ -33,9 +26,8 @@ func (e *Executor) View(workspace string, env []string) View {
 }
 
 // landlockView is View for the Landlock layer.
-func (e *Executor) landlockView(workspace string, env []string, abi int) View {
+func (e *Executor) landlockView(jp jailPaths, abi int) View {
 	p := &e.jails.policy
-	jp := jailPaths{workspace: workspace, serverTemp: e.jails.serverTemp, env: env}
 	v := View{Layer: LayerLandlock, Writable: existing(append(p.writable(jp), landlockDevices...)),
 		Hidden:  existing(p.hiddenPaths()),
 		Network: p.Network, LandlockABI: abi}
