@@ -153,17 +153,12 @@ func (f *sandboxFlags) executor(ctx context.Context, name string, opts *local.Op
 	se, err := sandbox.New(ctx, &sandbox.Options{Local: opts, Policy: policy, Limits: limits, Layer: layer,
 		AllowUnsandboxed: f.escape == "ask"})
 	if err == nil {
-		f.active, f.tmpSize = true, se.Limits().Tmp
+		f.active = true
 		var why error
-		if f.layer, why = se.Layer(); why != nil {
-			f.tmpSize = 0 // no /tmp of its own
-			fmt.Fprintf(stderr, "dsh-bash %s: the sandbox is the Landlock layer, without a jail (%v): %s\n", name, why, landlockLacks)
-		}
-		if f.layer == sandbox.LayerLandlock && len(f.readOnly) > 0 {
-			fmt.Fprintf(stderr, "dsh-bash %s: WARNING: the Landlock layer cannot keep --sandbox-read-only paths within writable ones read-only: %s\n", name, strings.Join(f.readOnly, ", "))
-		}
-		if f.layer == sandbox.LayerLandlock && len(f.hidden) > 0 {
-			fmt.Fprintf(stderr, "dsh-bash %s: WARNING: the Landlock layer cannot hide --sandbox-hide paths within writable ones (the workspace, the caches, --sandbox-writable): %s\n", name, strings.Join(f.hidden, ", "))
+		if f.layer, why = se.Layer(); f.layer == sandbox.LayerLandlock {
+			f.landlockNotes(name, why, stderr)
+		} else {
+			f.tmpSize = se.Limits().Tmp // the Landlock layer has no /tmp of its own
 		}
 		return se, nil
 	}
@@ -173,6 +168,20 @@ func (f *sandboxFlags) executor(ctx context.Context, name string, opts *local.Op
 	f.reason = err.Error()
 	fmt.Fprintf(stderr, "dsh-bash %s: WARNING: %s (%v; --sandbox=off silences this, --sandbox=on refuses to start)\n", name, unsandboxedWarning, err)
 	return local.New(opts)
+}
+
+// landlockNotes say on stderr that the sandbox is the Landlock layer (and
+// why, where there could be no jail), and what of the flags it cannot do.
+func (f *sandboxFlags) landlockNotes(name string, why error, stderr io.Writer) {
+	if why != nil {
+		fmt.Fprintf(stderr, "dsh-bash %s: the sandbox is the Landlock layer, without a jail (%v): %s\n", name, why, landlockLacks)
+	}
+	if len(f.readOnly) > 0 {
+		fmt.Fprintf(stderr, "dsh-bash %s: WARNING: the Landlock layer cannot keep --sandbox-read-only paths within writable ones read-only: %s\n", name, strings.Join(f.readOnly, ", "))
+	}
+	if len(f.hidden) > 0 {
+		fmt.Fprintf(stderr, "dsh-bash %s: WARNING: the Landlock layer cannot hide --sandbox-hide paths within writable ones (the workspace, the caches, --sandbox-writable): %s\n", name, strings.Join(f.hidden, ", "))
+	}
 }
 
 func (f *sandboxFlags) policy() (sandbox.Policy, error) {
