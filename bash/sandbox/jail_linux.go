@@ -106,7 +106,7 @@ func (js *jails) startJail(ctx context.Context, j *jail, req *local.SpawnRequest
 	reading = true
 	go j.read()
 	ctx, cancel := context.WithTimeoutCause(ctx, js.startTimeout,
-		fmt.Errorf("the sandbox did not start within %v (bwrap: %s)", js.startTimeout, bwrapSaid(j)))
+		fmt.Errorf("the sandbox did not start within %v (%s: %s)", js.startTimeout, j.starter(), bwrapSaid(j)))
 	defer cancel()
 	return j.awaitReady(ctx)
 }
@@ -123,6 +123,15 @@ func (js *jails) bwrapCmd(j *jail, jp jailPaths) {
 // exited: a process it left outside the jail may hold it open, and bwrap's
 // end must be noticed all the same.
 const bwrapWaitDelay = 500 * time.Millisecond
+
+// starter names the process that starts the jail, for errors: bwrap, or
+// the Landlock layer's agent (the one with a temporary directory).
+func (j *jail) starter() string {
+	if j.tmp != "" {
+		return "the sandbox's agent"
+	}
+	return "bwrap"
+}
 
 // bwrapSaid is what bwrap has written to stderr so far, or that it wrote
 // nothing.
@@ -184,7 +193,7 @@ func (j *jail) awaitReady(ctx context.Context) error {
 	case <-j.gone:
 		return j.goneErr()
 	case <-j.exited:
-		return fmt.Errorf("bwrap ended (%v) before the sandbox started: %s", j.cmd.ProcessState, bwrapSaid(j))
+		return fmt.Errorf("%s ended (%v) before the sandbox started: %s", j.starter(), j.cmd.ProcessState, bwrapSaid(j))
 	case <-ctx.Done():
 		return context.Cause(ctx)
 	}
