@@ -1,0 +1,83 @@
+package egress
+
+import (
+	"context"
+	"sync"
+)
+
+// asked is what the sessions answered, and the questions in flight.
+type asked struct {
+	mu       sync.Mutex
+	answers  map[string]Decision  // by owner and host: AllowSession or Deny
+	inflight map[string]*question // by owner and host
+}
+
+// question is one question in flight, which every connection to its host
+// from its session waits for.
+type question struct {
+	done chan struct{}
+	d    Decision
+	err  error
+}
+
+func askKey(owner, host string) string { return owner + "\x00" + host }
+
+// ask puts a destination no rule names to the session's user, once for
+// every connection to it that waits at the time, and remembers a denial
+// or an allowance for the session. It returns 0 where the connection may
+// go ahead, else why not.
+func (p *Proxy) ask(ctx context.Context, ref *Refusal) Reason {
+	if p.opts.Ask == nil {
+		return Unlisted
+	}
+	key := askKey(ref.Owner, ref.Host)
+	p.asked.mu.Lock()
+	if d, ok := p.asked.answers[key]; ok {
+		p.asked.mu.Unlock()
+		return reasonOf(d, nil)
+	}
+	q := p.asked.inflight[key]
+	if q == nil {
+		q = &question{done: make(chan struct{})}
+		p.asked.inflight[key] = q
+		p.asked.mu.Unlock()
+		q.d, q.err = p.opts.Ask(ctx, Question{Owner: ref.Owner, Host: ref.Host, Port: ref.Port})
+		p.asked.mu.Lock()
+		delete(p.asked.inflight, key)
+		if q.err == nil && q.d != AllowOnce {
+			p.asked.answers[key] = q.d
+		}
+		p.asked.mu.Unlock()
+		close(q.done)
+		return reasonOf(q.d, q.err)
+	}
+	p.asked.mu.Unlock()
+	select {
+	case <-q.done:
+		return reasonOf(q.d, q.err)
+	case <-ctx.Done():
+		return Unlisted
+	}
+}
+
+func reasonOf(d Decision, err error) Reason {
+	switch {
+	case err != nil:
+		return Unlisted
+	case d == AllowOnce || d == AllowSession:
+		return 0
+	}
+	return Declined
+}
+
+// EndOwner forgets what the owner's session was asked and answered.
+func (p *Proxy) EndOwner(owner string) {
+	prefix := askKey(owner, "")
+	p.asked.mu.Lock()
+	defer p.asked.mu.Unlock()
+	for k := range p.asked.answers {
+		if len(k) >= len(prefix) && k[:len(prefix)] == prefix {
+			delete(p.asked.answers, k)
+		}
+	}
+}

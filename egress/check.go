@@ -1,0 +1,178 @@
+package egress
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"strconv"
+)
+
+// Reason is why the proxy refused a connection.
+type Reason int
+
+const (
+	// Denied: a deny rule names the destination (Refusal.Rule).
+	Denied Reason = iota + 1
+	// Unlisted: no rule names it, and nobody could be asked (no
+	// Options.Ask, or it failed).
+	Unlisted
+	// Declined: the user was asked and said no.
+	Declined
+	// LocalAddress: the destination is, or its name resolves only to, a
+	// local address (Refusal.Addr) that no address rule allows.
+	LocalAddress
+	// Unreachable: its name did not resolve, or no address of it
+	// answered (Refusal.Err).
+	Unreachable
+	// Busy: the proxy has as many connections as it allows.
+	Busy
+	// Malformed: the client's request could not be read.
+	Malformed
+)
+
+// Refusal is a connection the proxy refused, and why.
+type Refusal struct {
+	Owner  string
+	Host   string // as normalized: lower case, no brackets or trailing dot
+	Port   int
+	Reason Reason
+	Rule   string     // Denied: the deny rule, as given
+	Addr   netip.Addr // LocalAddress: the address refused
+	Err    error      // Unreachable, Malformed: what failed
+	Max    int        // Busy: the number of connections allowed
+}
+
+// Error is a short account for logs; what a command reads is
+// Options.RefusalText's.
+func (r *Refusal) Error() string {
+	dest := net.JoinHostPort(r.Host, strconv.Itoa(r.Port))
+	switch r.Reason {
+	case Denied:
+		return fmt.Sprintf("egress: %s denied by rule %q", dest, r.Rule)
+	case Unlisted:
+		return fmt.Sprintf("egress: %s is not in the allowlist", dest)
+	case Declined:
+		return fmt.Sprintf("egress: the user declined %s", dest)
+	case LocalAddress:
+		return fmt.Sprintf("egress: %s is the local address %s, which no rule allows", dest, r.Addr)
+	case Unreachable:
+		return fmt.Sprintf("egress: %s unreachable: %v", dest, r.Err)
+	case Busy:
+		return fmt.Sprintf("egress: %s refused: %d connections open", dest, r.Max)
+	}
+	return fmt.Sprintf("egress: malformed request: %v", r.Err)
+}
+
+// Question is a destination no rule names, for Options.Ask.
+type Question struct {
+	Owner string // the session's owner token, as given to Serve
+	Host  string
+	Port  int
+}
+
+// Decision is the user's answer to a Question.
+type Decision int
+
+const (
+	// Deny refuses the host for the rest of the session.
+	Deny Decision = iota
+	// AllowOnce allows the connection asked about (and those to the same
+	// host that waited for the same answer).
+	AllowOnce
+	// AllowSession allows the host for the rest of the session.
+	AllowSession
+)
+
+// check decides whether the owner's commands may reach host:port and
+// returns the addresses to connect to, or why not.
+func (p *Proxy) check(ctx context.Context, owner, host string, port int) ([]netip.Addr, *Refusal) {
+	host = normalize(host)
+	ref := &Refusal{Owner: owner, Host: host, Port: port}
+	if a, err := netip.ParseAddr(host); err == nil {
+		return p.checkAddr(ctx, ref, a.Unmap())
+	}
+	if !validName(host) {
+		ref.Reason, ref.Err = Malformed, fmt.Errorf("%q is not a host name", host)
+		return nil, ref
+	}
+	if r, ok := p.deny.matchName(host); ok {
+		ref.Reason, ref.Rule = Denied, r.text
+		return nil, ref
+	}
+	if _, ok := p.allow.matchName(host); !ok {
+		if why := p.ask(ctx, ref); why != 0 {
+			ref.Reason = why
+			return nil, ref
+		}
+	}
+	return p.resolve(ctx, ref)
+}
+
+// checkAddr decides on a destination given as an address.
+func (p *Proxy) checkAddr(ctx context.Context, ref *Refusal, a netip.Addr) ([]netip.Addr, *Refusal) {
+	if r, ok := p.deny.matchAddr(a); ok {
+		ref.Reason, ref.Rule = Denied, r.text
+		return nil, ref
+	}
+	if r, ok := p.deny.hasAny(); ok {
+		ref.Reason, ref.Rule = Denied, r.text
+		return nil, ref
+	}
+	if _, ok := p.allow.matchAddr(a); ok {
+		return []netip.Addr{a}, nil
+	}
+	if Local(a) {
+		ref.Reason, ref.Addr = LocalAddress, a
+		return nil, ref
+	}
+	if _, ok := p.allow.hasAny(); ok {
+		return []netip.Addr{a}, nil
+	}
+	if why := p.ask(ctx, ref); why != 0 {
+		ref.Reason = why
+		return nil, ref
+	}
+	return []netip.Addr{a}, nil
+}
+
+// resolve looks an allowed name up and keeps the addresses the rules let
+// commands reach: a name that resolves only to local addresses, or only
+// to denied ones, is refused, whatever rule allowed the name.
+func (p *Proxy) resolve(ctx context.Context, ref *Refusal) ([]netip.Addr, *Refusal) {
+	addrs, err := p.lookup(ctx, ref.Host)
+	if err != nil {
+		ref.Reason, ref.Err = Unreachable, err
+		return nil, ref
+	}
+	var ok []netip.Addr
+	for _, a := range addrs {
+		a = a.Unmap()
+		if r, denied := p.deny.matchAddr(a); denied {
+			ref.Reason, ref.Rule = Denied, r.text
+			continue
+		}
+		if _, allowed := p.allow.matchAddr(a); !allowed && Local(a) {
+			ref.Reason, ref.Addr = LocalAddress, a
+			continue
+		}
+		ok = append(ok, a)
+	}
+	if len(ok) == 0 {
+		if ref.Reason == 0 {
+			ref.Reason, ref.Err = Unreachable, fmt.Errorf("%s has no address", ref.Host)
+		}
+		return nil, ref
+	}
+	return ok, nil
+}
+
+// lookup resolves host with Options.Resolve, or the system's resolver.
+func (p *Proxy) lookup(ctx context.Context, host string) ([]netip.Addr, error) {
+	ctx, cancel := context.WithTimeout(ctx, p.dialTimeout)
+	defer cancel()
+	if p.opts.Resolve != nil {
+		return p.opts.Resolve(ctx, host)
+	}
+	return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+}

@@ -1,0 +1,23 @@
+// Package egress is the network allowlist of the sandbox: a proxy that
+// commands reach from inside their jail, through which alone they reach
+// anything beyond it.
+//
+// One [Proxy] serves every session's listener (see [Proxy.Serve]); on each
+// connection it speaks HTTP (CONNECT tunnels, without TLS interception,
+// and plain requests in absolute form) or SOCKS5 (CONNECT, with names or
+// addresses), telling them apart by their first byte. Each destination is
+// checked against the rules ([Options].Allow and Deny: names, "*.name"
+// wildcards, addresses and CIDR ranges; a deny wins), then resolved, and
+// the connection is made to an address that passed the check, never to a
+// name resolved again: loopback, private, link-local and other local
+// addresses are refused unless an address rule allows them, whether a
+// command names them or a listed name resolves to them (DNS rebinding). A
+// destination no rule names is asked about ([Options].Ask): allowed once,
+// for the session, or denied. A refusal answers with HTTP 403 (or the
+// SOCKS5 "not allowed by ruleset" reply) and a text saying why.
+//
+// The proxy is bounded: a number of connections at once, a deadline for
+// each request's header and a size for it, an idle timeout on every
+// tunnel, and a fixed buffer per direction, so that its memory does not
+// grow with what passes through.
+package egress

@@ -1,0 +1,315 @@
+package egress
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Options configure a Proxy. A nil *Options, and each zero field, means
+// the default the field names.
+type Options struct {
+	// Allow and Deny are the rules (see the package doc and DefaultAllow):
+	// a destination a deny rule names is refused, one an allow rule names
+	// is let through (to an address no deny rule names, and a local one
+	// only where an address rule allows it), and any other is asked
+	// about. Default: none, so every destination is asked about.
+	Allow, Deny []string
+	// Ask asks the user of the session about a destination no rule names;
+	// nil (or an error) refuses it as Unlisted. Concurrent connections of
+	// a session to one host wait for one question; AllowSession and Deny
+	// are remembered for the session, until EndOwner.
+	Ask func(ctx context.Context, q Question) (Decision, error)
+	// AskTimeout bounds the wait for the user's answer. Default 2 min.
+	AskTimeout time.Duration
+	// RefusalText is the text a refused client reads (the body of the 403
+	// response). Default: the Refusal's Error.
+	RefusalText func(r *Refusal) string
+	// Refused, if set, is told of every refusal (on the connection's
+	// goroutine: it should return promptly).
+	Refused func(r *Refusal)
+	// Resolve looks a name up. Default: the system's resolver.
+	Resolve func(ctx context.Context, host string) ([]netip.Addr, error)
+	// Dial connects to an address the rules allow. Default: a net.Dialer.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// DialTimeout bounds a lookup and a connection. Default 30 s.
+	DialTimeout time.Duration
+	// MaxConns bounds the connections open at once, over every listener;
+	// one past it is refused as Busy. Default 512.
+	MaxConns int
+	// IdleTimeout closes a connection along which nothing has moved, in
+	// either direction, for this long. Default 5 min.
+	IdleTimeout time.Duration
+	// HeaderTimeout bounds the reading of a client's request. Default 30 s.
+	HeaderTimeout time.Duration
+}
+
+// Defaults of Options.
+const (
+	DefaultMaxConns      = 512
+	DefaultIdleTimeout   = 5 * time.Minute
+	DefaultHeaderTimeout = 30 * time.Second
+	DefaultDialTimeout   = 30 * time.Second
+	DefaultAskTimeout    = 2 * time.Minute
+)
+
+// maxHeader bounds a client's request header (HTTP) or handshake (SOCKS).
+const maxHeader = 64 << 10
+
+// bufSize is the buffer of each direction of a connection.
+const bufSize = 32 << 10
+
+// Proxy is the allowlist proxy. Make one with New; Close it when done.
+type Proxy struct {
+	opts        Options
+	allow, deny rules
+	slots       chan struct{} // one per open connection
+	dialTimeout time.Duration
+	askTimeout  time.Duration
+	idle        time.Duration
+	header      time.Duration
+	bufs        sync.Pool
+
+	ctx    context.Context // ends at Close
+	cancel context.CancelFunc
+	asked  asked
+
+	mu     sync.Mutex
+	open   map[io.Closer]struct{} // listeners and connections
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// New makes a proxy; it fails on a rule it cannot read.
+func New(o *Options) (*Proxy, error) {
+	p := &Proxy{open: map[io.Closer]struct{}{}}
+	if o != nil {
+		p.opts = *o
+	}
+	var err error
+	if p.allow, err = compile(p.opts.Allow); err != nil {
+		return nil, err
+	}
+	if p.deny, err = compile(p.opts.Deny); err != nil {
+		return nil, err
+	}
+	p.slots = make(chan struct{}, orDefault(p.opts.MaxConns, DefaultMaxConns))
+	p.dialTimeout = orDefault(p.opts.DialTimeout, DefaultDialTimeout)
+	p.askTimeout = orDefault(p.opts.AskTimeout, DefaultAskTimeout)
+	p.idle = orDefault(p.opts.IdleTimeout, DefaultIdleTimeout)
+	p.header = orDefault(p.opts.HeaderTimeout, DefaultHeaderTimeout)
+	p.bufs.New = func() any { b := make([]byte, bufSize); return &b }
+	p.asked.answers, p.asked.inflight = map[string]Decision{}, map[string]*question{}
+	p.ctx, p.cancel = context.WithCancel(context.Background())
+	return p, nil
+}
+
+func orDefault[T int | time.Duration](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
+}
+
+// ErrClosed: the proxy was closed.
+var ErrClosed = errors.New("egress: proxy closed")
+
+// Serve answers the connections l accepts, made by the commands of the
+// session owner, until l is closed (then it returns nil) or the proxy is
+// (ErrClosed). Serve takes l over: it is closed when Serve returns.
+func (p *Proxy) Serve(l net.Listener, owner string) error {
+	if !p.track(l, nil) {
+		return ErrClosed
+	}
+	defer p.untrack(l)
+	defer l.Close()
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			if p.ctx.Err() != nil {
+				return ErrClosed
+			}
+			if errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			return fmt.Errorf("egress: accept: %w", err)
+		}
+		if !p.track(c, func() { p.serveConn(c, owner) }) {
+			return ErrClosed
+		}
+	}
+}
+
+// track records an open connection or listener, for Close; with a
+// connection (serve not nil) it starts serve on a goroutine Close waits
+// for. It reports false, and closes c, once the proxy is closed.
+func (p *Proxy) track(c io.Closer, serve func()) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		c.Close()
+		return false
+	}
+	p.open[c] = struct{}{}
+	if serve != nil {
+		p.wg.Go(func() {
+			defer p.untrack(c)
+			defer c.Close()
+			serve()
+		})
+	}
+	return true
+}
+
+func (p *Proxy) untrack(c io.Closer) {
+	p.mu.Lock()
+	delete(p.open, c)
+	p.mu.Unlock()
+}
+
+// Close closes every listener and connection, and waits for their
+// goroutines.
+func (p *Proxy) Close() error {
+	p.mu.Lock()
+	p.closed = true
+	p.cancel()
+	for c := range p.open {
+		c.Close()
+	}
+	p.mu.Unlock()
+	p.wg.Wait()
+	return nil
+}
+
+// serveConn tells SOCKS5 from HTTP by the first byte and serves the
+// connection, refusing it when the proxy is full.
+func (p *Proxy) serveConn(c net.Conn, owner string) {
+	_ = c.SetReadDeadline(time.Now().Add(p.header))
+	lr := &io.LimitedReader{R: c, N: maxHeader}
+	br := bufio.NewReaderSize(lr, 4<<10)
+	first, err := br.Peek(1)
+	if err != nil {
+		return
+	}
+	s := &session{p: p, c: c, br: br, lr: lr, owner: owner}
+	select {
+	case p.slots <- struct{}{}:
+		defer func() { <-p.slots }()
+	default:
+		s.full = true
+	}
+	if first[0] == socksVersion {
+		s.socks()
+	} else {
+		s.http()
+	}
+}
+
+// session is one client connection being served.
+type session struct {
+	p     *Proxy
+	c     net.Conn
+	br    *bufio.Reader     // the request, read through lr
+	lr    *io.LimitedReader // bounds the request; lifted for the tunnel
+	owner string
+	full  bool // the proxy is full: refuse, whatever the destination
+}
+
+// connect checks the destination and connects to it, or returns why not
+// (told to Options.Refused).
+func (s *session) connect(host string, port int) (net.Conn, *Refusal) {
+	p := s.p
+	if s.full {
+		return nil, p.refused(&Refusal{Owner: s.owner, Host: normalize(host), Port: port, Reason: Busy, Max: cap(p.slots)})
+	}
+	if port <= 0 || port > 65535 {
+		return nil, p.refused(&Refusal{Owner: s.owner, Host: normalize(host), Port: port, Reason: Malformed, Err: fmt.Errorf("port %d", port)})
+	}
+	ctx, cancel := context.WithTimeout(p.ctx, p.askTimeout+2*p.dialTimeout)
+	defer cancel()
+	addrs, ref := p.check(ctx, s.owner, host, port)
+	if ref != nil {
+		return nil, p.refused(ref)
+	}
+	var errs []error
+	for _, a := range addrs {
+		up, err := p.dial(ctx, netip.AddrPortFrom(a, uint16(port)))
+		if err == nil && !p.track(up, nil) {
+			return nil, p.refused(&Refusal{Owner: s.owner, Host: normalize(host), Port: port, Reason: Unreachable, Err: ErrClosed})
+		}
+		if err == nil {
+			return &trackedConn{Conn: up, p: p}, nil
+		}
+		errs = append(errs, err)
+	}
+	return nil, p.refused(&Refusal{Owner: s.owner, Host: normalize(host), Port: port, Reason: Unreachable, Err: errors.Join(errs...)})
+}
+
+func (p *Proxy) dial(ctx context.Context, ap netip.AddrPort) (net.Conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, p.dialTimeout)
+	defer cancel()
+	if p.opts.Dial != nil {
+		return p.opts.Dial(ctx, "tcp", ap.String())
+	}
+	var d net.Dialer
+	return d.DialContext(ctx, "tcp", ap.String())
+}
+
+// trackedConn is an upstream connection, which Close closes too.
+type trackedConn struct {
+	net.Conn
+	p *Proxy
+}
+
+func (c *trackedConn) Close() error {
+	c.p.untrack(c.Conn)
+	return c.Conn.Close()
+}
+
+// CloseWrite half-closes a TCP connection.
+func (c *trackedConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return errors.ErrUnsupported
+}
+
+// refused tells Options.Refused and returns r.
+func (p *Proxy) refused(r *Refusal) *Refusal {
+	if p.opts.Refused != nil {
+		p.opts.Refused(r)
+	}
+	return r
+}
+
+// text is what a refused client reads.
+func (p *Proxy) text(r *Refusal) string {
+	if p.opts.RefusalText != nil {
+		return p.opts.RefusalText(r)
+	}
+	return r.Error()
+}
+
+// hostPort splits "host:port".
+func hostPort(s string) (string, int, error) {
+	h, ps, err := net.SplitHostPort(s)
+	if err != nil {
+		return "", 0, err
+	}
+	port, err := strconv.Atoi(ps)
+	if err != nil {
+		return "", 0, fmt.Errorf("port %q", ps)
+	}
+	return h, port, nil
+}

@@ -1,0 +1,170 @@
+package egress
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+)
+
+// A rule is one pattern of Options.Allow or Options.Deny:
+//
+//   - "example.com": that name alone;
+//   - "*.example.com": every name below it (not example.com itself);
+//   - "*": every name (not an address: a public one is then allowed too,
+//     and no local one);
+//   - "10.1.2.3", "::1": that address; "10.0.0.0/8": every address in it.
+//
+// Names are matched without regard to case or a trailing dot. An address
+// rule is the only way to allow a local address (loopback, private,
+// link-local, …: see Local), whether a command names it or a name
+// resolves to it.
+type rule struct {
+	text   string // as given
+	name   string // a name, or the suffix of a wildcard (".example.com")
+	wild   bool   // "*.name"
+	any    bool   // "*"
+	prefix netip.Prefix
+}
+
+// rules is a compiled Allow or Deny list.
+type rules []rule
+
+func compile(patterns []string) (rules, error) {
+	rs := make(rules, 0, len(patterns))
+	for _, p := range patterns {
+		r, err := parseRule(p)
+		if err != nil {
+			return nil, err
+		}
+		rs = append(rs, r)
+	}
+	return rs, nil
+}
+
+// parseRule reads one pattern.
+func parseRule(p string) (rule, error) {
+	s := strings.ToLower(strings.TrimSpace(p))
+	r := rule{text: p}
+	switch {
+	case s == "*":
+		r.any = true
+		return r, nil
+	case strings.Contains(s, "/"):
+		pre, err := netip.ParsePrefix(s)
+		if err != nil {
+			return r, fmt.Errorf("egress: rule %q: not an address range: %w", p, err)
+		}
+		r.prefix = pre.Masked()
+		return r, nil
+	}
+	if a, err := netip.ParseAddr(strings.Trim(s, "[]")); err == nil {
+		r.prefix = netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen())
+		return r, nil
+	}
+	name, wild := strings.CutPrefix(s, "*.")
+	name = strings.TrimSuffix(name, ".")
+	if !validName(name) {
+		return r, fmt.Errorf("egress: rule %q: not a name, *.name, address or address range", p)
+	}
+	r.name, r.wild = name, wild
+	if wild {
+		r.name = "." + name
+	}
+	return r, nil
+}
+
+// validName reports whether s is a host name of letters, digits, '-', '_'
+// and dots, with no empty label.
+func validName(s string) bool {
+	if s == "" || len(s) > 253 {
+		return false
+	}
+	for label := range strings.SplitSeq(s, ".") {
+		if label == "" || len(label) > 63 {
+			return false
+		}
+		for _, c := range label {
+			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// matchName returns the first rule naming host (a normalized name).
+func (rs rules) matchName(host string) (rule, bool) {
+	for _, r := range rs {
+		switch {
+		case r.any:
+			return r, true
+		case r.name == "":
+		case r.wild && strings.HasSuffix(host, r.name):
+			return r, true
+		case !r.wild && host == r.name:
+			return r, true
+		}
+	}
+	return rule{}, false
+}
+
+// matchAddr returns the first address rule holding a.
+func (rs rules) matchAddr(a netip.Addr) (rule, bool) {
+	for _, r := range rs {
+		if r.prefix.IsValid() && r.prefix.Contains(a) {
+			return r, true
+		}
+	}
+	return rule{}, false
+}
+
+// hasAny reports whether the list holds "*".
+func (rs rules) hasAny() (rule, bool) {
+	for _, r := range rs {
+		if r.any {
+			return r, true
+		}
+	}
+	return rule{}, false
+}
+
+// normalize makes a host as a client sent it comparable with the rules:
+// lower case, no trailing dot, no brackets around an IPv6 address.
+func normalize(host string) string {
+	return strings.TrimSuffix(strings.ToLower(strings.Trim(host, "[]")), ".")
+}
+
+// Local reports whether a is an address the proxy refuses unless an
+// address rule allows it: loopback, private (RFC 1918, fc00::/7), shared
+// (100.64.0.0/10), link-local (169.254.0.0/16, where clouds keep their
+// metadata service, and fe80::/10), unspecified, multicast, broadcast, the
+// "this network" block, and an IPv4 address of one of those embedded in
+// IPv6 (mapped, or NAT64's 64:ff9b::/96).
+func Local(a netip.Addr) bool {
+	a = a.Unmap()
+	if a.Is6() && nat64.Contains(a) {
+		b := a.As16()
+		a = netip.AddrFrom4([4]byte(b[12:16]))
+	}
+	if a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() ||
+		a.IsInterfaceLocalMulticast() || a.IsMulticast() || a.IsUnspecified() {
+		return true
+	}
+	for _, p := range localV4 {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+var (
+	nat64   = netip.MustParsePrefix("64:ff9b::/96")
+	localV4 = []netip.Prefix{
+		netip.MustParsePrefix("0.0.0.0/8"),
+		netip.MustParsePrefix("100.64.0.0/10"),
+		netip.MustParsePrefix("192.0.0.0/24"),
+		netip.MustParsePrefix("198.18.0.0/15"),
+		netip.MustParsePrefix("240.0.0.0/4"),
+	}
+)
