@@ -73,7 +73,12 @@ const cpuShares = 1024
 // says why there are none (the limits then do not apply).
 func newLimiter(l Limits) (*limiter, error) {
 	lm := &limiter{limits: l.withDefaults(memTotal())}
-	mounts, own, err := cgroupFiles("/proc/self/cgroup")
+	// This thread's cgroups, not /proc/self's (the main thread's): another
+	// executor's startIn may have moved the main thread into a jail's for
+	// the while, and this one's directories would be made in that jail's.
+	runtime.LockOSThread()
+	mounts, own, err := cgroupFiles("/proc/thread-self/cgroup")
+	runtime.UnlockOSThread()
 	if err != nil {
 		return lm, err
 	}

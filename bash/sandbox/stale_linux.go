@@ -93,13 +93,7 @@ func cleanStaleLimits() ([]string, error) {
 				continue
 			}
 			dir := filepath.Join(parent, ent.Name())
-			jails, _ := os.ReadDir(dir)
-			for _, j := range jails {
-				if j.IsDir() {
-					errs = append(errs, jailCgroups{filepath.Join(dir, j.Name())}.remove())
-				}
-			}
-			if err := (jailCgroups{dir}).remove(); err != nil {
+			if err := removeCgroupTree(dir); err != nil {
 				errs = append(errs, err)
 				continue
 			}
@@ -107,6 +101,20 @@ func cleanStaleLimits() ([]string, error) {
 		}
 	}
 	return removed, errors.Join(errs...)
+}
+
+// removeCgroupTree removes the empty cgroup dir and those below it,
+// deepest first: its jails', and what a server run in one of them made
+// there.
+func removeCgroupTree(dir string) error {
+	var errs []error
+	subs, _ := os.ReadDir(dir)
+	for _, sub := range subs {
+		if sub.IsDir() {
+			errs = append(errs, removeCgroupTree(filepath.Join(dir, sub.Name())))
+		}
+	}
+	return errors.Join(append(errs, jailCgroups{dir}.remove())...)
 }
 
 // ownDir reports whether path is a directory (not a symlink) of this user.

@@ -92,7 +92,10 @@ func TestCleanStaleLimits(t *testing.T) {
 		t.Fatal(err)
 	}
 	stale := filepath.Join(parent, fmt.Sprintf("dsh-limits-%d-%d-42", os.Getpid(), start+1))
-	if err := os.MkdirAll(filepath.Join(stale, "jail-1"), 0o755); err != nil {
+	// A jail's cgroup may hold another executor's (a server started in
+	// it): removed too, deepest first.
+	nested := filepath.Join(stale, "jail-1", fmt.Sprintf("dsh-limits-%d-%d-43", os.Getpid(), start+1), "jail-1")
+	if err := os.MkdirAll(nested, 0o755); err != nil {
 		t.Skipf("cannot make cgroups here: %v", err)
 	}
 	removed, err := CleanStale(context.Background(), t.TempDir())
@@ -102,7 +105,8 @@ func TestCleanStaleLimits(t *testing.T) {
 	t.Logf("removed %q", removed)
 	if _, err := os.Stat(stale); err == nil {
 		t.Errorf("%s is still there", stale)
-		os.Remove(filepath.Join(stale, "jail-1"))
-		os.Remove(stale)
+		for d := nested; d != parent; d = filepath.Dir(d) {
+			os.Remove(d)
+		}
 	}
 }
