@@ -29,6 +29,10 @@ type agentConfig struct {
 	Readable   []string `json:"readable,omitempty"`   // Landlock: paths commands may read (else all)
 	Filter     int      `json:"filter,omitempty"`     // the seccomp filter to install itself (bwrap did in a jail)
 	NetworkOff bool     `json:"networkOff,omitempty"` // Landlock: no TCP connect or bind
+
+	// Proxy: listen at ProxyAddr and hand the listener to the host with
+	// the first message (NetworkAllowlist).
+	Proxy bool `json:"proxy,omitempty"`
 }
 
 // Main runs the sandbox agent when this process was started as one, and
@@ -103,10 +107,25 @@ func runAgent(c agentConfig) error {
 	}
 	a := &agent{sock: c.Socket, devNull: devNull, shells: map[int]uint64{}}
 	go a.reapOn(chld)
-	if err := sendMsg(a.sock, agentMsg{Started: true}, nil); err != nil { // ready
+	if err := a.ready(c.Proxy); err != nil {
 		return err
 	}
 	return a.serve()
+}
+
+// ready tells the host the agent is ready, handing it the proxy
+// listener if it wants one.
+func (a *agent) ready(proxy bool) error {
+	var fds []int
+	if proxy {
+		l, err := proxyListen()
+		if err != nil {
+			return err
+		}
+		defer unix.Close(l)
+		fds = []int{l}
+	}
+	return sendMsg(a.sock, agentMsg{Started: true}, fds)
 }
 
 // restrictFiles is the second layer under the jail's mounts, and the

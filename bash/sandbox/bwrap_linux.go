@@ -29,7 +29,7 @@ const (
 )
 
 // bwrapArgs is bwrap's command line for one jail: its own user, pid, ipc
-// and uts namespaces (and network namespace, when the network is off), no
+// and uts namespaces (and network namespace, unless the network is on), no
 // capability, user namespaces disabled inside, the host's root read-only
 // with the policy's paths bound over it, and the agent as pid 1.
 func (p *Policy) bwrapArgs(jp jailPaths) []string {
@@ -38,7 +38,7 @@ func (p *Policy) bwrapArgs(jp jailPaths) []string {
 		"--disable-userns", "--cap-drop", "ALL", "--die-with-parent",
 		"--as-pid-1", "--new-session", "--hostname", "dsh-sandbox",
 	}
-	if p.Network == NetworkOff {
+	if p.Network != NetworkOn {
 		a = append(a, "--unshare-net")
 	}
 	a = append(a, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc")

@@ -20,8 +20,13 @@
 //
 //   - Namespaces: its own user, pid, ipc and uts namespaces, and a
 //     network namespace with only loopback when [Policy].Network is
-//     [NetworkOff]; no capability, no new privileges, user namespaces
-//     disabled inside.
+//     [NetworkOff] or [NetworkAllowlist]; no capability, no new
+//     privileges, user namespaces disabled inside.
+//   - Network: the host's ([NetworkOn]), none ([NetworkOff]), or only
+//     through a proxy ([NetworkAllowlist]): the agent listens at
+//     [ProxyAddr] in the jail's namespace and hands the listener to the
+//     host, where [Options].Egress (package egress) decides what each
+//     connection may reach; [ProxyEnv] points the commands' clients at it.
 //   - System calls: a seccomp filter refusing ptrace, process_vm_*,
 //     io_uring, bpf, perf_event_open, userfaultfd, the keyring, mount and
 //     namespace calls, modules, kexec, TIOCSTI and other architectures.

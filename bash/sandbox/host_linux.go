@@ -44,8 +44,7 @@ func (j *jail) read() {
 // it owns (closes or hands on) the descriptors.
 func (j *jail) dispatch(m agentMsg, fds []int) error {
 	if m.ID == 0 {
-		closeFDs(fds)
-		return j.readyMsg(m)
+		return j.readyMsg(m, fds)
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -69,15 +68,33 @@ func (j *jail) dispatch(m agentMsg, fds []int) error {
 	return j.startedMsg(w, m, fds)
 }
 
-// readyMsg takes the agent's first message, which says it is ready.
-func (j *jail) readyMsg(m agentMsg) error {
+// readyMsg takes the agent's first message, which says it is ready, with
+// the proxy listener where the jail has one (j.egress).
+func (j *jail) readyMsg(m agentMsg, fds []int) error {
 	select {
 	case <-j.ready:
+		closeFDs(fds)
 		return fmt.Errorf("%w: it said it was ready twice", errProtocol)
 	default:
 	}
-	if !m.Started || m.Exited || m.Err != "" {
+	want := 0
+	if j.egress != nil {
+		want = 1
+	}
+	switch {
+	case !m.Started || m.Exited || m.Err != "":
+		closeFDs(fds)
 		return fmt.Errorf("%w: its first message was not that it is ready", errProtocol)
+	case len(fds) != want:
+		closeFDs(fds)
+		return fmt.Errorf("%w: it said it was ready with %d descriptors, not %d", errProtocol, len(fds), want)
+	}
+	if want == 1 {
+		l, err := proxyListener(fds[0])
+		if err != nil {
+			return err
+		}
+		j.serveProxy(j.egress, l)
 	}
 	close(j.ready)
 	return nil

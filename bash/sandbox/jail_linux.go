@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -33,6 +34,10 @@ type jail struct {
 	cg    jailCgroups
 	limit string // the memory limit, as the model reads it
 	tmp   string // the Landlock layer's: the session's temporary directory, its TMPDIR
+
+	egress    Egress        // NetworkAllowlist: the proxy, for the listener the agent sends
+	proxyL    net.Listener  // that listener, set by the reader before ready
+	proxyDone chan struct{} // closed once Serve returned
 
 	cmd    *exec.Cmd
 	stderr *capBuffer
@@ -80,6 +85,9 @@ func (js *jails) startJail(ctx context.Context, j *jail, req *local.SpawnRequest
 	j.sock = files[0]
 	jp := jailPaths{workspace: req.Workspace, tmpSize: js.limits.limits.Tmp, spill: spill, serverTemp: js.serverTemp, env: req.Env}
 	j.stderr = &capBuffer{max: 4 << 10}
+	if js.policy.Network == NetworkAllowlist {
+		j.egress = js.egress
+	}
 	if js.layer == LayerLandlock {
 		err = js.agentCmd(j, jp)
 	} else {
@@ -114,7 +122,7 @@ func (js *jails) startJail(ctx context.Context, j *jail, req *local.SpawnRequest
 // bwrapCmd is the command of a jail: bwrap, running the agent inside.
 func (js *jails) bwrapCmd(j *jail, jp jailPaths) {
 	args := js.policy.bwrapArgs(jp)
-	agent := agentConfig{Socket: fdAgentSock, Exe: fdAgentExe, Writable: js.policy.landlockWritable(jp)}
+	agent := agentConfig{Socket: fdAgentSock, Exe: fdAgentExe, Writable: js.policy.landlockWritable(jp), Proxy: j.egress != nil}
 	args = append(append(args, "--", "/proc/self/fd/"+strconv.Itoa(fdAgentExe)), agentArgs(agent)...)
 	j.cmd = &exec.Cmd{Path: js.bwrap, Args: append([]string{"bwrap"}, args...), Env: jp.env}
 }
@@ -386,6 +394,7 @@ func (j *jail) close() error {
 		j.sock = nil
 	}
 	j.sendMu.Unlock()
+	j.closeProxy() // after the reader, which set it
 	if j.unpin != nil {
 		j.unpin()
 	}

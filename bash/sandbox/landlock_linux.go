@@ -127,6 +127,9 @@ func linksInto(r string, hidden []string) bool {
 // env is the environment of a shell of the jail: the Landlock layer's
 // point TMPDIR at the session's temporary directory.
 func (j *jail) env(env []string) []string {
+	if j.egress != nil {
+		env = withProxyEnv(env)
+	}
 	if j.tmp == "" {
 		return env
 	}
@@ -142,7 +145,7 @@ func (j *jail) env(env []string) []string {
 // fallBack turns a jails of LayerAuto, whose jail did not work, to the
 // Landlock layer, if the kernel has Landlock; it reports whether it did.
 func (js *jails) fallBack() bool {
-	if js.layer != LayerJail || landlockABI() < 1 {
+	if js.layer != LayerJail || landlockABI() < 1 || js.policy.Network == NetworkAllowlist {
 		return false
 	}
 	js.layer = LayerLandlock

@@ -17,7 +17,55 @@ const (
 	// NetworkOff gives each jail a network namespace of its own, with only
 	// a loopback interface.
 	NetworkOff
+	// NetworkAllowlist gives each jail a network namespace of its own, with
+	// only a loopback interface, on which the agent listens at ProxyAddr
+	// for Options.Egress, the proxy that decides where commands may
+	// connect; their environment names it (see ProxyEnv). It needs the
+	// jail: the Landlock layer cannot confine connections to a proxy.
+	NetworkAllowlist
 )
+
+// ProxyAddr is where commands of a NetworkAllowlist jail reach the
+// proxy, in the jail's own network namespace.
+const ProxyAddr = "127.0.0.1:3128"
+
+// ProxyEnv is what a NetworkAllowlist jail adds to its commands'
+// environment (replacing any proxy setting of the host's, which the jail
+// could not reach): the variables HTTP clients, npm, pip, go, git, cargo
+// and yarn read; the loopback addresses go direct.
+var ProxyEnv = []string{
+	"HTTP_PROXY=http://" + ProxyAddr, "HTTPS_PROXY=http://" + ProxyAddr, "ALL_PROXY=socks5h://" + ProxyAddr,
+	"http_proxy=http://" + ProxyAddr, "https_proxy=http://" + ProxyAddr, "all_proxy=socks5h://" + ProxyAddr,
+	"NO_PROXY=localhost,127.0.0.1,::1", "no_proxy=localhost,127.0.0.1,::1",
+	"npm_config_proxy=http://" + ProxyAddr, "npm_config_https_proxy=http://" + ProxyAddr,
+	"CARGO_HTTP_PROXY=http://" + ProxyAddr,
+	"YARN_HTTP_PROXY=http://" + ProxyAddr, "YARN_HTTPS_PROXY=http://" + ProxyAddr,
+}
+
+// withProxyEnv is env with ProxyEnv in place of its proxy settings.
+func withProxyEnv(env []string) []string {
+	out := make([]string, 0, len(env)+len(ProxyEnv))
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if !isProxyVar(name) {
+			out = append(out, kv)
+		}
+	}
+	return append(out, ProxyEnv...)
+}
+
+// isProxyVar reports whether name is a proxy setting: one of ProxyEnv's,
+// in any case, or another that would send commands elsewhere (not
+// GOPROXY, which names a module proxy, reached through the proxy too).
+func isProxyVar(name string) bool {
+	switch strings.ToLower(name) {
+	case "http_proxy", "https_proxy", "all_proxy", "no_proxy", "ftp_proxy", "socks_proxy", "rsync_proxy",
+		"npm_config_proxy", "npm_config_https_proxy", "npm_config_noproxy", "cargo_http_proxy",
+		"yarn_http_proxy", "yarn_https_proxy", "git_proxy_command":
+		return true
+	}
+	return false
+}
 
 // Policy is what the commands of a jail may see and change. The zero Policy
 // is the default described on each field.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"time"
 
@@ -14,6 +15,10 @@ import (
 // ErrUnavailable: the sandbox cannot run on this host (no bwrap, no user
 // namespaces, not Linux). Its error says what to install or enable.
 var ErrUnavailable = errors.New("the sandbox is unavailable")
+
+// errAllowlistNeedsJail: the Landlock layer has no network namespace in
+// which to confine commands to the proxy.
+var errAllowlistNeedsJail = errors.New("the network allowlist needs the jail (bubblewrap, with user namespaces): the Landlock layer can turn TCP off but cannot confine it to the proxy; give the network off, or on")
 
 // Options configures a sandbox Executor. A nil *Options, and every zero
 // field, means the default named on the field.
@@ -43,10 +48,22 @@ type Options struct {
 	// Layer is the kind of sandbox: LayerAuto (the default) is the jail
 	// where bubblewrap can make one, else the Landlock layer.
 	Layer Layer
+	// Egress is the proxy of NetworkAllowlist jails, which New requires
+	// then: each jail's listener at ProxyAddr is handed to Serve, with the
+	// session's owner token, and closed when the jail ends; EndOwner is
+	// called when the session ends. An *egress.Proxy is one.
+	Egress Egress
 	// AllowUnsandboxed lets a spec marked Unsandboxed (the user said yes
 	// to that one call) run outside the sandbox; by default such a spec
 	// fails with bash.ErrSandboxFinal, and the sandbox is final.
 	AllowUnsandboxed bool
+}
+
+// Egress serves the connections the commands of a session make through
+// its jail's proxy listener.
+type Egress interface {
+	Serve(l net.Listener, owner string) error
+	EndOwner(owner string)
 }
 
 // Layer is a kind of sandbox.
@@ -96,6 +113,7 @@ type Executor struct {
 	home     string   // the policy's home directory
 	tempDirs []string // where the jails' /tmp and the spill files are made
 	jailErr  error    // why LayerAuto fell back to the Landlock layer
+	egress   Egress   // Options.Egress
 }
 
 var _ bash.Executor = (*Executor)(nil)
@@ -119,7 +137,7 @@ func New(ctx context.Context, opts *Options) (*Executor, error) {
 	if o.Bwrap == "" {
 		o.Bwrap = "bwrap"
 	}
-	e := &Executor{home: o.Policy.home(), tempDirs: []string{tempDirOr(o.TempDir), tempDirOr(lo.SpillDir)}}
+	e := &Executor{egress: o.Egress, home: o.Policy.home(), tempDirs: []string{tempDirOr(o.TempDir), tempDirOr(lo.SpillDir)}}
 	lo.Spawn = func(ctx context.Context, req *local.SpawnRequest) (local.Process, error) {
 		return e.jails.spawn(ctx, req)
 	}
@@ -134,6 +152,9 @@ func New(ctx context.Context, opts *Options) (*Executor, error) {
 		return nil, err
 	}
 	err = e.check(ctx)
+	if err != nil && o.Policy.Network == NetworkAllowlist {
+		err = fmt.Errorf("%w (%w)", err, errAllowlistNeedsJail)
+	}
 	if err != nil && o.Layer == LayerAuto && e.jails.fallBack() {
 		// No jail here (user namespaces blocked): the Landlock layer.
 		e.jailErr = err
@@ -202,7 +223,11 @@ func (e *Executor) check(ctx context.Context) error {
 // it are killed and its private /tmp is removed. The tool layer calls it
 // when a session ends, after killing the session's tasks.
 func (e *Executor) EndOwner(_ context.Context, owner string) error {
-	return e.jails.endOwner(owner)
+	err := e.jails.endOwner(owner)
+	if e.egress != nil {
+		e.egress.EndOwner(owner)
+	}
+	return err
 }
 
 // Close stops every command as the local executor does, then ends every

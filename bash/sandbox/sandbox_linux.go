@@ -35,6 +35,7 @@ type jails struct {
 	admit func(workspace string) error // refuses a workspace (checkWorkspace)
 
 	allowUnsandboxed bool      // Options.AllowUnsandboxed
+	egress           Egress    // Options.Egress
 	layer            Layer     // LayerJail or LayerLandlock
 	noJail           error     // why LayerAuto chose the Landlock layer at once
 	rootOnce         sync.Once // the Landlock layer's sessions' temporary directories
@@ -61,6 +62,9 @@ func newJails(o *Options, serverTemp []string, hold func(string) (string, func()
 			noJail = fmt.Errorf("no bwrap (Debian and Ubuntu: apt install bubblewrap): %w", err)
 		}
 	}
+	if err := checkEgress(o, layer); err != nil {
+		return nil, err
+	}
 	if layer == LayerLandlock && landlockABI() < 1 {
 		return nil, fmt.Errorf("%w: neither bubblewrap (%v) nor Landlock (this kernel has none, or it is not enabled) works here", ErrUnavailable, err)
 	}
@@ -83,8 +87,22 @@ func newJails(o *Options, serverTemp []string, hold func(string) (string, func()
 		startTimeout = 30 * time.Second
 	}
 	limits, limitsErr := newLimiter(o.Limits)
-	return &jails{allowUnsandboxed: o.AllowUnsandboxed, layer: layer, noJail: noJail, policy: o.Policy, bwrap: bw, agent: agent, filter: filter, layerFilter: layerFilter, tempDir: o.TempDir, serverTemp: serverTemp,
+	return &jails{egress: o.Egress, allowUnsandboxed: o.AllowUnsandboxed, layer: layer, noJail: noJail, policy: o.Policy, bwrap: bw, agent: agent, filter: filter, layerFilter: layerFilter, tempDir: o.TempDir, serverTemp: serverTemp,
 		startTimeout: startTimeout, limits: limits, limitsErr: limitsErr, hold: hold, admit: admit, byKey: map[string]*jail{}}, nil
+}
+
+// checkEgress refuses a NetworkAllowlist without its proxy, or in the
+// Landlock layer.
+func checkEgress(o *Options, layer Layer) error {
+	switch {
+	case o.Policy.Network != NetworkAllowlist:
+		return nil
+	case o.Egress == nil:
+		return errors.New("sandbox: NetworkAllowlist needs Options.Egress")
+	case layer == LayerLandlock:
+		return fmt.Errorf("%w: %w", ErrUnavailable, errAllowlistNeedsJail)
+	}
+	return nil
 }
 
 func jailKey(owner, workspace string) string { return owner + "\x00" + workspace }

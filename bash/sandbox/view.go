@@ -36,10 +36,13 @@ type View struct {
 	CPUShared bool
 }
 
-// String is "on" or "off".
+// String is "on", "off" or "allowlist".
 func (n Network) String() string {
-	if n == NetworkOff {
+	switch n {
+	case NetworkOff:
 		return "off"
+	case NetworkAllowlist:
+		return "allowlist"
 	}
 	return "on"
 }
