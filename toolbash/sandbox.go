@@ -6,6 +6,11 @@ import "strings"
 type SandboxFacts struct {
 	// NetworkOff: commands reach no network beyond their own loopback.
 	NetworkOff bool
+	// Allowlist, where set, is the network allowlist: commands reach the
+	// network only through the sandbox's proxy, which lets these hosts
+	// through; AsksNetwork, that it asks the user about the others.
+	Allowlist   []string
+	AsksNetwork bool
 	// LockCaches: the tool caches of the home directory are read-only.
 	LockCaches bool
 	// Writable are further paths commands may change; ReadOnly, further
@@ -50,10 +55,27 @@ func SandboxText(f SandboxFacts) string {
 		b.WriteString("Writes elsewhere fail with \"Permission denied\". ")
 	}
 	b.WriteString("Do not retry or work around such a refusal: ask the user to run that command. ")
-	if f.NetworkOff {
+	switch {
+	case f.Allowlist != nil:
+		b.WriteString(allowlistText(f))
+	case f.NetworkOff:
 		b.WriteString("The network is off: downloads (npm install, pip install, go mod download, git fetch, curl) fail or hang until their timeout, so ask the user to run them.")
-	} else {
+	default:
 		b.WriteString("The network is on.")
 	}
 	return b.String()
+}
+
+// allowlistText tells the model about the network allowlist.
+func allowlistText(f SandboxFacts) string {
+	hosts := "none"
+	if len(f.Allowlist) > 0 {
+		hosts = strings.Join(f.Allowlist, ", ")
+	}
+	others := "others are refused"
+	if f.AsksNetwork {
+		others = "the user is asked about others"
+	}
+	return "The network goes only through the sandbox's proxy, which HTTP_PROXY, HTTPS_PROXY and ALL_PROXY name (curl, git over HTTPS, npm, pip, go and cargo use it; git over SSH does not work): it lets through the hosts on the allowlist (" + hosts + "); " + others +
+		"; loopback, private and link-local addresses (services on the host, cloud metadata) are refused, and localhost is the sandbox's own (servers you start there). A refused connection fails with HTTP 403 from the proxy, whose body says why: do not try to reach the host another way, ask the user to allow it."
 }

@@ -1,0 +1,43 @@
+package toolbash
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+
+	"github.com/dshgo/dsh/egress"
+)
+
+// EgressRefusal is what a command reads when the sandbox's network proxy
+// refuses its connection (the body of the proxy's 403 response): which
+// destination, why, and what the user can do about it. howToAllow says
+// how the user allows a host ("--allow-domain HOST"), for the refusals a
+// rule of theirs would lift; "" leaves that out.
+func EgressRefusal(r *egress.Refusal, howToAllow func(host string) string) string {
+	dest := net.JoinHostPort(r.Host, strconv.Itoa(r.Port))
+	allow := func(host string) string {
+		if howToAllow == nil {
+			return ""
+		}
+		return " The user can allow it: " + howToAllow(host) + "."
+	}
+	switch r.Reason {
+	case egress.Denied:
+		return fmt.Sprintf("dsh sandbox: the connection to %s is refused by the network rule deny %q. Do not try to reach it another way; ask the user if you need it.", dest, r.Rule)
+	case egress.Unlisted:
+		return fmt.Sprintf("dsh sandbox: %s is not on the network allowlist, and the user could not be asked; the connection is refused.%s Do not try to reach it another way.", dest, allow(r.Host))
+	case egress.Declined:
+		return fmt.Sprintf("dsh sandbox: the user declined connections to %s for this session. Do not retry; ask the user how to proceed.", dest)
+	case egress.LocalAddress:
+		is := "is"
+		if r.Host != r.Addr.String() {
+			is = "resolves to"
+		}
+		return fmt.Sprintf("dsh sandbox: the connection to %s is refused: it %s %s, a loopback, private or link-local address, which the sandbox reaches only where the user allows that address.%s", dest, is, r.Addr, allow(r.Addr.String()))
+	case egress.Unreachable:
+		return fmt.Sprintf("dsh sandbox: %s could not be reached: %v", dest, r.Err)
+	case egress.Busy:
+		return fmt.Sprintf("dsh sandbox: too many connections through the sandbox's network proxy at once (%d); retry once some have closed.", r.Max)
+	}
+	return fmt.Sprintf("dsh sandbox: the network proxy could not read the request: %v", r.Err)
+}
