@@ -40,6 +40,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/coder/acp-go-sdk"
 	"github.com/dshgo/dsh/bash"
@@ -106,14 +107,15 @@ Be concise, and say what you did.`
 // Agent is an ACP agent for one connection. Make it with New, run it with
 // Serve.
 type Agent struct {
-	exec   bash.Executor
-	reg    *tools.Registry
-	tb     *toolbash.Tools
-	gate   *toolbash.Gate // nil: ask about every call (unless Yolo)
-	llm    *chatapi.Client
-	opts   Options
-	logger *slog.Logger
-	defs   []chatapi.Tool
+	netCards atomic.Uint64 // numbers the network questions' cards (AskEgress)
+	exec     bash.Executor
+	reg      *tools.Registry
+	tb       *toolbash.Tools
+	gate     *toolbash.Gate // nil: ask about every call (unless Yolo)
+	llm      *chatapi.Client
+	opts     Options
+	logger   *slog.Logger
+	defs     []chatapi.Tool
 
 	ready   chan struct{} // closed once conn is set
 	conn    *acp.AgentSideConnection

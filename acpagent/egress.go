@@ -1,0 +1,62 @@
+package acpagent
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+
+	"github.com/coder/acp-go-sdk"
+	"github.com/dshgo/dsh/egress"
+	"github.com/dshgo/dsh/toolbash"
+)
+
+// AskEgress asks the editor's user, by session/request_permission on a
+// card of its own, whether the commands of the session whose owner token
+// q names may connect to a host the sandbox's network allowlist does not
+// list: once, for the rest of the session, or not. It is the egress
+// proxy's Ask; Yolo does not answer it (the allowlist is the sandbox's,
+// not a command's permission). A session that is gone cannot be asked
+// (toolbash.ErrCannotAsk).
+func (a *Agent) AskEgress(ctx context.Context, q egress.Question) (egress.Decision, error) {
+	s := a.session(acp.SessionId(q.Owner))
+	if s == nil {
+		return egress.Deny, toolbash.ErrCannotAsk
+	}
+	dest := net.JoinHostPort(q.Host, strconv.Itoa(q.Port))
+	id := acp.ToolCallId(fmt.Sprintf("dsh-network-%d", a.netCards.Add(1)))
+	title := "Network: connect to " + dest
+	kind := acp.ToolKindFetch
+	_ = a.conn.SessionUpdate(ctx, acp.SessionNotification{SessionId: s.id, Update: acp.SessionUpdate{ToolCall: &acp.SessionUpdateToolCall{
+		SessionUpdate: "tool_call", ToolCallId: id, Title: title, Kind: kind, Status: acp.ToolCallStatusPending,
+		RawInput: map[string]any{"host": q.Host, "port": q.Port}}}})
+	text := fmt.Sprintf("A command in the sandbox wants to connect to %s, which is not on the network allowlist.", dest)
+	resp, err := a.conn.RequestPermission(ctx, acp.RequestPermissionRequest{
+		SessionId: s.id,
+		ToolCall:  acp.ToolCallUpdate{ToolCallId: id, Title: &title, Kind: &kind, Content: []acp.ToolCallContent{acp.ToolContent(acp.TextBlock(text))}},
+		Options: []acp.PermissionOption{
+			{OptionId: allowOnce, Name: "Allow this connection", Kind: acp.PermissionOptionKindAllowOnce},
+			{OptionId: allowAlways, Name: "Allow " + q.Host + " for this session", Kind: acp.PermissionOptionKindAllowAlways},
+			{OptionId: rejectOnce, Name: "Deny", Kind: acp.PermissionOptionKindRejectOnce},
+		},
+	})
+	d := egress.Deny
+	if err == nil && resp.Outcome.Selected != nil {
+		switch resp.Outcome.Selected.OptionId {
+		case allowOnce:
+			d = egress.AllowOnce
+		case allowAlways:
+			d = egress.AllowSession
+		}
+	}
+	status := acp.ToolCallStatusCompleted
+	if d == egress.Deny {
+		status = acp.ToolCallStatusFailed
+	}
+	_ = a.conn.SessionUpdate(context.WithoutCancel(ctx), acp.SessionNotification{SessionId: s.id, Update: acp.SessionUpdate{ToolCallUpdate: &acp.SessionToolCallUpdate{
+		SessionUpdate: "tool_call_update", ToolCallId: id, Status: &status}}})
+	if err != nil {
+		return egress.Deny, err
+	}
+	return d, nil
+}

@@ -1,0 +1,63 @@
+package mcpserver
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+
+	"github.com/dshgo/dsh/egress"
+	"github.com/dshgo/dsh/toolbash"
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The answers of a network question.
+const (
+	netOnce    = "Allow this connection"
+	netSession = "Allow this host for the session"
+	netDeny    = "Deny"
+)
+
+// AskEgress asks the user of the session whose owner token q names, by
+// elicitation, whether its commands may connect to a host the sandbox's
+// network allowlist does not list: once, for the rest of the session, or
+// not. It is the egress proxy's Ask. A session that is gone, a client
+// without elicitation, and one on the 2026-07-28 protocol (where a server
+// asks only within a call's answer, and a connection may come from a
+// background task) cannot be asked: toolbash.ErrCannotAsk.
+func (s *Server) AskEgress(ctx context.Context, q egress.Question) (egress.Decision, error) {
+	s.mu.Lock()
+	st := s.owners[q.Owner]
+	s.mu.Unlock()
+	if st == nil || !canElicit(st.ss) {
+		return egress.Deny, toolbash.ErrCannotAsk
+	}
+	if p := st.ss.InitializeParams(); p == nil || p.ProtocolVersion >= newProtocol {
+		return egress.Deny, toolbash.ErrCannotAsk
+	}
+	dest := net.JoinHostPort(q.Host, strconv.Itoa(q.Port))
+	res, err := st.ss.Elicit(ctx, &mcp.ElicitParams{
+		Mode:    "form",
+		Message: fmt.Sprintf("A command in the sandbox wants to connect to %s, which is not on the network allowlist.", dest),
+		RequestedSchema: &jsonschema.Schema{
+			Type:     "object",
+			Required: []string{"decision"},
+			Properties: map[string]*jsonschema.Schema{"decision": {
+				Type: "string", Title: "Connect to " + dest + "?", Enum: []any{netOnce, netSession, netDeny},
+			}},
+		},
+	})
+	if err != nil {
+		return egress.Deny, err
+	}
+	if res.Action == "accept" {
+		switch res.Content["decision"] {
+		case netOnce:
+			return egress.AllowOnce, nil
+		case netSession:
+			return egress.AllowSession, nil
+		}
+	}
+	return egress.Deny, nil
+}
