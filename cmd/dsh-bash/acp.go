@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/dshgo/dsh/acpagent"
+	"github.com/dshgo/dsh/egress"
 )
 
 // acpCmd runs an ACP agent over stdio for an editor (Zed), driving an
@@ -43,13 +44,15 @@ func acpCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if code != 0 {
 		return code
 	}
-	defer closeExecutor("acp", exec, stderr)
+	defer ef.closeExecutor("acp", exec, stderr)
 	perm, err := ef.permissions.options()
 	if err != nil {
 		fmt.Fprintf(stderr, "dsh-bash acp: %v\n", err)
 		return 2
 	}
-	agent, err := acpagent.New(exec, &acpagent.Options{Instructions: ef.instructions(exec), Model: *model, BaseURL: *baseURL, APIKey: key, Yolo: *yolo,
+	var agent *acpagent.Agent // the network allowlist asks through it, once it serves
+	ef.sandbox.net.asker.set(func(ctx context.Context, q egress.Question) (egress.Decision, error) { return agent.AskEgress(ctx, q) })
+	agent, err = acpagent.New(exec, &acpagent.Options{Instructions: ef.instructions(exec), Model: *model, BaseURL: *baseURL, APIKey: key, Yolo: *yolo,
 		MaxResultChars: ef.maxResultChars, Logger: warnLogger(stderr), Version: version(), Permissions: perm,
 		Unsandboxed: ef.sandbox.offersEscape()})
 	if err != nil {

@@ -12,6 +12,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/dshgo/dsh/egress"
 )
 
 // config is dsh-bash's configuration file: JSON, by default
@@ -36,16 +38,21 @@ type remoteConfig struct {
 // sandboxConfig is the file's "sandbox" object; a missing field keeps the
 // default.
 type sandboxConfig struct {
-	Mode       string   `json:"mode"`    // auto, on, off
-	Network    string   `json:"network"` // on, off
-	LockCaches bool     `json:"lockCaches"`
-	Writable   []string `json:"writable"`
-	ReadOnly   []string `json:"readOnly"`
-	Hidden     []string `json:"hidden"`
-	Memory     string   `json:"memory"` // as --sandbox-memory
-	Pids       int      `json:"pids"`   // as --sandbox-pids
-	Tmp        string   `json:"tmp"`    // as --sandbox-tmp
-	Escape     string   `json:"escape"` // as --sandbox-escape
+	Mode    string `json:"mode"`    // auto, on, off
+	Network string `json:"network"` // on, off, allowlist
+	// The allowlist's, as --allow-domain, --deny-domain and
+	// --default-domains give them.
+	AllowDomains   []string `json:"allowDomains"`
+	DenyDomains    []string `json:"denyDomains"`
+	DefaultDomains *bool    `json:"defaultDomains"`
+	LockCaches     bool     `json:"lockCaches"`
+	Writable       []string `json:"writable"`
+	ReadOnly       []string `json:"readOnly"`
+	Hidden         []string `json:"hidden"`
+	Memory         string   `json:"memory"` // as --sandbox-memory
+	Pids           int      `json:"pids"`   // as --sandbox-pids
+	Tmp            string   `json:"tmp"`    // as --sandbox-tmp
+	Escape         string   `json:"escape"` // as --sandbox-escape
 }
 
 // configPath is the file read when neither --config nor $DSH_BASH_CONFIG
@@ -91,9 +98,14 @@ func (s *sandboxConfig) check(b []byte) error {
 	for _, f := range []struct {
 		key, value string
 		allowed    []string
-	}{{"mode", s.Mode, []string{"auto", "on", "off"}}, {"network", s.Network, []string{"on", "off"}}} {
+	}{{"mode", s.Mode, []string{"auto", "on", "off"}}, {"network", s.Network, []string{"on", "off", "allowlist"}}} {
 		if f.value != "" && !slices.Contains(f.allowed, f.value) {
 			return fmt.Errorf("line %d: sandbox.%s must be %s (got %q)", keyLine(b, f.key), f.key, strings.Join(f.allowed, ", "), f.value)
+		}
+	}
+	for key, rules := range map[string][]string{"allowDomains": s.AllowDomains, "denyDomains": s.DenyDomains} {
+		if _, err := egress.New(&egress.Options{Allow: rules}); err != nil {
+			return fmt.Errorf("line %d: sandbox.%s: %w", keyLine(b, key), key, err)
 		}
 	}
 	return nil

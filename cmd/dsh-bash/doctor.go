@@ -35,7 +35,7 @@ func doctorCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintln(stdout, "executor: cannot be made with these settings (see above)")
 		return code
 	}
-	defer closeExecutor("doctor", exec, stderr)
+	defer ef.closeExecutor("doctor", exec, stderr)
 	ws := *cwd
 	if ws == "" {
 		ws, _ = os.Getwd()
@@ -75,7 +75,7 @@ func describe(w io.Writer, exec bash.Executor, ws string, sf *sandboxFlags) {
 		fmt.Fprintf(w, ": Landlock ABI %d restricts reads and writes, seccomp filter, no capabilities; not covered: %s\n", v.LandlockABI, landlockLacks)
 	} else {
 		fmt.Fprintf(w, "sandbox: active (--sandbox=%s): bubblewrap namespaces (user, pid, ipc, uts%s), no capabilities, seccomp filter\n",
-			sf.mode, map[bool]string{true: ", net", false: ""}[v.Network == sandbox.NetworkOff])
+			sf.mode, map[bool]string{true: ", net", false: ""}[v.Network != sandbox.NetworkOn])
 	}
 	if v.LandlockABI > 0 {
 		fmt.Fprintf(w, "landlock: ABI %d (writes restricted by the kernel too)\n", v.LandlockABI)
@@ -83,6 +83,9 @@ func describe(w io.Writer, exec bash.Executor, ws string, sf *sandboxFlags) {
 		fmt.Fprintln(w, "landlock: unavailable (writes restricted by the mounts alone)")
 	}
 	fmt.Fprintf(w, "network: %s\n", v.Network)
+	if v.Network == sandbox.NetworkAllowlist {
+		describeAllowlist(w, &sf.net)
+	}
 	fmt.Fprintf(w, "limits per session: memory %s, processes %s, /tmp %s, CPU %s\n",
 		limitText(v.Memory, sandbox.ByteSize(v.Memory)), limitText(int64(v.Pids), strconv.Itoa(v.Pids)),
 		map[bool]string{true: "not its own (TMPDIR is)", false: limitText(v.Tmp, sandbox.ByteSize(v.Tmp)+" in memory")}[v.Layer == sandbox.LayerLandlock],
@@ -104,4 +107,19 @@ func describe(w io.Writer, exec bash.Executor, ws string, sf *sandboxFlags) {
 	if !strings.Contains(cont, "cgroup") {
 		fmt.Fprintln(w, "note: no cgroup per command here; a command's processes are followed by process group")
 	}
+}
+
+// describeAllowlist writes the network allowlist's rules.
+func describeAllowlist(w io.Writer, n *netFlags) {
+	allow, deny := n.rules()
+	fmt.Fprintf(w, "network proxy: each jail reaches the network only through %s (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY), which lets through:\n", sandbox.ProxyAddr)
+	for _, r := range allow {
+		fmt.Fprintf(w, "  %s\n", r)
+	}
+	fmt.Fprintln(w, "and refuses:")
+	for _, r := range deny {
+		fmt.Fprintf(w, "  %s\n", r)
+	}
+	fmt.Fprintln(w, "  loopback, private and link-local addresses (also where a listed name resolves to one) unless an address rule above names them")
+	fmt.Fprintln(w, "other hosts: asked about where the front end can ask (ACP, MCP elicitation, run on a terminal), else refused")
 }

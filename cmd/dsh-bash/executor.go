@@ -27,6 +27,7 @@ func executorCmd(ctx context.Context, args []string, stdin io.Reader, stdout, st
 	if code != 0 {
 		return code
 	}
+	defer ef.sandbox.net.close() // no front end here: unlisted hosts are refused
 	err := remote.Serve(ctx, &stdioStream{stdin, stdout}, exec, &remote.ServeOptions{
 		Containment: containmentOf(exec),
 		Logf:        func(format string, a ...any) { fmt.Fprintf(stderr, "dsh-bash executor: "+format, a...) },

@@ -236,10 +236,11 @@ func warnLogger(stderr io.Writer) *slog.Logger {
 // closeExecutor closes the executor, saying on stderr what it could not
 // clean up (a spill directory a command replaced, a cgroup still holding
 // processes).
-func closeExecutor(name string, exec bash.Executor, stderr io.Writer) {
+func (f *execFlags) closeExecutor(name string, exec bash.Executor, stderr io.Writer) {
 	if err := exec.Close(); err != nil {
 		fmt.Fprintf(stderr, "dsh-bash %s: %v\n", name, err)
 	}
+	f.sandbox.net.close() // after the jails, whose listeners it serves
 }
 
 // makeExecutor makes the remote executor, the sandbox or the local one, as

@@ -92,9 +92,13 @@ executor flags:
 sandbox flags (see README):
   --sandbox MODE           auto (a jail, else the Landlock layer, else none,
                            with a warning), on, jail, landlock or off
-  --sandbox-network on|off, --sandbox-writable PATH, --sandbox-read-only PATH,
-  --sandbox-hide PATH, --sandbox-lock-caches, --sandbox-memory SIZE,
-  --sandbox-pids N, --sandbox-tmp SIZE, --sandbox-escape ask|off
+  --sandbox-network on|off|allowlist, --sandbox-writable PATH,
+  --sandbox-read-only PATH, --sandbox-hide PATH, --sandbox-lock-caches,
+  --sandbox-memory SIZE, --sandbox-pids N, --sandbox-tmp SIZE,
+  --sandbox-escape ask|off
+  --allow-domain HOST      with the allowlist: a host commands may reach
+  --deny-domain HOST       one they may never reach (each repeatable)
+  --default-domains=false  drop the built-in registries and source hosts
 
 permission flags (mcp, acp, run; see README):
   --allow PATTERN          run commands matching it without asking: 'npm run *'

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/dshgo/dsh/egress"
 	"github.com/dshgo/dsh/mcpserver"
 )
 
@@ -31,7 +32,7 @@ func mcpCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if code != 0 {
 		return code
 	}
-	defer closeExecutor("mcp", exec, stderr)
+	defer ef.closeExecutor("mcp", exec, stderr)
 	if err := hf.refuseOpenPort(ef.sandbox.onNetwork()); err != nil {
 		fmt.Fprintf(stderr, "dsh-bash mcp: %v\n", err)
 		return 2
@@ -41,7 +42,9 @@ func mcpCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		fmt.Fprintf(stderr, "dsh-bash mcp: %v\n", err)
 		return 2
 	}
-	srv, err := mcpserver.New(exec, &mcpserver.Options{Cwd: *cwd, MaxResultChars: ef.maxResultChars, Logger: warnLogger(stderr), Version: version(),
+	var srv *mcpserver.Server // the network allowlist asks through it, once it serves
+	ef.sandbox.net.asker.set(func(ctx context.Context, q egress.Question) (egress.Decision, error) { return srv.AskEgress(ctx, q) })
+	srv, err = mcpserver.New(exec, &mcpserver.Options{Cwd: *cwd, MaxResultChars: ef.maxResultChars, Logger: warnLogger(stderr), Version: version(),
 		Instructions: ef.instructions(exec), Permissions: perm, Unsandboxed: ef.sandbox.offersEscape()})
 	if err != nil {
 		fmt.Fprintf(stderr, "dsh-bash mcp: %v\n", err)

@@ -49,7 +49,10 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if code != 0 {
 		return code
 	}
-	defer closeExecutor("run", exec, stderr)
+	defer ef.closeExecutor("run", exec, stderr)
+	if isTerminal(stdin) {
+		ef.sandbox.net.asker.set(terminalNetAsker(stdin, stderr))
+	}
 	tb := toolbash.New(exec, &toolbash.Options{MaxResultChars: ef.maxResultChars})
 	defer tb.Close()
 	var reg tools.Registry

@@ -22,7 +22,8 @@ import (
 // sandboxFlags choose and shape the sandbox.
 type sandboxFlags struct {
 	mode       string // auto, on, off
-	network    string // on, off
+	network    string // on, off, allowlist
+	net        netFlags
 	lockCaches bool
 	writable   listFlag
 	readOnly   listFlag
@@ -41,7 +42,10 @@ type sandboxFlags struct {
 func (f *sandboxFlags) register(fs *flag.FlagSet) {
 	f.fs = fs
 	fs.StringVar(&f.mode, "sandbox", "", "sandbox each session's commands: auto (a jail where it works, else the Landlock layer, else none with a warning), on (a jail or the Landlock layer, or refuse to start), jail or landlock (that layer, or refuse to start), off; default $DSH_BASH_SANDBOX, else the config file's sandbox.mode, else auto")
-	fs.StringVar(&f.network, "sandbox-network", "on", "network inside the jails: on, or off (loopback only)")
+	fs.StringVar(&f.network, "sandbox-network", "on", "network inside the jails: on, off (loopback only), or allowlist (only through a proxy that lets the listed hosts through and asks about others)")
+	fs.Var(&f.net.allow, "allow-domain", "with --sandbox-network=allowlist, a host commands may reach: example.com, *.example.com (its subdomains), or an address or range (10.0.0.0/8), the only way to allow a local one (repeatable)")
+	fs.Var(&f.net.deny, "deny-domain", "with --sandbox-network=allowlist, a host commands may never reach, as --allow-domain; a deny wins (repeatable)")
+	fs.BoolVar(&f.net.defaults, "default-domains", true, "with --sandbox-network=allowlist, allow the package registries and source hosts a developer needs (the Go module proxy, npm, PyPI, crates.io, GitHub, …: dsh-bash doctor lists them) besides --allow-domain")
 	fs.BoolVar(&f.lockCaches, "sandbox-lock-caches", false, "make the tool caches in the home directory (~/.cache, ~/go, ~/.npm, …) read-only too")
 	fs.Var(&f.writable, "sandbox-writable", "another path commands may change (repeatable)")
 	fs.Var(&f.readOnly, "sandbox-read-only", "a path that stays read-only even inside a writable one (repeatable)")
@@ -63,6 +67,11 @@ func (f *sandboxFlags) merge(c *sandboxConfig) error {
 	}
 	if !given["sandbox-network"] && c.Network != "" {
 		f.network = c.Network
+	}
+	f.net.allow = append(slices.Clip(c.AllowDomains), f.net.allow...)
+	f.net.deny = append(slices.Clip(c.DenyDomains), f.net.deny...)
+	if !given["default-domains"] && c.DefaultDomains != nil {
+		f.net.defaults = *c.DefaultDomains
 	}
 	f.lockCaches = f.lockCaches || c.LockCaches
 	if !given["sandbox-memory"] && c.Memory != "" {
@@ -150,8 +159,13 @@ func (f *sandboxFlags) executor(ctx context.Context, name string, opts *local.Op
 	if err != nil {
 		return nil, err
 	}
-	se, err := sandbox.New(ctx, &sandbox.Options{Local: opts, Policy: policy, Limits: limits, Layer: layer,
-		AllowUnsandboxed: f.escape == "ask"})
+	so := &sandbox.Options{Local: opts, Policy: policy, Limits: limits, Layer: layer, AllowUnsandboxed: f.escape == "ask"}
+	if policy.Network == sandbox.NetworkAllowlist {
+		if so.Egress, err = f.net.makeProxy(); err != nil {
+			return nil, err
+		}
+	}
+	se, err := sandbox.New(ctx, so)
 	if err == nil {
 		f.active = true
 		var why error
@@ -162,6 +176,7 @@ func (f *sandboxFlags) executor(ctx context.Context, name string, opts *local.Op
 		}
 		return se, nil
 	}
+	f.net.close()
 	if f.mode != "auto" || !errors.Is(err, sandbox.ErrUnavailable) {
 		return nil, err
 	}
@@ -190,8 +205,10 @@ func (f *sandboxFlags) policy() (sandbox.Policy, error) {
 	case "on":
 	case "off":
 		p.Network = sandbox.NetworkOff
+	case "allowlist":
+		p.Network = sandbox.NetworkAllowlist
 	default:
-		return p, usageErr(fmt.Errorf("--sandbox-network must be on or off (got %q)", f.network))
+		return p, usageErr(fmt.Errorf("--sandbox-network must be on, off or allowlist (got %q)", f.network))
 	}
 	return p, nil
 }
@@ -253,7 +270,10 @@ func parseSize(size string) (int64, error) {
 func (f *sandboxFlags) offersEscape() bool { return f.active && f.escape == "ask" }
 
 // onNetwork reports whether commands run jailed with the host's network.
-func (f *sandboxFlags) onNetwork() bool { return f.active && f.network != "off" }
+// With the allowlist, only where an allow rule names an address.
+func (f *sandboxFlags) onNetwork() bool {
+	return f.active && (f.network == "on" || f.network == "allowlist" && f.net.reachesLocal())
+}
 
 // instructions are the MCP server's instructions: what the sandbox
 // allows, or a warning when commands are not sandboxed.
@@ -264,6 +284,11 @@ func (f *sandboxFlags) instructions() string {
 			Writable: f.writable, ReadOnly: f.readOnly, Landlock: f.layer == sandbox.LayerLandlock}
 		if f.tmpSize > 0 {
 			facts.TmpSize = sandbox.ByteSize(f.tmpSize)
+		}
+		if f.network == "allowlist" {
+			allow, _ := f.net.rules()
+			facts.Allowlist = append([]string{}, allow...) // not nil: the mode
+			facts.AsksNetwork = f.net.asker.asksNetwork()
 		}
 		return toolbash.SandboxText(facts)
 	case f.mode == "off":

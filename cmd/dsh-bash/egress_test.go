@@ -1,0 +1,144 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coder/acp-go-sdk"
+	"github.com/dshgo/dsh/internal/acptest"
+	"github.com/dshgo/dsh/internal/fakellm"
+	"github.com/dshgo/dsh/internal/testwait"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// hostServer is a server on the host's loopback, which a jail with the
+// network allowlist reaches only through the proxy, by the name
+// localhost (which no rule lists, so the user is asked) resolving to
+// 127.0.0.1 (which --allow-domain 127.0.0.1 lets through). curl is told
+// to use the proxy for localhost too (--noproxy ”), which NO_PROXY
+// otherwise keeps in the jail's own loopback.
+func hostServer(t *testing.T) (url string) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintln(w, "hello from the host")
+	}))
+	t.Cleanup(srv.Close)
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	return "http://localhost:" + port + "/"
+}
+
+var allowlistFlags = []string{"--sandbox=jail", "--sandbox-network=allowlist", "--allow-domain", "127.0.0.1", "--default-domains=false"}
+
+// TestMCPNetworkAllowlist: a jailed command's connection to an unlisted
+// host is put to the user by elicitation (before the 2026-07-28
+// protocol), once for the session when the user allows it for the
+// session; a client that cannot be asked has it refused, and the model
+// reads why and how the user can allow it.
+func TestMCPNetworkAllowlist(t *testing.T) {
+	t.Parallel()
+	requireBwrap(t)
+	url := hostServer(t)
+	curl := map[string]any{"command": "curl --noproxy '' -sS " + url, "description": "Fetch"}
+	t.Run("asked", func(t *testing.T) {
+		t.Parallel()
+		var mu sync.Mutex
+		var asked []string
+		client := mcp.NewClient(&mcp.Implementation{Name: "test"}, &mcp.ClientOptions{
+			ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+				mu.Lock()
+				asked = append(asked, req.Params.Message)
+				mu.Unlock()
+				return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": "Allow this host for the session"}}, nil
+			}})
+		cmd := execCommand(append([]string{"mcp"}, allowlistFlags...)...)
+		cs, err := testwait.Reply("initialize", func(ctx context.Context) (*mcp.ClientSession, error) {
+			// The 2025-11-25 protocol: on 2026-07-28 a server asks only in a
+			// call's answer, and a connection may come from a background task.
+			return client.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: time.Minute}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer closeMCP(t, cs, cmd)
+		for i := range 2 {
+			if got := callText(t, cs, "bash", curl); got != "hello from the host\n" {
+				t.Errorf("call %d: %q", i, got)
+			}
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(asked) != 1 || !strings.Contains(asked[0], "wants to connect to localhost:") {
+			t.Errorf("elicitations: %q, want one about localhost", asked)
+		}
+	})
+	t.Run("cannot ask", func(t *testing.T) {
+		t.Parallel()
+		cs, _ := mcpClient(t, allowlistFlags...)
+		got := callText(t, cs, "bash", curl)
+		want := "is not on the network allowlist, and the user could not be asked; the connection is refused. The user can allow it: restart dsh-bash with --allow-domain localhost"
+		if !strings.Contains(got, want) {
+			t.Errorf("got %q, want it to say %q", got, want)
+		}
+	})
+}
+
+// TestACPNetworkAllowlist: through ACP, the question is a permission
+// request on a card of its own, asked even under --yolo (which answers
+// the commands' permissions, not the sandbox's network).
+func TestACPNetworkAllowlist(t *testing.T) {
+	t.Parallel()
+	requireBwrap(t)
+	url := hostServer(t)
+	call := func(id string) fakellm.Turn {
+		return fakellm.Turn{Calls: []fakellm.Call{{ID: id, Name: "bash", Args: map[string]any{"command": "curl --noproxy '' -sS " + url, "description": "Fetch"}}}}
+	}
+	model := fakellm.New(t, call("c1"), call("c2"), fakellm.Turn{Text: "done"})
+	cmd := execCommand(append([]string{"acp", "--model", "m", "--base-url", model.URL, "--yolo"}, allowlistFlags...)...)
+	cmd.Env = append(os.Environ(), "OPENAI_API_KEY=k")
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { stdin.Close(); testwait.Exit(t, cmd, "dsh-bash acp") }()
+	ed := acptest.New()
+	ed.SetAnswer(func(acp.RequestPermissionRequest) acp.RequestPermissionResponse {
+		return acp.RequestPermissionResponse{Outcome: acp.NewRequestPermissionOutcomeSelected("allow-always")}
+	})
+	conn := acp.NewClientSideConnection(ed, stdin, stdout)
+	conn.SetLogger(slog.New(slog.DiscardHandler))
+	if err := testwait.Call("initialize", func(ctx context.Context) error {
+		_, err := conn.Initialize(ctx, acp.InitializeRequest{ProtocolVersion: acp.ProtocolVersionNumber})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	sess, err := testwait.Reply("session/new", func(ctx context.Context) (acp.NewSessionResponse, error) {
+		return conn.NewSession(ctx, acp.NewSessionRequest{Cwd: t.TempDir(), McpServers: []acp.McpServer{}})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := testwait.Reply("session/prompt", func(ctx context.Context) (acp.PromptResponse, error) {
+		return conn.Prompt(ctx, acp.PromptRequest{SessionId: sess.SessionId, Prompt: []acp.ContentBlock{acp.TextBlock("go")}})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	asked := ed.Asked()
+	if len(asked) != 1 || asked[0].ToolCall.Title == nil || !strings.HasPrefix(*asked[0].ToolCall.Title, "Network: connect to localhost:") {
+		t.Fatalf("permission requests: %+v, want one for the network; the model read %q", asked, model.Request(1).MessageTexts())
+	}
+	for i := 1; i <= 2; i++ {
+		if got := model.Request(i).MessageTexts(); !strings.Contains(strings.Join(got, "\n"), "hello from the host") {
+			t.Errorf("the model's request %d: %q, want the page", i, got)
+		}
+	}
+}
