@@ -61,6 +61,9 @@ func (a *Agent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptResp
 		if notices := a.tb.TakeNotices(s.owner); len(notices) > 0 {
 			s.append(chatapi.UserMessage(toolbash.NoticesText(notices)))
 		}
+		if notices := a.tb.TakeNetworkNotices(s.owner); len(notices) > 0 {
+			s.append(chatapi.UserMessage(toolbash.NetworkNoticesText(notices)))
+		}
 		msg, err := a.complete(ctx, s)
 		if ctx.Err() != nil {
 			return acp.PromptResponse{StopReason: acp.StopReasonCancelled}, nil

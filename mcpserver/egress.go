@@ -61,3 +61,11 @@ func (s *Server) AskEgress(ctx context.Context, q egress.Question) (egress.Decis
 	}
 	return egress.Deny, nil
 }
+
+// EgressRefused tells the model of the session the refusal names, beside
+// its next tool result, why the sandbox's network proxy refused a
+// connection (the egress proxy's Refused hook; howToAllow as for
+// toolbash.EgressRefusal).
+func (s *Server) EgressRefused(r *egress.Refusal, howToAllow func(host string) string) {
+	s.tb.EgressRefused(r, howToAllow)
+}

@@ -319,6 +319,9 @@ func (s *Server) handler(name string) mcp.ToolHandler {
 		if n := s.tb.TakeNotices(st.owner); len(n) > 0 {
 			out.Content = append(out.Content, &mcp.TextContent{Text: toolbash.NoticeBlock(n)})
 		}
+		if n := s.tb.TakeNetworkNotices(st.owner); len(n) > 0 {
+			out.Content = append(out.Content, &mcp.TextContent{Text: toolbash.NetworkNoticeBlock(n)})
+		}
 		return out, nil
 	}
 }

@@ -3,7 +3,10 @@ package toolbash
 import (
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
+	"strings"
+	"sync"
 
 	"github.com/dshgo/dsh/egress"
 )
@@ -41,3 +44,67 @@ func EgressRefusal(r *egress.Refusal, howToAllow func(host string) string) strin
 	}
 	return fmt.Sprintf("dsh sandbox: the network proxy could not read the request: %v", r.Err)
 }
+
+// maxNetworkNotices bounds the refusals waiting for one session (each
+// distinct; past it the oldest are dropped).
+const maxNetworkNotices = 16
+
+// netNotes holds, per session, the proxy's refusals its model has not
+// read yet: a client shows a refused CONNECT only as "response 403", so
+// the reason reaches the model beside the next result.
+type netNotes struct {
+	mu      sync.Mutex
+	pending map[string][]string
+}
+
+func (b *netNotes) add(owner, text string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.pending == nil {
+		b.pending = map[string][]string{}
+	}
+	q := b.pending[owner]
+	if slices.Contains(q, text) {
+		return
+	}
+	q = append(q, text)
+	if len(q) > maxNetworkNotices {
+		q = q[len(q)-maxNetworkNotices:]
+	}
+	b.pending[owner] = q
+}
+
+func (b *netNotes) take(owner string) []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	q := b.pending[owner]
+	delete(b.pending, owner)
+	return q
+}
+
+// EgressRefused queues the text of the network proxy's refusal for the
+// session whose owner token it names, for TakeNetworkNotices (the egress
+// proxy's Refused hook; howToAllow as for EgressRefusal). A request the
+// proxy could not read is left out: the client that sent it says so.
+func (t *Tools) EgressRefused(r *egress.Refusal, howToAllow func(host string) string) {
+	if r.Owner == "" || r.Reason == egress.Malformed {
+		return
+	}
+	t.netNotes.add(r.Owner, EgressRefusal(r, howToAllow))
+}
+
+// TakeNetworkNotices returns the proxy's refusals waiting for the
+// session, oldest first, and forgets them. Front ends add them to the
+// session's next tool result (NetworkNoticeBlock) or model request
+// (NetworkNoticesText), after the completion notices.
+func (t *Tools) TakeNetworkNotices(sessionID string) []string { return t.netNotes.take(sessionID) }
+
+// NetworkNoticesText is how the proxy's refusals reach the model: a
+// heading, then one refusal per line.
+func NetworkNoticesText(notices []string) string {
+	return "[sandbox network: connections refused by the proxy]\n" + strings.Join(notices, "\n")
+}
+
+// NetworkNoticeBlock is NetworkNoticesText set apart for a content block
+// of its own, as NoticeBlock is.
+func NetworkNoticeBlock(notices []string) string { return "\n\n" + NetworkNoticesText(notices) }

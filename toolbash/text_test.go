@@ -286,6 +286,8 @@ func TestSandboxTextGolden(t *testing.T) {
 		{"landlock", SandboxFacts{Landlock: true}},
 		{"network-off-locked", SandboxFacts{NetworkOff: true, LockCaches: true}},
 		{"extra-paths", SandboxFacts{Writable: []string{"/data"}, ReadOnly: []string{"/w/.env"}}},
+		{"allowlist-asks", SandboxFacts{Allowlist: []string{"proxy.golang.org", "*.github.com"}, AsksNetwork: true}},
+		{"allowlist-empty", SandboxFacts{Allowlist: []string{}}},
 	}
 	got := map[string]string{}
 	var names []string

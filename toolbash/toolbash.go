@@ -67,7 +67,8 @@ type Tools struct {
 	maxChars int
 	notify   func(sessionID, notice string)
 	notices  noticeBox
-	askOut   Asker // Options.AskUnsandboxed
+	netNotes netNotes // the network proxy's refusals (EgressRefused)
+	askOut   Asker    // Options.AskUnsandboxed
 }
 
 // Executor is what the tools need of an executor. Every bash.Executor is
@@ -171,6 +172,7 @@ func (t *Tools) EndSession(ctx context.Context, sessionID string) {
 		return // unowned tasks belong to no session
 	}
 	defer t.notices.drop(sessionID)
+	defer t.netNotes.take(sessionID)
 	list, _ := t.exec.List(ctx) // a failed list leaves nothing to kill here
 	var wg sync.WaitGroup
 	for _, task := range list {

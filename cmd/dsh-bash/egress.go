@@ -23,7 +23,7 @@ type netFlags struct {
 	defaults    bool // the default developer allowlist (egress.DefaultAllow) too
 
 	proxy *egress.Proxy // once made; closed by closeExecutor
-	asker netAsker
+	front netFront
 }
 
 // reachesLocal reports whether an allow rule names an address (which may
@@ -52,7 +52,7 @@ func (n *netFlags) rules() (allow, deny []string) {
 // whatever front end sets the asker, and tells a refused command why.
 func (n *netFlags) makeProxy() (*egress.Proxy, error) {
 	allow, deny := n.rules()
-	p, err := egress.New(&egress.Options{Allow: allow, Deny: deny, Ask: n.asker.ask,
+	p, err := egress.New(&egress.Options{Allow: allow, Deny: deny, Ask: n.front.askUser, Refused: n.front.tell,
 		RefusalText: func(r *egress.Refusal) string { return toolbash.EgressRefusal(r, howToAllowDomain) }})
 	if err != nil {
 		return nil, usageErr(fmt.Errorf("--allow-domain/--deny-domain: %w", err))
@@ -74,22 +74,26 @@ func howToAllowDomain(host string) string {
 	return "restart dsh-bash with --allow-domain " + host + ` (or add it to "allowDomains" in the sandbox section of the config file)`
 }
 
-// netAsker is the proxy's Ask, which the front end sets once it exists:
-// until then (and without one), an unlisted host is refused.
-type netAsker struct {
-	mu  sync.Mutex
-	fun func(context.Context, egress.Question) (egress.Decision, error)
+// netFront is the front end through which the allowlist's proxy asks the
+// user about a host and tells the model of a refusal, once it exists:
+// until then (and without one), an unlisted host is refused unasked.
+type netFront struct {
+	mu      sync.Mutex
+	ask     func(context.Context, egress.Question) (egress.Decision, error)
+	refused func(r *egress.Refusal, howToAllow func(string) string)
 }
 
-func (a *netAsker) set(f func(context.Context, egress.Question) (egress.Decision, error)) {
+// set makes the front end's ask (nil: it cannot ask) and refused the
+// proxy's.
+func (a *netFront) set(ask func(context.Context, egress.Question) (egress.Decision, error), refused func(*egress.Refusal, func(string) string)) {
 	a.mu.Lock()
-	a.fun = f
+	a.ask, a.refused = ask, refused
 	a.mu.Unlock()
 }
 
-func (a *netAsker) ask(ctx context.Context, q egress.Question) (egress.Decision, error) {
+func (a *netFront) askUser(ctx context.Context, q egress.Question) (egress.Decision, error) {
 	a.mu.Lock()
-	f := a.fun
+	f := a.ask
 	a.mu.Unlock()
 	if f == nil {
 		return egress.Deny, toolbash.ErrCannotAsk
@@ -97,12 +101,21 @@ func (a *netAsker) ask(ctx context.Context, q egress.Question) (egress.Decision,
 	return f(ctx, q)
 }
 
+func (a *netFront) tell(r *egress.Refusal) {
+	a.mu.Lock()
+	f := a.refused
+	a.mu.Unlock()
+	if f != nil {
+		f(r, howToAllowDomain)
+	}
+}
+
 // asksNetwork reports whether the allowlist asks the user about other
-// hosts (a front end set an asker).
-func (a *netAsker) asksNetwork() bool {
+// hosts (a front end that can ask is set).
+func (a *netFront) asksNetwork() bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.fun != nil
+	return a.ask != nil
 }
 
 // terminalNetAsker asks on the terminal (dsh-bash run) about a host.

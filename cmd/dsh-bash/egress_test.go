@@ -87,6 +87,12 @@ func TestMCPNetworkAllowlist(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("got %q, want it to say %q", got, want)
 		}
+		// Through a CONNECT tunnel the client shows only the status: the
+		// reason comes beside the result.
+		got = callText(t, cs, "bash", map[string]any{"command": "curl --noproxy '' -sS https" + strings.TrimPrefix(url, "http"), "description": "Fetch"})
+		if !strings.Contains(got, "CONNECT tunnel failed, response 403") || !strings.Contains(got, "[sandbox network: connections refused by the proxy]\ndsh sandbox: localhost:") {
+			t.Errorf("a refused CONNECT: %q, want curl's error and the note", got)
+		}
 	})
 }
 

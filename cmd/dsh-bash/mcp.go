@@ -43,7 +43,8 @@ func mcpCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		return 2
 	}
 	var srv *mcpserver.Server // the network allowlist asks through it, once it serves
-	ef.sandbox.net.asker.set(func(ctx context.Context, q egress.Question) (egress.Decision, error) { return srv.AskEgress(ctx, q) })
+	ef.sandbox.net.front.set(func(ctx context.Context, q egress.Question) (egress.Decision, error) { return srv.AskEgress(ctx, q) },
+		func(r *egress.Refusal, how func(string) string) { srv.EgressRefused(r, how) })
 	srv, err = mcpserver.New(exec, &mcpserver.Options{Cwd: *cwd, MaxResultChars: ef.maxResultChars, Logger: warnLogger(stderr), Version: version(),
 		Instructions: ef.instructions(exec), Permissions: perm, Unsandboxed: ef.sandbox.offersEscape()})
 	if err != nil {

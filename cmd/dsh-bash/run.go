@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/dshgo/dsh/egress"
 	"github.com/dshgo/dsh/session"
 	"github.com/dshgo/dsh/toolbash"
 	"github.com/dshgo/dsh/tools"
@@ -50,9 +51,15 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		return code
 	}
 	defer ef.closeExecutor("run", exec, stderr)
+	var netAsk func(context.Context, egress.Question) (egress.Decision, error) // else unlisted hosts are refused
 	if isTerminal(stdin) {
-		ef.sandbox.net.asker.set(terminalNetAsker(stdin, stderr))
+		netAsk = terminalNetAsker(stdin, stderr)
 	}
+	ef.sandbox.net.front.set(netAsk, func(r *egress.Refusal, how func(string) string) {
+		if r.Reason != egress.Malformed {
+			fmt.Fprintf(stderr, "dsh-bash run: %s\n", toolbash.EgressRefusal(r, how))
+		}
+	})
 	tb := toolbash.New(exec, &toolbash.Options{MaxResultChars: ef.maxResultChars})
 	defer tb.Close()
 	var reg tools.Registry

@@ -288,7 +288,7 @@ func (f *sandboxFlags) instructions() string {
 		if f.network == "allowlist" {
 			allow, _ := f.net.rules()
 			facts.Allowlist = append([]string{}, allow...) // not nil: the mode
-			facts.AsksNetwork = f.net.asker.asksNetwork()
+			facts.AsksNetwork = f.net.front.asksNetwork()
 		}
 		return toolbash.SandboxText(facts)
 	case f.mode == "off":
