@@ -106,7 +106,9 @@ func TestACPNetworkAllowlist(t *testing.T) {
 	call := func(id string) fakellm.Turn {
 		return fakellm.Turn{Calls: []fakellm.Call{{ID: id, Name: "bash", Args: map[string]any{"command": "curl --noproxy '' -sS " + url, "description": "Fetch"}}}}
 	}
-	model := fakellm.New(t, call("c1"), call("c2"), fakellm.Turn{Text: "done"})
+	refused := fakellm.Turn{Calls: []fakellm.Call{{ID: "c3", Name: "bash", Args: map[string]any{
+		"command": "curl -sS https://127.0.0.2:9/", "description": "Fetch another loopback address"}}}}
+	model := fakellm.New(t, call("c1"), call("c2"), refused, fakellm.Turn{Text: "done"})
 	cmd := execCommand(append([]string{"acp", "--model", "m", "--base-url", model.URL, "--yolo"}, allowlistFlags...)...)
 	cmd.Env = append(os.Environ(), "OPENAI_API_KEY=k")
 	stdin, _ := cmd.StdinPipe()
@@ -146,5 +148,11 @@ func TestACPNetworkAllowlist(t *testing.T) {
 		if got := model.Request(i).MessageTexts(); !strings.Contains(strings.Join(got, "\n"), "hello from the host") {
 			t.Errorf("the model's request %d: %q, want the page", i, got)
 		}
+	}
+	// A refused CONNECT shows only as curl's "response 403": the reason
+	// comes in the model's next request.
+	want := "[sandbox network: connections refused by the proxy]\ndsh sandbox: the connection to 127.0.0.2:9 is refused: it is 127.0.0.2, a loopback"
+	if got := strings.Join(model.Request(3).MessageTexts(), "\n"); !strings.Contains(got, want) {
+		t.Errorf("the model's last request: %q, want %q", got, want)
 	}
 }
