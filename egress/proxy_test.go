@@ -135,6 +135,7 @@ func curl(t *testing.T, args ...string) (string, int) {
 }
 
 func TestCurlThroughProxy(t *testing.T) {
+	t.Parallel()
 	u := newUpstream(t)
 	allowed := []string{"registry.test", "127.0.0.1"}
 	proxy, _ := startProxy(t, Options{Allow: allowed})
@@ -169,6 +170,7 @@ func TestCurlThroughProxy(t *testing.T) {
 }
 
 func TestRefusals(t *testing.T) {
+	t.Parallel()
 	u := newUpstream(t)
 	var refused []string
 	var mu sync.Mutex
@@ -248,6 +250,7 @@ func (a *asker) count(host string) int {
 }
 
 func TestAsk(t *testing.T) {
+	t.Parallel()
 	u := newUpstream(t)
 	a := &asker{asked: map[string]int{}, answers: map[string]Decision{
 		"session.test": AllowSession, "once.test": AllowOnce, "no.test": Deny}}
@@ -383,6 +386,7 @@ func silentServer(t *testing.T) string {
 }
 
 func TestBounds(t *testing.T) {
+	t.Parallel()
 	silent := silentServer(t)
 	t.Run("connections", func(t *testing.T) {
 		proxy, _ := startProxy(t, Options{Allow: []string{"127.0.0.1"}, MaxConns: 2, IdleTimeout: time.Second})
@@ -447,6 +451,7 @@ func TestBounds(t *testing.T) {
 }
 
 func TestGitCloneThroughProxy(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("no git")
 	}
