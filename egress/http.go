@@ -96,11 +96,18 @@ func (s *session) forward(req *http.Request) {
 	if err := req.Write(&idleConn{Conn: up, idle: s.p.idle}); err != nil {
 		return
 	}
-	resp, err := http.ReadResponse(bufio.NewReaderSize(&idleConn{Conn: up, idle: s.p.idle}, 4<<10), req)
+	// The upstream's header is bounded as the client's is; its body
+	// streams through.
+	ulr := &io.LimitedReader{R: &idleConn{Conn: up, idle: s.p.idle}, N: maxHeader}
+	resp, err := http.ReadResponse(bufio.NewReaderSize(ulr, 4<<10), req)
 	if err != nil {
-		s.refuseHTTP(&Refusal{Owner: s.owner, Host: normalize(host), Port: port, Reason: Unreachable, Err: err}, http.StatusBadGateway)
+		if ulr.N <= 0 {
+			err = fmt.Errorf("the response header is longer than %d bytes", maxHeader)
+		}
+		s.refuseHTTP(s.p.refused(&Refusal{Owner: s.owner, Host: normalize(host), Port: port, Reason: Unreachable, Err: err}), http.StatusBadGateway)
 		return
 	}
+	ulr.N = 1 << 62
 	defer resp.Body.Close()
 	resp.Close = true
 	_ = resp.Write(&idleConn{Conn: s.c, idle: s.p.idle})

@@ -483,3 +483,45 @@ func TestGitCloneThroughProxy(t *testing.T) {
 		t.Errorf("cloned README: %q, %v", b, err)
 	}
 }
+
+// TestUpstreamHeaderBounded: an allowed upstream that sends a header
+// without end does not grow the proxy's memory: the proxy answers 502 and
+// hangs up once the header passes its bound, long before the upstream
+// has sent its gigabyte.
+func TestUpstreamHeaderBounded(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	sent := make(chan int64, 1)
+	go func() {
+		c, err := l.Accept()
+		if err != nil {
+			sent <- -1
+			return
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		n, _ := io.WriteString(c, "HTTP/1.1 200 OK\r\n")
+		line := "X-Pad: " + strings.Repeat("a", 1000) + "\r\n"
+		total := int64(n)
+		for range 1 << 20 { // a gigabyte, unless the proxy hangs up
+			n, err := io.WriteString(c, line)
+			total += int64(n)
+			if err != nil {
+				break
+			}
+		}
+		sent <- total
+	}()
+	proxy, _ := startProxy(t, Options{Allow: []string{"127.0.0.1"}})
+	out, code := curl(t, "-x", "http://"+proxy, "-o", "/dev/null", "-w", "%{http_code}", "http://"+l.Addr().String()+"/")
+	if out != "502" || code != 0 {
+		t.Errorf("curl: exit %d, %q; want 502", code, out)
+	}
+	if n := <-sent; n < 0 || n > 32<<20 {
+		t.Errorf("the upstream sent %d bytes of header before the proxy hung up; want it bounded (64 KiB and the sockets' buffers)", n)
+	}
+}
