@@ -2,6 +2,7 @@ package egress
 
 import (
 	"context"
+	"strings"
 	"sync"
 )
 
@@ -41,7 +42,9 @@ func (p *Proxy) ask(ctx context.Context, ref *Refusal) Reason {
 		q = &question{done: make(chan struct{})}
 		p.asked.inflight[key] = q
 		p.asked.mu.Unlock()
-		q.d, q.err = p.opts.Ask(ctx, Question{Owner: ref.Owner, Host: ref.Host, Port: ref.Port})
+		actx, cancel := context.WithTimeout(ctx, p.askTimeout)
+		q.d, q.err = p.opts.Ask(actx, Question{Owner: ref.Owner, Host: ref.Host, Port: ref.Port})
+		cancel()
 		p.asked.mu.Lock()
 		delete(p.asked.inflight, key)
 		if q.err == nil && q.d != AllowOnce {
@@ -76,7 +79,7 @@ func (p *Proxy) EndOwner(owner string) {
 	p.asked.mu.Lock()
 	defer p.asked.mu.Unlock()
 	for k := range p.asked.answers {
-		if len(k) >= len(prefix) && k[:len(prefix)] == prefix {
+		if strings.HasPrefix(k, prefix) {
 			delete(p.asked.answers, k)
 		}
 	}

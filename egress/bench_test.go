@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -18,15 +19,28 @@ import (
 const helperEnv = "DSH_EGRESS_HELPER"
 
 func init() {
-	if os.Getenv(helperEnv) == "proxy" {
-		os.Exit(runProxyHelper())
+	switch os.Getenv(helperEnv) {
+	case "proxy":
+		os.Exit(runProxyHelper(nil))
+	case "proxy-few-files":
+		// Few descriptors, and no bound of the proxy's own below them.
+		lim := syscall.Rlimit{Cur: 64, Max: 64}
+		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(runProxyHelper(&Options{MaxConns: 1000, MaxConnsPerOwner: 1000}))
 	}
 }
 
 // runProxyHelper serves a proxy allowing 127.0.0.1 on a loopback port,
 // prints the port, and exits when its stdin closes.
-func runProxyHelper() int {
-	p, err := New(&Options{Allow: []string{"127.0.0.1"}})
+func runProxyHelper(o *Options) int {
+	if o == nil {
+		o = &Options{}
+	}
+	o.Allow = []string{"127.0.0.1"}
+	p, err := New(o)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -97,19 +111,7 @@ func vmHWM(pid int) int64 {
 func BenchmarkGigabyte(b *testing.B) {
 	const size = 1 << 30
 	src := source(b, size)
-	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), helperEnv+"=proxy")
-	stdin, _ := cmd.StdinPipe()
-	stdout, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	defer func() { stdin.Close(); cmd.Wait() }()
-	proxy, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil {
-		b.Fatal(err)
-	}
-	proxy = strings.TrimSpace(proxy)
+	proxy, cmd := proxyProcess(b, "proxy")
 	idle := vmHWM(cmd.Process.Pid)
 	var direct, proxied time.Duration
 	for b.Loop() {
@@ -158,4 +160,23 @@ func tunnelTo(b *testing.B, proxy, dest string) net.Conn {
 			return c
 		}
 	}
+}
+
+// proxyProcess starts the test binary as a proxy helper of the kind, and
+// returns its address; it ends with the test.
+func proxyProcess(tb testing.TB, kind string) (string, *exec.Cmd) {
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), helperEnv+"="+kind)
+	cmd.Stderr = os.Stderr
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { stdin.Close(); cmd.Wait() })
+	addr, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		tb.Fatalf("the proxy helper: %v", err)
+	}
+	return strings.TrimSpace(addr), cmd
 }

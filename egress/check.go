@@ -2,6 +2,7 @@ package egress
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -90,7 +91,16 @@ func (p *Proxy) check(ctx context.Context, owner, host string, port int) ([]neti
 	host = normalize(host)
 	ref := &Refusal{Owner: owner, Host: host, Port: port}
 	if a, err := netip.ParseAddr(host); err == nil {
-		return p.checkAddr(ctx, ref, a.Unmap())
+		if a.Zone() != "" {
+			// A zone means nothing to a global address (the kernel drops
+			// it) but hides one from the rules' ranges; and it may hold
+			// any bytes, which the user's question would show.
+			ref.Host, ref.Reason, ref.Err = "", Malformed, errors.New("an address with a zone (%…)")
+			return nil, ref
+		}
+		a = a.Unmap()
+		ref.Host = a.String() // one spelling per address, for the rules and the questions
+		return p.checkAddr(ctx, ref, a)
 	}
 	if !validName(host) {
 		ref.Reason, ref.Err = Malformed, fmt.Errorf("%q is not a host name", host)
@@ -122,7 +132,7 @@ func (p *Proxy) checkAddr(ctx context.Context, ref *Refusal, a netip.Addr) ([]ne
 	if _, ok := p.allow.matchAddr(a); ok {
 		return []netip.Addr{a}, nil
 	}
-	if Local(a) {
+	if p.local(a) {
 		ref.Reason, ref.Addr = LocalAddress, a
 		return nil, ref
 	}
@@ -147,12 +157,12 @@ func (p *Proxy) resolve(ctx context.Context, ref *Refusal) ([]netip.Addr, *Refus
 	}
 	var ok []netip.Addr
 	for _, a := range addrs {
-		a = a.Unmap()
+		a = a.Unmap().WithZone("")
 		if r, denied := p.deny.matchAddr(a); denied {
 			ref.Reason, ref.Rule = Denied, r.text
 			continue
 		}
-		if _, allowed := p.allow.matchAddr(a); !allowed && Local(a) {
+		if _, allowed := p.allow.matchAddr(a); !allowed && p.local(a) {
 			ref.Reason, ref.Addr = LocalAddress, a
 			continue
 		}
@@ -175,4 +185,38 @@ func (p *Proxy) lookup(ctx context.Context, host string) ([]netip.Addr, error) {
 		return p.opts.Resolve(ctx, host)
 	}
 	return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+}
+
+// local reports whether a is a local address (Local), or one of this
+// host's own (Options.HostAddrs): a connection to the host's public
+// address reaches its services as one to loopback does.
+func (p *Proxy) local(a netip.Addr) bool {
+	if Local(a) {
+		return true
+	}
+	for _, h := range p.hostAddrs() {
+		if h.Unmap().WithZone("") == a {
+			return true
+		}
+	}
+	return false
+}
+
+// hostAddrs are this host's addresses, Options.HostAddrs or its
+// interfaces'.
+func (p *Proxy) hostAddrs() []netip.Addr {
+	if p.opts.HostAddrs != nil {
+		return p.opts.HostAddrs()
+	}
+	ifs, err := net.InterfaceAddrs()
+	if err != nil {
+		return nil
+	}
+	out := make([]netip.Addr, 0, len(ifs))
+	for _, ia := range ifs {
+		if pre, err := netip.ParsePrefix(ia.String()); err == nil {
+			out = append(out, pre.Addr())
+		}
+	}
+	return out
 }

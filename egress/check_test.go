@@ -3,6 +3,7 @@ package egress
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/netip"
 	"slices"
 	"testing"
@@ -19,6 +20,7 @@ var fakeDNS = map[string][]string{
 	"nat64.test":        {"64:ff9b::a9fe:a9fe"}, // 169.254.169.254
 	"private6.test":     {"fd00::1"},
 	"denied-addr.test":  {"198.51.100.66"},
+	"host.test":         {"198.51.100.99"},
 }
 
 func resolveFake(_ context.Context, host string) ([]netip.Addr, error) {
@@ -73,10 +75,21 @@ func TestCheck(t *testing.T) {
 		{"mixed keeps the public address", []string{"mixed.test"}, nil, "mixed.test", []string{"198.51.100.12"}, 0},
 		{"resolved address denied", []string{"denied-addr.test"}, []string{"198.51.100.66"}, "denied-addr.test", nil, Denied},
 		{"no such host", []string{"*"}, nil, "nowhere.test", nil, Unreachable},
+		// A zone hides an address from the ranges (and carries any bytes).
+		{"zone on a denied range", []string{"*"}, []string{"2001:db8::/32"}, "[2001:db8::1%251]", nil, Malformed},
+		{"zone on NAT64", []string{"*"}, nil, "64:ff9b::a9fe:a9fe%1", nil, Malformed},
+		{"zone on loopback", []string{"*"}, nil, "::1%lo", nil, Malformed},
+		{"mapped deny range", []string{"*"}, []string{"::ffff:203.0.113.0/120"}, "203.0.113.5", nil, Denied},
+		{"mapped deny range, mapped address", []string{"*"}, []string{"::ffff:203.0.113.0/120"}, "::ffff:203.0.113.5", nil, Denied},
+		// The host's own public address reaches its services.
+		{"the host's address", []string{"*"}, nil, "198.51.100.99", nil, LocalAddress},
+		{"a name for the host's address", []string{"host.test"}, nil, "host.test", nil, LocalAddress},
+		{"the host's address, allowed", []string{"198.51.100.99"}, nil, "198.51.100.99", []string{"198.51.100.99"}, 0},
 		{"not a name", []string{"*"}, nil, "a b", nil, Malformed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p, err := New(&Options{Allow: tc.allow, Deny: tc.deny, Resolve: resolveFake})
+			p, err := New(&Options{Allow: tc.allow, Deny: tc.deny, Resolve: resolveFake,
+				HostAddrs: func() []netip.Addr { return []netip.Addr{netip.MustParseAddr("198.51.100.99")} }})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -98,7 +111,7 @@ func TestCheck(t *testing.T) {
 }
 
 func TestBadRules(t *testing.T) {
-	for _, r := range []string{"", "exa mple.com", "*.", "10.0.0.0/33", "a..b", "http://x.com", "*.*.com", "x.com:443"} {
+	for _, r := range []string{"", "exa mple.com", "*.", "10.0.0.0/33", "a..b", "http://x.com", "*.*.com", "x.com:443", "fe80::1%eth0"} {
 		if _, err := New(&Options{Allow: []string{r}}); err == nil {
 			t.Errorf("rule %q: no error", r)
 		}
@@ -128,5 +141,32 @@ func TestLocal(t *testing.T) {
 		if got := Local(netip.MustParseAddr(s)); got != want {
 			t.Errorf("Local(%s) = %v, want %v", s, got, want)
 		}
+	}
+}
+
+// TestHostAddrsDefault: by default the host's own interface addresses are
+// refused like loopback, also where they are public: its services listen
+// there too.
+func TestHostAddrsDefault(t *testing.T) {
+	ifs, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var own netip.Addr
+	for _, ia := range ifs {
+		if pre, err := netip.ParsePrefix(ia.String()); err == nil && !Local(pre.Addr()) {
+			own = pre.Addr()
+		}
+	}
+	if !own.IsValid() {
+		t.Skip("this host has no address beyond the local ranges")
+	}
+	p, err := New(&Options{Allow: []string{"*"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if _, ref := p.check(t.Context(), "s", own.String(), 80); ref == nil || ref.Reason != LocalAddress {
+		t.Errorf("the host's address %s: %v, want it refused as local", own, ref)
 	}
 }

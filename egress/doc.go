@@ -10,13 +10,15 @@
 // wildcards, addresses and CIDR ranges; a deny wins), then resolved, and
 // the connection is made to an address that passed the check, never to a
 // name resolved again: loopback, private, link-local and other local
-// addresses are refused unless an address rule allows them, whether a
+// addresses (and the host's own) are refused unless an address rule
+// allows them, whether a
 // command names them or a listed name resolves to them (DNS rebinding). A
 // destination no rule names is asked about ([Options].Ask): allowed once,
 // for the session, or denied. A refusal answers with HTTP 403 (or the
 // SOCKS5 "not allowed by ruleset" reply) and a text saying why.
 //
-// The proxy is bounded: a number of connections at once, a deadline for
+// The proxy is bounded: a number of connections at once (and per
+// session, so that one session cannot take them all), a deadline for
 // each request's header and a size for it, an idle timeout on every
 // tunnel, and a fixed buffer per direction, so that its memory does not
 // grow with what passes through.

@@ -86,8 +86,9 @@ func (s *session) forward(req *http.Request) {
 		return
 	}
 	defer up.Close()
-	s.lr.N = 1 << 62 // the body is not bounded: it streams through
-	_ = s.c.SetReadDeadline(time.Now().Add(s.p.idle))
+	// The body is not bounded: it streams through, each read renewing
+	// the idle deadline.
+	s.lr.N, s.lr.R = 1<<62, &idleConn{Conn: s.c, idle: s.p.idle}
 	for _, h := range []string{"Proxy-Connection", "Proxy-Authorization", "Keep-Alive"} {
 		req.Header.Del(h)
 	}

@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -37,13 +38,20 @@ type Options struct {
 	Refused func(r *Refusal)
 	// Resolve looks a name up. Default: the system's resolver.
 	Resolve func(ctx context.Context, host string) ([]netip.Addr, error)
+	// HostAddrs are this host's own addresses, refused like loopback
+	// unless an address rule allows them (the host's services listen on
+	// them too). Default: the addresses of its interfaces, read at each
+	// check.
+	HostAddrs func() []netip.Addr
 	// Dial connects to an address the rules allow. Default: a net.Dialer.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 	// DialTimeout bounds a lookup and a connection. Default 30 s.
 	DialTimeout time.Duration
-	// MaxConns bounds the connections open at once, over every listener;
-	// one past it is refused as Busy. Default 512.
-	MaxConns int
+	// MaxConns bounds the connections open at once, over every listener,
+	// and MaxConnsPerOwner those of one session (so that one cannot take
+	// them all); one past either is closed at once, and told to Refused as
+	// Busy. Defaults 512, and a quarter of MaxConns.
+	MaxConns, MaxConnsPerOwner int
 	// IdleTimeout closes a connection along which nothing has moved, in
 	// either direction, for this long. Default 5 min.
 	IdleTimeout time.Duration
@@ -70,7 +78,11 @@ const bufSize = 32 << 10
 type Proxy struct {
 	opts        Options
 	allow, deny rules
-	slots       chan struct{} // one per open connection
+	maxConns    int
+	perOwner    int
+	slotMu      sync.Mutex
+	inUse       int            // connections open, over every owner
+	ownerUse    map[string]int // connections open, by owner
 	dialTimeout time.Duration
 	askTimeout  time.Duration
 	idle        time.Duration
@@ -100,7 +112,9 @@ func New(o *Options) (*Proxy, error) {
 	if p.deny, err = compile(p.opts.Deny); err != nil {
 		return nil, err
 	}
-	p.slots = make(chan struct{}, orDefault(p.opts.MaxConns, DefaultMaxConns))
+	p.maxConns = orDefault(p.opts.MaxConns, DefaultMaxConns)
+	p.perOwner = orDefault(p.opts.MaxConnsPerOwner, max(p.maxConns/4, 1))
+	p.ownerUse = map[string]int{}
 	p.dialTimeout = orDefault(p.opts.DialTimeout, DefaultDialTimeout)
 	p.askTimeout = orDefault(p.opts.AskTimeout, DefaultAskTimeout)
 	p.idle = orDefault(p.opts.IdleTimeout, DefaultIdleTimeout)
@@ -130,6 +144,7 @@ func (p *Proxy) Serve(l net.Listener, owner string) error {
 	}
 	defer p.untrack(l)
 	defer l.Close()
+	var backoff time.Duration
 	for {
 		c, err := l.Accept()
 		if err != nil {
@@ -139,15 +154,70 @@ func (p *Proxy) Serve(l net.Listener, owner string) error {
 			if errors.Is(err, net.ErrClosed) {
 				return nil
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
+			if !transient(err) {
+				return fmt.Errorf("egress: accept: %w", err)
 			}
-			return fmt.Errorf("egress: accept: %w", err)
+			// Out of descriptors or memory, for the while: wait, as
+			// net/http does, rather than end every session's proxy.
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			select {
+			case <-time.After(backoff):
+			case <-p.ctx.Done():
+			}
+			continue
 		}
-		if !p.track(c, func() { p.serveConn(c, owner) }) {
+		backoff = 0
+		if limit := p.take(owner); limit > 0 {
+			c.Close()
+			p.refused(&Refusal{Owner: owner, Reason: Busy, Max: limit})
+			continue
+		}
+		if !p.track(c, func() { defer p.give(owner); p.serveConn(c, owner) }) {
+			p.give(owner)
 			return ErrClosed
 		}
+	}
+}
+
+// transient reports whether an accept error passes with time (too many
+// open files, no buffer space, a connection aborted before it was
+// accepted).
+func transient(err error) bool {
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return true
+	}
+	for _, e := range []error{syscall.EMFILE, syscall.ENFILE, syscall.ENOBUFS, syscall.ENOMEM, syscall.ECONNABORTED, syscall.EINTR} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// take reserves a connection slot for owner, unless the owner or the
+// proxy has as many connections as allowed: then it returns that limit.
+func (p *Proxy) take(owner string) (limit int) {
+	p.slotMu.Lock()
+	defer p.slotMu.Unlock()
+	switch {
+	case p.ownerUse[owner] >= p.perOwner:
+		return p.perOwner
+	case p.inUse >= p.maxConns:
+		return p.maxConns
+	}
+	p.inUse++
+	p.ownerUse[owner]++
+	return 0
+}
+
+// give returns owner's slot.
+func (p *Proxy) give(owner string) {
+	p.slotMu.Lock()
+	defer p.slotMu.Unlock()
+	p.inUse--
+	if p.ownerUse[owner]--; p.ownerUse[owner] <= 0 {
+		delete(p.ownerUse, owner)
 	}
 }
 
@@ -203,12 +273,6 @@ func (p *Proxy) serveConn(c net.Conn, owner string) {
 		return
 	}
 	s := &session{p: p, c: c, br: br, lr: lr, owner: owner}
-	select {
-	case p.slots <- struct{}{}:
-		defer func() { <-p.slots }()
-	default:
-		s.full = true
-	}
 	if first[0] == socksVersion {
 		s.socks()
 	} else {
@@ -223,16 +287,12 @@ type session struct {
 	br    *bufio.Reader     // the request, read through lr
 	lr    *io.LimitedReader // bounds the request; lifted for the tunnel
 	owner string
-	full  bool // the proxy is full: refuse, whatever the destination
 }
 
 // connect checks the destination and connects to it, or returns why not
 // (told to Options.Refused).
 func (s *session) connect(host string, port int) (net.Conn, *Refusal) {
 	p := s.p
-	if s.full {
-		return nil, p.refused(&Refusal{Owner: s.owner, Host: normalize(host), Port: port, Reason: Busy, Max: cap(p.slots)})
-	}
 	if port <= 0 || port > 65535 {
 		return nil, p.refused(&Refusal{Owner: s.owner, Host: normalize(host), Port: port, Reason: Malformed, Err: fmt.Errorf("port %d", port)})
 	}

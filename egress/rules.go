@@ -54,10 +54,17 @@ func parseRule(p string) (rule, error) {
 		if err != nil {
 			return r, fmt.Errorf("egress: rule %q: not an address range: %w", p, err)
 		}
+		if a := pre.Addr(); a.Is4In6() && pre.Bits() >= 96 {
+			// Destinations are matched unmapped: so is the range.
+			pre = netip.PrefixFrom(a.Unmap(), pre.Bits()-96)
+		}
 		r.prefix = pre.Masked()
 		return r, nil
 	}
 	if a, err := netip.ParseAddr(strings.Trim(s, "[]")); err == nil {
+		if a.Zone() != "" {
+			return r, fmt.Errorf("egress: rule %q: an address with a zone", p)
+		}
 		r.prefix = netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen())
 		return r, nil
 	}

@@ -125,7 +125,7 @@ func terminalNetAsker(in io.Reader, out io.Writer) func(context.Context, egress.
 	return func(ctx context.Context, q egress.Question) (egress.Decision, error) {
 		mu.Lock()
 		defer mu.Unlock()
-		fmt.Fprintf(out, "dsh-bash: the command wants to connect to %s, which is not on the network allowlist.\nAllow? [o]nce, [s]ession, [N]o: ", net.JoinHostPort(q.Host, strconv.Itoa(q.Port)))
+		fmt.Fprintf(out, "dsh-bash: the command wants to connect to %s, which is not on the network allowlist.\nAllow? [o]nce, [s]ession (this host, any port), [N]o: ", net.JoinHostPort(q.Host, strconv.Itoa(q.Port)))
 		line, err := r.ReadString('\n')
 		if err != nil && !errors.Is(err, io.EOF) {
 			return egress.Deny, err
