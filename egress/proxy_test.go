@@ -50,7 +50,7 @@ func newUpstream(t *testing.T) *upstream {
 	return u
 }
 
-const bigSize = 8 << 20
+const bigSize = 2 << 20
 
 // writePattern writes n bytes of a pattern a reader can check.
 func writePattern(w io.Writer, n int) {
@@ -159,7 +159,7 @@ func TestCurlThroughProxy(t *testing.T) {
 			}
 		})
 	}
-	t.Run("8 MiB through a tunnel", func(t *testing.T) {
+	t.Run("2 MiB through a tunnel", func(t *testing.T) {
 		out, code := curl(t, "-k", "-x", "http://"+proxy, secure+"/big")
 		var w strings.Builder
 		writePattern(&w, bigSize)
