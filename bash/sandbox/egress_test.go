@@ -42,6 +42,10 @@ func newRegistries(t *testing.T) *registries {
 	})
 	mux.Handle("/git/", http.StripPrefix("/git/", http.FileServer(http.Dir(dir))))
 	mux.HandleFunc("/example.test/hello/@v/", goModule)
+	mux.HandleFunc("/simple/dshprobe/", func(w http.ResponseWriter, req *http.Request) {
+		fmt.Fprint(w, `<!DOCTYPE html><html><body><a href="/files/dshprobe-1.0-py3-none-any.whl">dshprobe-1.0-py3-none-any.whl</a></body></html>`)
+	})
+	mux.HandleFunc("/files/dshprobe-1.0-py3-none-any.whl", wheel)
 	mux.HandleFunc("/hello-pkg", func(w http.ResponseWriter, req *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprint(w, `{"name":"hello-pkg","dist-tags":{"latest":"1.0.0"},"versions":{"1.0.0":{"name":"hello-pkg","version":"1.0.0","dist":{"tarball":"http://npm.test/hello-pkg-1.0.0.tgz","shasum":"0"}}}}`)
@@ -96,6 +100,22 @@ func goModule(w http.ResponseWriter, req *http.Request) {
 	}
 }
 
+// wheel serves a pure-Python wheel, dshprobe 1.0, as a package index
+// does.
+func wheel(w http.ResponseWriter, _ *http.Request) {
+	z := zip.NewWriter(w)
+	for _, f := range [][2]string{
+		{"dshprobe/__init__.py", "X = 'through the proxy'\n"},
+		{"dshprobe-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: dshprobe\nVersion: 1.0\n"},
+		{"dshprobe-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\nGenerator: dsh-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"},
+		{"dshprobe-1.0.dist-info/RECORD", "dshprobe/__init__.py,,\ndshprobe-1.0.dist-info/METADATA,,\ndshprobe-1.0.dist-info/WHEEL,,\ndshprobe-1.0.dist-info/RECORD,,\n"},
+	} {
+		fw, _ := z.Create(f[0])
+		fmt.Fprint(fw, f[1])
+	}
+	z.Close()
+}
+
 // testDNS resolves every name under .test to the host's loopback.
 func testDNS(_ context.Context, host string) ([]netip.Addr, error) {
 	if strings.HasSuffix(host, ".test") {
@@ -105,14 +125,14 @@ func testDNS(_ context.Context, host string) ([]netip.Addr, error) {
 }
 
 // TestNetworkAllowlist runs real clients in a NetworkAllowlist jail: curl,
-// git and go reach the listed hosts through the proxy the environment
+// git, go, and npm and pip where installed, reach the listed hosts through the proxy the environment
 // names; an unlisted host, cloud metadata and a direct connection to the
 // host's loopback (where the servers are) are refused.
 func TestNetworkAllowlist(t *testing.T) {
 	t.Parallel()
 	reg := newRegistries(t)
 	p, err := egress.New(&egress.Options{
-		Allow:       []string{"registry.test", "git.test", "goproxy.test", "npm.test", "127.0.0.1"},
+		Allow:       []string{"registry.test", "git.test", "goproxy.test", "npm.test", "pypi.test", "127.0.0.1"},
 		Resolve:     testDNS,
 		RefusalText: func(r *egress.Refusal) string { return "REFUSED: " + r.Error() },
 	})
@@ -150,6 +170,11 @@ func TestNetworkAllowlist(t *testing.T) {
 	if npm, _ := exec.LookPath("npm"); npm != "" {
 		rows = append(rows, struct{ name, cmd, want string }{"npm view",
 			"npm view hello-pkg version --registry http://npm.test:" + plain + "/ --no-update-notifier --cache $PWD/npm-cache 2>&1", "1.0.0\n"})
+	}
+	if pip, _ := exec.LookPath("pip3"); pip != "" {
+		rows = append(rows, struct{ name, cmd, want string }{"pip download",
+			"python3 -m pip download -q --no-deps --disable-pip-version-check --no-cache-dir --index-url https://pypi.test:" + tls + "/simple/ --trusted-host pypi.test:" + tls + " -d dl dshprobe && ls dl",
+			"dshprobe-1.0-py3-none-any.whl\n"})
 	}
 	for _, row := range rows {
 		t.Run(row.name, func(t *testing.T) {
