@@ -177,7 +177,9 @@ func (f *sandboxFlags) executor(ctx context.Context, name string, opts *local.Op
 		return se, nil
 	}
 	f.net.close()
-	if f.mode != "auto" || !errors.Is(err, sandbox.ErrUnavailable) {
+	if f.mode != "auto" || !errors.Is(err, sandbox.ErrUnavailable) || policy.Network == sandbox.NetworkAllowlist {
+		// An allowlist asked for is not given up for no sandbox at all,
+		// whose network is the host's.
 		return nil, err
 	}
 	f.reason = err.Error()

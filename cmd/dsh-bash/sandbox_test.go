@@ -203,6 +203,22 @@ func TestDoctor(t *testing.T) {
 		!strings.Contains(out, "not covered: ") {
 		t.Errorf("doctor without bwrap: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
+	// The allowlist: its rules, the defaults among them; and with the
+	// Landlock layer, a refusal to start rather than an open network.
+	out, errOut, code = dshBash(t, ws, "doctor", "--sandbox=jail", "--sandbox-network=allowlist", "--allow-domain", "*.corp.example", "--deny-domain", "gist.github.com")
+	for _, want := range []string{"network: allowlist\n", "through 127.0.0.1:3128", "  proxy.golang.org\n", "  *.corp.example\n", "and refuses:\n  gist.github.com\n"} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("doctor --sandbox-network=allowlist: exit %d, no %q in stdout %q (stderr %q)", code, want, out, errOut)
+		}
+	}
+	out, errOut, code = dshBash(t, ws, "doctor", "--sandbox=landlock", "--sandbox-network=allowlist")
+	if code == 0 || !strings.Contains(errOut, "the network allowlist needs the jail") {
+		t.Errorf("doctor --sandbox=landlock --sandbox-network=allowlist: exit %d, stdout %q, stderr %q; want a refusal", code, out, errOut)
+	}
+	out, errOut, code = dshBashEnv(t, ws, []string{"PATH=" + bin, "DSH_BASH_SANDBOX=auto"}, "doctor", "--sandbox-network=allowlist")
+	if code == 0 || !strings.Contains(errOut, "the network allowlist needs the jail") {
+		t.Errorf("doctor --sandbox=auto --sandbox-network=allowlist without bwrap: exit %d, stdout %q, stderr %q; want a refusal, not commands unsandboxed", code, out, errOut)
+	}
 	out, _, code = dshBash(t, ws, "--version")
 	if code != 0 || !strings.HasPrefix(out, "dsh-bash ") || !strings.Contains(out, "go1.") {
 		t.Errorf("--version: exit %d, %q", code, out)
