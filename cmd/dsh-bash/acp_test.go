@@ -132,35 +132,8 @@ func TestACPUnsandboxedCall(t *testing.T) {
 				fakellm.Turn{Calls: []fakellm.Call{{ID: "c1", Name: "bash",
 					Args: map[string]any{"command": "echo x > " + planted, "description": "Write the user's file", "unsandboxed": true}}}},
 				fakellm.Turn{Text: "done"})
-			cmd := execCommand("acp", "--model", "m", "--base-url", model.URL, "--sandbox=on", "--sandbox-escape", escape)
-			cmd.Env = append(os.Environ(), "OPENAI_API_KEY=k")
-			stdin, _ := cmd.StdinPipe()
-			stdout, _ := cmd.StdoutPipe()
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			defer func() { stdin.Close(); testwait.Exit(t, cmd, "dsh-bash acp") }()
-			ed := acptest.New()
-			conn := acp.NewClientSideConnection(ed, stdin, stdout)
-			conn.SetLogger(slog.New(slog.DiscardHandler))
-			if err := testwait.Call("initialize", func(ctx context.Context) error {
-				_, err := conn.Initialize(ctx, acp.InitializeRequest{ProtocolVersion: acp.ProtocolVersionNumber})
-				return err
-			}); err != nil {
-				t.Fatal(err)
-			}
-			sess, err := testwait.Reply("session/new", func(ctx context.Context) (acp.NewSessionResponse, error) {
-				return conn.NewSession(ctx, acp.NewSessionRequest{Cwd: t.TempDir(), McpServers: []acp.McpServer{}})
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := testwait.Reply("session/prompt", func(ctx context.Context) (acp.PromptResponse, error) {
-				return conn.Prompt(ctx, acp.PromptRequest{SessionId: sess.SessionId, Prompt: []acp.ContentBlock{acp.TextBlock("go")}})
-			}); err != nil {
-				t.Fatal(err)
-			}
-			_, err = os.Stat(planted)
+			promptACP(t, acptest.New(), "acp", "--model", "m", "--base-url", model.URL, "--sandbox=on", "--sandbox-escape", escape)
+			_, err := os.Stat(planted)
 			if wrote := err == nil; wrote != (escape == "ask") {
 				t.Errorf("--sandbox-escape=%s: the call wrote outside the sandbox: %v (model read %q)", escape, wrote, model.Request(1).MessageTexts())
 			}
@@ -172,5 +145,39 @@ func TestACPUnsandboxedCall(t *testing.T) {
 				t.Errorf("--sandbox-escape=%s: the argument offered: %v", escape, offered)
 			}
 		})
+	}
+}
+
+// promptACP runs the built dsh-bash with args (an acp command) for one
+// session of the editor ed, and sends it one prompt, "go", returning once
+// the prompt's turn has ended and the agent has exited.
+func promptACP(t *testing.T, ed *acptest.Client, args ...string) {
+	t.Helper()
+	cmd := execCommand(args...)
+	cmd.Env = append(os.Environ(), "OPENAI_API_KEY=k")
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { stdin.Close(); testwait.Exit(t, cmd, "dsh-bash acp") }()
+	conn := acp.NewClientSideConnection(ed, stdin, stdout)
+	conn.SetLogger(slog.New(slog.DiscardHandler))
+	if err := testwait.Call("initialize", func(ctx context.Context) error {
+		_, err := conn.Initialize(ctx, acp.InitializeRequest{ProtocolVersion: acp.ProtocolVersionNumber})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	sess, err := testwait.Reply("session/new", func(ctx context.Context) (acp.NewSessionResponse, error) {
+		return conn.NewSession(ctx, acp.NewSessionRequest{Cwd: t.TempDir(), McpServers: []acp.McpServer{}})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := testwait.Reply("session/prompt", func(ctx context.Context) (acp.PromptResponse, error) {
+		return conn.Prompt(ctx, acp.PromptRequest{SessionId: sess.SessionId, Prompt: []acp.ContentBlock{acp.TextBlock("go")}})
+	}); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -3,11 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -109,37 +107,11 @@ func TestACPNetworkAllowlist(t *testing.T) {
 	refused := fakellm.Turn{Calls: []fakellm.Call{{ID: "c3", Name: "bash", Args: map[string]any{
 		"command": "curl -sS https://127.0.0.2:9/", "description": "Fetch another loopback address"}}}}
 	model := fakellm.New(t, call("c1"), call("c2"), refused, fakellm.Turn{Text: "done"})
-	cmd := execCommand(append([]string{"acp", "--model", "m", "--base-url", model.URL, "--yolo"}, allowlistFlags...)...)
-	cmd.Env = append(os.Environ(), "OPENAI_API_KEY=k")
-	stdin, _ := cmd.StdinPipe()
-	stdout, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { stdin.Close(); testwait.Exit(t, cmd, "dsh-bash acp") }()
 	ed := acptest.New()
 	ed.SetAnswer(func(acp.RequestPermissionRequest) acp.RequestPermissionResponse {
 		return acp.RequestPermissionResponse{Outcome: acp.NewRequestPermissionOutcomeSelected("allow-always")}
 	})
-	conn := acp.NewClientSideConnection(ed, stdin, stdout)
-	conn.SetLogger(slog.New(slog.DiscardHandler))
-	if err := testwait.Call("initialize", func(ctx context.Context) error {
-		_, err := conn.Initialize(ctx, acp.InitializeRequest{ProtocolVersion: acp.ProtocolVersionNumber})
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	sess, err := testwait.Reply("session/new", func(ctx context.Context) (acp.NewSessionResponse, error) {
-		return conn.NewSession(ctx, acp.NewSessionRequest{Cwd: t.TempDir(), McpServers: []acp.McpServer{}})
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := testwait.Reply("session/prompt", func(ctx context.Context) (acp.PromptResponse, error) {
-		return conn.Prompt(ctx, acp.PromptRequest{SessionId: sess.SessionId, Prompt: []acp.ContentBlock{acp.TextBlock("go")}})
-	}); err != nil {
-		t.Fatal(err)
-	}
+	promptACP(t, ed, append([]string{"acp", "--model", "m", "--base-url", model.URL, "--yolo"}, allowlistFlags...)...)
 	asked := ed.Asked()
 	if len(asked) != 1 || asked[0].ToolCall.Title == nil || !strings.HasPrefix(*asked[0].ToolCall.Title, "Network: connect to localhost:") {
 		t.Fatalf("permission requests: %+v, want one for the network; the model read %q", asked, model.Request(1).MessageTexts())
