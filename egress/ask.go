@@ -2,6 +2,7 @@ package egress
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"sync"
 )
@@ -10,43 +11,46 @@ import (
 type asked struct {
 	mu       sync.Mutex
 	answers  map[string]Decision  // by owner and host: AllowSession or Deny
-	inflight map[string]*question // by owner and host
+	inflight map[string]*question // by owner, host and port
 }
 
 // question is one question in flight, which every connection to its host
-// from its session waits for.
+// and port from its session waits for.
 type question struct {
-	done chan struct{}
-	d    Decision
-	err  error
+	done    chan struct{}
+	d       Decision
+	err     error
+	waiting int // connections waiting for it besides the one that asked (under asked.mu)
 }
 
 func askKey(owner, host string) string { return owner + "\x00" + host }
 
 // ask puts a destination no rule names to the session's user, once for
-// every connection to it that waits at the time, and remembers a denial
-// or an allowance for the session. It returns 0 where the connection may
-// go ahead, else why not.
+// every connection to it (host and port: the question names both) that
+// waits at the time, and remembers a denial or an allowance of the host
+// for the session. It returns 0 where the connection may go ahead, else
+// why not.
 func (p *Proxy) ask(ctx context.Context, ref *Refusal) Reason {
 	if p.opts.Ask == nil {
 		return Unlisted
 	}
 	key := askKey(ref.Owner, ref.Host)
+	qkey := key + "\x00" + strconv.Itoa(ref.Port)
 	p.asked.mu.Lock()
 	if d, ok := p.asked.answers[key]; ok {
 		p.asked.mu.Unlock()
 		return reasonOf(d, nil)
 	}
-	q := p.asked.inflight[key]
+	q := p.asked.inflight[qkey]
 	if q == nil {
 		q = &question{done: make(chan struct{})}
-		p.asked.inflight[key] = q
+		p.asked.inflight[qkey] = q
 		p.asked.mu.Unlock()
 		actx, cancel := context.WithTimeout(ctx, p.askTimeout)
 		q.d, q.err = p.opts.Ask(actx, Question{Owner: ref.Owner, Host: ref.Host, Port: ref.Port})
 		cancel()
 		p.asked.mu.Lock()
-		delete(p.asked.inflight, key)
+		delete(p.asked.inflight, qkey)
 		if q.err == nil && q.d != AllowOnce {
 			p.asked.answers[key] = q.d
 		}
@@ -54,6 +58,7 @@ func (p *Proxy) ask(ctx context.Context, ref *Refusal) Reason {
 		close(q.done)
 		return reasonOf(q.d, q.err)
 	}
+	q.waiting++
 	p.asked.mu.Unlock()
 	select {
 	case <-q.done:

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"slices"
+	"sync"
 	"testing"
 )
 
@@ -119,10 +120,10 @@ func TestBadRules(t *testing.T) {
 			t.Errorf("deny rule %q: no error", r)
 		}
 	}
-	if _, err := New(&Options{Allow: DefaultAllow}); err != nil {
+	if _, err := New(&Options{Allow: DefaultAllow()}); err != nil {
 		t.Errorf("DefaultAllow: %v", err)
 	}
-	for _, r := range DefaultAllow {
+	for _, r := range DefaultAllow() {
 		rl, _ := parseRule(r)
 		if rl.any || rl.prefix.IsValid() {
 			t.Errorf("DefaultAllow holds %q, which is not a name", r)
@@ -135,7 +136,7 @@ func TestLocal(t *testing.T) {
 		"127.0.0.1": true, "10.1.1.1": true, "172.16.0.1": true, "192.168.1.1": true,
 		"169.254.169.254": true, "100.100.100.200": true, "0.1.2.3": true, "255.255.255.255": true,
 		"224.0.0.1": true, "::1": true, "fe80::1": true, "fd12::1": true, "::": true, "ff02::1": true,
-		"::ffff:10.0.0.1": true, "64:ff9b::7f00:1": true,
+		"::ffff:10.0.0.1": true, "64:ff9b::7f00:1": true, "::7f00:1": true, "::a00:1": true, "64:ff9b:1::808:808": true,
 		"8.8.8.8": false, "140.82.112.3": false, "2606:4700::1111": false, "64:ff9b::808:808": false,
 	} {
 		if got := Local(netip.MustParseAddr(s)); got != want {
@@ -169,4 +170,35 @@ func TestHostAddrsDefault(t *testing.T) {
 	if _, ref := p.check(t.Context(), "s", own.String(), 80); ref == nil || ref.Reason != LocalAddress {
 		t.Errorf("the host's address %s: %v, want it refused as local", own, ref)
 	}
+}
+
+// TestAskPerPort: connections to one host on two ports are two questions
+// (the user's "once" answered the port the question named); a session
+// answer covers the host.
+func TestAskPerPort(t *testing.T) {
+	release := make(chan struct{})
+	var mu sync.Mutex
+	var asked []int
+	p, err := New(&Options{Resolve: resolveFake, Ask: func(ctx context.Context, q Question) (Decision, error) {
+		mu.Lock()
+		asked = append(asked, q.Port)
+		mu.Unlock()
+		<-release
+		return AllowOnce, nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	var wg sync.WaitGroup
+	for _, port := range []int{443, 22} {
+		wg.Go(func() {
+			if _, ref := p.check(t.Context(), "s", "registry.test", port); ref != nil {
+				t.Errorf("port %d: %v", port, ref)
+			}
+		})
+	}
+	waitFor(t, "two questions", func() bool { mu.Lock(); defer mu.Unlock(); return len(asked) == 2 })
+	close(release)
+	wg.Wait()
 }

@@ -1,11 +1,15 @@
 package egress
 
-// DefaultAllow is what a developer needs to build software: the package
-// registries and source hosts of the common toolchains. dsh-bash allows
-// them unless the user gives rules of their own; an embedder chooses.
-// Every entry is a name (or *.name) on the public internet: none allows a
-// local address.
-var DefaultAllow = []string{
+import "slices"
+
+// DefaultAllow returns what a developer needs to build software: the
+// package registries and source hosts of the common toolchains (a new
+// slice each time). dsh-bash allows them unless told not to; an embedder
+// chooses. Every entry is a name (or *.name) on the public internet: none
+// allows a local address.
+func DefaultAllow() []string { return slices.Clone(defaultAllow) }
+
+var defaultAllow = []string{
 	// Go: modules, checksums, toolchains.
 	"proxy.golang.org", "sum.golang.org", "index.golang.org", "golang.org", "go.dev", "dl.google.com",
 	// JavaScript: npm, Yarn, JSR, Node's headers for native modules.

@@ -75,7 +75,7 @@ func (s *session) forward(req *http.Request) {
 	if ps := req.URL.Port(); ps != "" {
 		p, err := strconv.Atoi(ps)
 		if err != nil {
-			s.malformed(host, fmt.Errorf("port %q", ps))
+			s.malformed(host, fmt.Errorf("port %q: %w", ps, err))
 			return
 		}
 		port = p

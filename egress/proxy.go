@@ -369,7 +369,7 @@ func hostPort(s string) (string, int, error) {
 	}
 	port, err := strconv.Atoi(ps)
 	if err != nil {
-		return "", 0, fmt.Errorf("port %q", ps)
+		return "", 0, fmt.Errorf("port %q: %w", ps, err)
 	}
 	return h, port, nil
 }

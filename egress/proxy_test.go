@@ -269,8 +269,16 @@ func TestAsk(t *testing.T) {
 	for i := range outs {
 		wg.Go(func() { outs[i] = get("session.test") })
 	}
-	waitFor(t, "the question about session.test", func() bool { return a.count("session.test") > 0 })
-	time.Sleep(100 * time.Millisecond) // let the other three connect: the count must stay 1
+	waitFor(t, "the other three connections waiting for the question about session.test", func() bool {
+		p.asked.mu.Lock()
+		defer p.asked.mu.Unlock()
+		for _, q := range p.asked.inflight {
+			if q.waiting == 3 {
+				return true
+			}
+		}
+		return false
+	})
 	close(a.release)
 	wg.Wait()
 	a.release = nil

@@ -3,6 +3,7 @@ package egress
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 )
 
@@ -24,6 +25,24 @@ type rule struct {
 	wild   bool   // "*.name"
 	any    bool   // "*"
 	prefix netip.Prefix
+}
+
+// CheckRules reports the first pattern of rules that is not a rule (see
+// Options.Allow).
+func CheckRules(rules []string) error {
+	_, err := compile(rules)
+	return err
+}
+
+// NamesAddresses reports whether a pattern of rules is an address or a
+// range: the only rules that can allow a local address.
+func NamesAddresses(rules []string) bool {
+	for _, p := range rules {
+		if r, err := parseRule(p); err == nil && r.prefix.IsValid() {
+			return true
+		}
+	}
+	return false
 }
 
 // rules is a compiled Allow or Deny list.
@@ -145,11 +164,12 @@ func normalize(host string) string {
 // address rule allows it: loopback, private (RFC 1918, fc00::/7), shared
 // (100.64.0.0/10), link-local (169.254.0.0/16, where clouds keep their
 // metadata service, and fe80::/10), unspecified, multicast, broadcast, the
-// "this network" block, and an IPv4 address of one of those embedded in
-// IPv6 (mapped, or NAT64's 64:ff9b::/96).
+// "this network" block, local-use NAT64 (64:ff9b:1::/48), and an IPv4
+// address of one of those embedded in IPv6 (mapped, IPv4-compatible, or
+// NAT64's 64:ff9b::/96).
 func Local(a netip.Addr) bool {
 	a = a.Unmap()
-	if a.Is6() && nat64.Contains(a) {
+	if a.Is6() && (nat64.Contains(a) || compat.Contains(a)) {
 		b := a.As16()
 		a = netip.AddrFrom4([4]byte(b[12:16]))
 	}
@@ -157,7 +177,7 @@ func Local(a netip.Addr) bool {
 		a.IsInterfaceLocalMulticast() || a.IsMulticast() || a.IsUnspecified() {
 		return true
 	}
-	for _, p := range localV4 {
+	for _, p := range slices.Concat(localV4, localV6) {
 		if p.Contains(a) {
 			return true
 		}
@@ -167,6 +187,8 @@ func Local(a netip.Addr) bool {
 
 var (
 	nat64   = netip.MustParsePrefix("64:ff9b::/96")
+	compat  = netip.MustParsePrefix("::/96")                          // IPv4-compatible, deprecated
+	localV6 = []netip.Prefix{netip.MustParsePrefix("64:ff9b:1::/48")} // local-use NAT64 (RFC 8215)
 	localV4 = []netip.Prefix{
 		netip.MustParsePrefix("0.0.0.0/8"),
 		netip.MustParsePrefix("100.64.0.0/10"),

@@ -74,7 +74,7 @@ func allowlistText(f SandboxFacts) string {
 	}
 	others := "others are refused"
 	if f.AsksNetwork {
-		others = "the user is asked about others"
+		others = "the user is asked about others where your client can ask, else they are refused"
 	}
 	return "The network goes only through the sandbox's proxy, which HTTP_PROXY, HTTPS_PROXY and ALL_PROXY name (curl, git over HTTPS, npm, pip, go and cargo use it; git over SSH does not work): it lets through the hosts on the allowlist (" + hosts + "); " + others +
 		"; loopback, private and link-local addresses (services on the host, cloud metadata) are refused, and localhost is the sandbox's own (servers you start there). A refused connection fails (HTTP 403 from the proxy) and a note beside the result says why: do not try to reach the host another way, ask the user to allow it."

@@ -29,11 +29,13 @@ const (
 // proxy, in the jail's own network namespace.
 const ProxyAddr = "127.0.0.1:3128"
 
-// ProxyEnv is what a NetworkAllowlist jail adds to its commands'
+// ProxyEnv returns what a NetworkAllowlist jail adds to its commands'
 // environment (replacing any proxy setting of the host's, which the jail
 // could not reach): the variables HTTP clients, npm, pip, go, git, cargo
 // and yarn read; the loopback addresses go direct.
-var ProxyEnv = []string{
+func ProxyEnv() []string { return slices.Clone(proxyEnv) }
+
+var proxyEnv = []string{
 	"HTTP_PROXY=http://" + ProxyAddr, "HTTPS_PROXY=http://" + ProxyAddr, "ALL_PROXY=socks5h://" + ProxyAddr,
 	"http_proxy=http://" + ProxyAddr, "https_proxy=http://" + ProxyAddr, "all_proxy=socks5h://" + ProxyAddr,
 	"NO_PROXY=localhost,127.0.0.1,::1", "no_proxy=localhost,127.0.0.1,::1",
@@ -44,14 +46,14 @@ var ProxyEnv = []string{
 
 // withProxyEnv is env with ProxyEnv in place of its proxy settings.
 func withProxyEnv(env []string) []string {
-	out := make([]string, 0, len(env)+len(ProxyEnv))
+	out := make([]string, 0, len(env)+len(proxyEnv))
 	for _, kv := range env {
 		name, _, _ := strings.Cut(kv, "=")
 		if !isProxyVar(name) {
 			out = append(out, kv)
 		}
 	}
-	return append(out, ProxyEnv...)
+	return append(out, proxyEnv...)
 }
 
 // isProxyVar reports whether name is a proxy setting: one of ProxyEnv's,

@@ -152,7 +152,8 @@ func New(ctx context.Context, opts *Options) (*Executor, error) {
 		return nil, err
 	}
 	err = e.check(ctx)
-	if err != nil && o.Policy.Network == NetworkAllowlist {
+	if err != nil && o.Policy.Network == NetworkAllowlist && o.Layer == LayerAuto && errors.Is(err, ErrUnavailable) {
+		// Where a Landlock layer would have stood in: say why it cannot.
 		err = fmt.Errorf("%w (%w)", err, errAllowlistNeedsJail)
 	}
 	if err != nil && o.Layer == LayerAuto && e.jails.fallBack() {

@@ -104,7 +104,7 @@ func (s *sandboxConfig) check(b []byte) error {
 		}
 	}
 	for key, rules := range map[string][]string{"allowDomains": s.AllowDomains, "denyDomains": s.DenyDomains} {
-		if _, err := egress.New(&egress.Options{Allow: rules}); err != nil {
+		if err := egress.CheckRules(rules); err != nil {
 			return fmt.Errorf("line %d: sandbox.%s: %w", keyLine(b, key), key, err)
 		}
 	}

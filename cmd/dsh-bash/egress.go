@@ -3,11 +3,9 @@ package main
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
-	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -28,22 +26,12 @@ type netFlags struct {
 
 // reachesLocal reports whether an allow rule names an address (which may
 // be a loopback or private one: the server's own port, say).
-func (n *netFlags) reachesLocal() bool {
-	for _, r := range n.allow {
-		if _, err := netip.ParsePrefix(r); err == nil {
-			return true
-		}
-		if _, err := netip.ParseAddr(strings.Trim(r, "[]")); err == nil {
-			return true
-		}
-	}
-	return false
-}
+func (n *netFlags) reachesLocal() bool { return egress.NamesAddresses(n.allow) }
 
 // rules are the allowlist's allow and deny rules.
 func (n *netFlags) rules() (allow, deny []string) {
 	if n.defaults {
-		allow = slices.Clone(egress.DefaultAllow)
+		allow = egress.DefaultAllow()
 	}
 	return append(allow, n.allow...), slices.Clone(n.deny)
 }
@@ -118,24 +106,59 @@ func (a *netFront) asksNetwork() bool {
 	return a.ask != nil
 }
 
-// terminalNetAsker asks on the terminal (dsh-bash run) about a host.
+// terminalNetAsker asks on the terminal (dsh-bash run) about a host, one
+// question at a time; a question whose context ends (the command ended,
+// dsh-bash is exiting) is given up, not left waiting for a line.
 func terminalNetAsker(in io.Reader, out io.Writer) func(context.Context, egress.Question) (egress.Decision, error) {
-	r := bufio.NewReader(in)
-	var mu sync.Mutex // one question on the terminal at a time
+	lines := make(chan string)
+	var start sync.Once
+	turn := make(chan struct{}, 1) // held by the question on the terminal
 	return func(ctx context.Context, q egress.Question) (egress.Decision, error) {
-		mu.Lock()
-		defer mu.Unlock()
+		select {
+		case turn <- struct{}{}:
+			defer func() { <-turn }()
+		case <-ctx.Done():
+			return egress.Deny, ctx.Err()
+		}
+		// One reader for the process's life: a read cannot be abandoned,
+		// so the next question takes the line an abandoned one would have.
+		start.Do(func() { go readLines(in, lines) })
 		fmt.Fprintf(out, "dsh-bash: the command wants to connect to %s, which is not on the network allowlist.\nAllow? [o]nce, [s]ession (this host, any port), [N]o: ", net.JoinHostPort(q.Host, strconv.Itoa(q.Port)))
-		line, err := r.ReadString('\n')
-		if err != nil && !errors.Is(err, io.EOF) {
-			return egress.Deny, err
+		select {
+		case line, ok := <-lines:
+			if !ok {
+				return egress.Deny, io.EOF
+			}
+			return netDecision(line), nil
+		case <-ctx.Done():
+			fmt.Fprintln(out)
+			return egress.Deny, ctx.Err()
 		}
-		switch strings.ToLower(strings.TrimSpace(line)) {
-		case "o", "once":
-			return egress.AllowOnce, nil
-		case "s", "session":
-			return egress.AllowSession, nil
-		}
-		return egress.Deny, nil
 	}
+}
+
+// readLines sends each line of in to lines, and closes it at in's end.
+func readLines(in io.Reader, lines chan<- string) {
+	defer close(lines)
+	r := bufio.NewReader(in)
+	for {
+		line, err := r.ReadString('\n')
+		if line != "" || err == nil {
+			lines <- line
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// netDecision reads the user's answer to a network question.
+func netDecision(line string) egress.Decision {
+	switch strings.ToLower(strings.TrimSpace(line)) {
+	case "o", "once":
+		return egress.AllowOnce
+	case "s", "session":
+		return egress.AllowSession
+	}
+	return egress.Deny
 }

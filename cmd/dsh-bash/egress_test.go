@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/coder/acp-go-sdk"
+	"github.com/dshgo/dsh/egress"
 	"github.com/dshgo/dsh/internal/acptest"
 	"github.com/dshgo/dsh/internal/fakellm"
 	"github.com/dshgo/dsh/internal/testwait"
@@ -126,5 +128,32 @@ func TestACPNetworkAllowlist(t *testing.T) {
 	want := "[sandbox network: connections refused by the proxy]\ndsh sandbox: the connection to 127.0.0.2:9 is refused: it is 127.0.0.2, a loopback"
 	if got := strings.Join(model.Request(3).MessageTexts(), "\n"); !strings.Contains(got, want) {
 		t.Errorf("the model's last request: %q, want %q", got, want)
+	}
+}
+
+// TestTerminalNetAsker: run's question on the terminal reads the user's
+// answer, and gives up when its context ends (the command ended, dsh-bash
+// exits) instead of holding the proxy's Close until a line comes.
+func TestTerminalNetAsker(t *testing.T) {
+	r, w := io.Pipe()
+	defer w.Close()
+	var out strings.Builder
+	ask := terminalNetAsker(r, &out)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	done := make(chan error, 1)
+	go func() { _, err := ask(ctx, egress.Question{Host: "example.org", Port: 443}); done <- err }()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Error("a question whose context ended was answered")
+		}
+	case <-time.After(testwait.Limit):
+		t.Fatal("a question whose context ended still waits for a line")
+	}
+	go fmt.Fprintln(w, "s")
+	d, err := ask(t.Context(), egress.Question{Host: "example.org", Port: 443})
+	if err != nil || d != egress.AllowSession {
+		t.Errorf("answer s: %v, %v; want AllowSession", d, err)
 	}
 }
