@@ -42,6 +42,13 @@
 //     of that task; nothing is delivered twice. When bytes slid out of memory
 //     before they were read, the read says so and names the spill files that
 //     hold the complete streams, when they are safely available.
+//   - A task started with ExecSpec.Input reads a pipe WriteInput writes
+//     to (every other command reads /dev/null). A write never buffers in
+//     the executor: a command that does not read fails it with
+//     [ErrInputBlocked] once its wait has passed. WriteInput then waits,
+//     bounded by the same wait, until the task's output settles, and
+//     returns it as ReadOutput would. Input to a task started without it,
+//     ended, or whose input was closed is an [*InputError].
 //   - Every listener registered with OnTaskDone is called exactly once per
 //     task (background, adopted or failed to spawn), and never once Close has
 //     begun. A panicking listener is contained and does not starve the others.
@@ -79,6 +86,11 @@ type Executor interface {
 	// Kill stops a task and its whole process tree and waits until it is
 	// gone or ctx is done. It returns false when the task had already ended.
 	Kill(ctx context.Context, id TaskID) (bool, error)
+	// WriteInput writes to the standard input of a task started with
+	// ExecSpec.Input, then waits for what the task prints in response (see
+	// Input) and returns it as ReadOutput would. An error about the input
+	// itself is an [*InputError].
+	WriteInput(ctx context.Context, id TaskID, in Input) (TaskRead, error)
 	// OnTaskDone registers fn to be called once for every task that ends
 	// from now on. The returned function unsubscribes it.
 	OnTaskDone(fn func(Task)) (unsubscribe func())
@@ -118,6 +130,10 @@ type ExecSpec struct {
 	Owner string
 	// Workspace is absolute (see ExecRequest.Workspace).
 	Workspace string
+	// Input keeps the command's standard input open, a pipe that
+	// WriteInput writes to, until WriteInput closes it or the command
+	// ends; otherwise stdin is /dev/null. For Start only: Run refuses it.
+	Input bool
 	// Unsandboxed runs this one command outside the executor's sandbox,
 	// if it has one (the user said yes to exactly this call); an executor
 	// without a sandbox ignores it. Only a caller that asked the user may
@@ -224,6 +240,8 @@ type Task struct {
 	Limit string
 	// Owner is the owner token stored at spawn; empty for none.
 	Owner string
+	// Input: the task was started with its input open (ExecSpec.Input).
+	Input bool `json:",omitempty"`
 	// Err says why a StatusFailed task could not start: a [*WorkdirError],
 	// a [*CommandError], or an infrastructure error of the executor.
 	Err error
@@ -241,6 +259,29 @@ type TaskRead struct {
 	// some of it was lost before this read (see Output).
 	Stdout, Stderr Output
 }
+
+// Input is one write to a task's standard input (Executor.WriteInput).
+type Input struct {
+	// Data is written as it is; it may be empty.
+	Data []byte
+	// EOF closes the input after Data: the command reads end of file.
+	EOF bool
+	// Wait bounds the whole call: the write (a command that does not read
+	// its input fails it with ErrInputBlocked once Wait has passed) and
+	// the wait for output. Zero means DefaultInputWait.
+	Wait time.Duration
+	// Settle: once Data is written, the call returns when the task has
+	// printed nothing for Settle (its answer is complete, or it waits for
+	// more input), when Wait has passed, or when the task has ended. Zero
+	// means DefaultInputSettle.
+	Settle time.Duration
+}
+
+// Defaults of Input.
+const (
+	DefaultInputWait   = 2 * time.Second
+	DefaultInputSettle = 200 * time.Millisecond
+)
 
 // Lossy reports whether any output was lost before this read.
 func (r TaskRead) Lossy() bool { return r.Stdout.Truncated || r.Stderr.Truncated }

@@ -169,6 +169,36 @@ func (e *UnknownTaskError) Error() string { return fmt.Sprintf("unknown bash tas
 // Is makes errors.Is(err, ErrUnknownTask) true.
 func (e *UnknownTaskError) Is(target error) bool { return target == ErrUnknownTask }
 
+// Reasons of an [InputError].
+var (
+	// ErrNoInput: the task was not started with its input open.
+	ErrNoInput = errors.New("the task was not started with input")
+	// ErrInputClosed: the task's input is closed, by an earlier write's
+	// EOF or by the command itself.
+	ErrInputClosed = errors.New("the task's input is closed")
+	// ErrTaskEnded: the task has ended; nothing reads its input.
+	ErrTaskEnded = errors.New("the task has ended")
+	// ErrInputBlocked: the command did not read its input within the
+	// write's wait (its pipe is full); InputError.Written says how much of
+	// it was written.
+	ErrInputBlocked = errors.New("the command is not reading its input")
+)
+
+// InputError is a write to a task's input that could not be made, or not
+// whole.
+type InputError struct {
+	ID      TaskID
+	Written int // bytes of the data written before the error
+	Err     error
+}
+
+func (e *InputError) Error() string {
+	return fmt.Sprintf("input to task %s: %v (%d bytes written)", e.ID, e.Err, e.Written)
+}
+
+// Unwrap returns Err.
+func (e *InputError) Unwrap() error { return e.Err }
+
 // LinkError says that the link to the machine that runs the commands (a
 // remote executor's connection) failed: the call could not be made, or its
 // answer never came, so its outcome is unknown. Task, when set, names a

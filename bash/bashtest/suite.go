@@ -25,6 +25,7 @@ func Run(t *testing.T, newExec NewFunc, opts ...Option) {
 	parallel(t, "Output", s.outputTests)
 	parallel(t, "Tasks", s.taskTests)
 	parallel(t, "Kill", s.killTests)
+	parallel(t, "Input", s.inputTests)
 	parallel(t, "TaskLimits", s.limitTests)
 	parallel(t, "OnTaskDone", s.listenerTests)
 	parallel(t, "Close", s.closeTests)

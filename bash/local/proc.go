@@ -22,6 +22,7 @@ type proc struct {
 	grp       group
 	shell     Process
 	pipes     [2]*os.File // read ends, closed by their readers (or forced)
+	input     input       // the write end of the input pipe (ExecSpec.Input)
 
 	shellDone chan struct{} // closed once the shell has been reaped
 	status    ExitStatus    // set before shellDone is closed
@@ -64,19 +65,29 @@ func (e *Executor) spawn(ctx context.Context, spec bash.ExecSpec, linger time.Du
 	if err != nil {
 		return nil, err
 	}
+	var stdin *os.File // the command's end of its input pipe
+	if spec.Input {
+		if stdin, err = p.input.open(); err != nil {
+			closeAll(p.pipes[:]...)
+			closeAll(w[:]...)
+			return nil, err
+		}
+		defer stdin.Close() // the shell holds its copy
+	}
 	long := len(spec.Command) > maxArgvCommand
-	err = e.startShell(ctx, p, spec, w, long)
+	err = e.startShell(ctx, p, spec, w, stdin, long)
 	if !long && errors.Is(err, syscall.E2BIG) {
 		// The environment left too little room for the command in argv.
 		long = true
-		err = e.startShell(ctx, p, spec, w, long)
+		err = e.startShell(ctx, p, spec, w, stdin, long)
 	}
 	for try := 0; try < 2 && errors.Is(err, errUnborn); try++ {
-		err = e.startShell(ctx, p, spec, w, long) // in a new cgroup
+		err = e.startShell(ctx, p, spec, w, stdin, long) // in a new cgroup
 	}
 	closeAll(w[:]...)
 	if err != nil {
 		closeAll(p.pipes[:]...)
+		p.input.close()
 		return nil, err
 	}
 	p.open.Store(2)
@@ -119,11 +130,11 @@ func (p *proc) makePipes() ([2]*os.File, error) {
 
 // startShell starts bash in a fresh group, with the command in argv, or,
 // viaFile, in a file on fd 3 (see readCommand).
-func (e *Executor) startShell(ctx context.Context, p *proc, spec bash.ExecSpec, w [2]*os.File, viaFile bool) error {
+func (e *Executor) startShell(ctx context.Context, p *proc, spec bash.ExecSpec, w [2]*os.File, stdin *os.File, viaFile bool) error {
 	req := &SpawnRequest{
 		Owner: spec.Owner, Workspace: spec.Workspace, Path: e.shell, Dir: spec.Workdir, Env: e.env,
-		Args:   []string{"bash", "--noprofile", "--norc", "-c", spec.Command},
-		Stdout: w[0], Stderr: w[1], CgroupFD: -1, Setsid: true, Unsandboxed: spec.Unsandboxed,
+		Args:  []string{"bash", "--noprofile", "--norc", "-c", spec.Command},
+		Stdin: stdin, Stdout: w[0], Stderr: w[1], CgroupFD: -1, Setsid: true, Unsandboxed: spec.Unsandboxed,
 	}
 	grp, err := e.cont.prepare(req)
 	if err != nil {

@@ -17,6 +17,9 @@ func (e *Executor) Run(ctx context.Context, spec bash.ExecSpec) (bash.RunResult,
 	if spec.Timeout <= 0 {
 		return bash.RunResult{}, errors.New("the spec has no timeout: resolve the request first")
 	}
+	if spec.Input {
+		return bash.RunResult{}, errors.New("the spec asks for input, which only Start gives")
+	}
 	p, err := e.start(ctx, spec, e.drain)
 	if err != nil {
 		return bash.RunResult{}, err

@@ -38,6 +38,7 @@ func (p *proc) settle(e *Executor) {
 		s.step()
 	}
 	p.grp.release()
+	p.input.close() // nothing reads it any more
 	close(p.done)
 }
 

@@ -37,8 +37,10 @@ type SpawnRequest struct {
 	Dir string
 	// Env is the whole environment, already scrubbed.
 	Env []string
-	// Stdout and Stderr are the write ends of the output pipes; stdin is
+	// Stdin is the read end of the input pipe (ExecSpec.Input); nil means
 	// /dev/null.
+	Stdin *os.File
+	// Stdout and Stderr are the write ends of the output pipes.
 	Stdout, Stderr *os.File
 	// ExtraFiles are descriptors 3, 4, … of the shell.
 	ExtraFiles []*os.File
@@ -87,6 +89,9 @@ func SpawnExec(_ context.Context, req *SpawnRequest) (Process, error) {
 		Stderr:      req.Stderr,
 		ExtraFiles:  req.ExtraFiles,
 		SysProcAttr: attr,
+	}
+	if req.Stdin != nil {
+		cmd.Stdin = req.Stdin
 	}
 	if err := cmd.Start(); err != nil {
 		return nil, err

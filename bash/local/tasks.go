@@ -28,7 +28,7 @@ type task struct {
 
 func (t *task) snapshot() bash.Task {
 	return bash.Task{ID: t.id, Command: t.spec.Command, Status: t.status, ExitCode: t.exitCode,
-		Signal: t.signal, Limit: t.limit, Owner: t.spec.Owner, Err: t.err}
+		Signal: t.signal, Limit: t.limit, Owner: t.spec.Owner, Err: t.err, Input: t.spec.Input}
 }
 
 // reserve checks the limits and registers a running task with no proc yet.

@@ -168,12 +168,18 @@ func (e *Executor) on(ctx context.Context, id bash.TaskID) (*link, bash.TaskID, 
 // taskCall calls method about task id and checks the reply's error: an
 // unknown task is reported under the executor's id, and forgotten.
 func (e *Executor) taskCall(ctx context.Context, method string, id bash.TaskID) (*link, reply, error) {
+	return e.taskCallWith(ctx, method, id, func(rid bash.TaskID) any { return taskParams{ID: rid} })
+}
+
+// taskCallWith calls method about the task id with the params params
+// makes of the far side's id for it.
+func (e *Executor) taskCallWith(ctx context.Context, method string, id bash.TaskID, params func(bash.TaskID) any) (*link, reply, error) {
 	l, rid, err := e.on(ctx, id)
 	if err != nil {
 		return nil, reply{}, err
 	}
 	var r reply
-	if err := l.call(ctx, method, taskParams{ID: rid}, &r); err != nil {
+	if err := l.call(ctx, method, params(rid), &r); err != nil {
 		var le *bash.LinkError
 		if errors.As(err, &le) {
 			le.Task = id
@@ -184,7 +190,12 @@ func (e *Executor) taskCall(ctx context.Context, method string, id bash.TaskID) 
 		e.ids.forget(id)
 		return l, r, &bash.UnknownTaskError{ID: id}
 	}
-	return l, r, e.localErr(l.gen, r.Err.err(l.host))
+	err = e.localErr(l.gen, r.Err.err(l.host))
+	var ie *bash.InputError
+	if errors.As(err, &ie) {
+		ie.ID = id
+	}
+	return l, r, err
 }
 
 // Get returns a snapshot of a task.
@@ -213,6 +224,18 @@ func (e *Executor) OwnerOf(ctx context.Context, id bash.TaskID) (string, error) 
 // ReadOutput returns what a task printed since the previous read.
 func (e *Executor) ReadOutput(ctx context.Context, id bash.TaskID) (bash.TaskRead, error) {
 	l, r, err := e.taskCall(ctx, methodReadOutput, id)
+	if err != nil || r.Read == nil {
+		return bash.TaskRead{}, e.orEmpty(err, l)
+	}
+	return bash.TaskRead{Task: e.task(l, r.Read.Task), Stdout: r.Read.Stdout, Stderr: r.Read.Stderr}, nil
+}
+
+// WriteInput writes to a task's input on the far side and returns what it
+// printed in response.
+func (e *Executor) WriteInput(ctx context.Context, id bash.TaskID, in bash.Input) (bash.TaskRead, error) {
+	l, r, err := e.taskCallWith(ctx, methodWriteInput, id, func(rid bash.TaskID) any {
+		return inputParams{ID: rid, Data: in.Data, EOF: in.EOF, Wait: in.Wait, Settle: in.Settle}
+	})
 	if err != nil || r.Read == nil {
 		return bash.TaskRead{}, e.orEmpty(err, l)
 	}

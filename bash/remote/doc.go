@@ -15,7 +15,7 @@
 // each at most Options.MaxMessage bytes. The client opens with hello
 // (protocol [Version]; the server answers with its version, its
 // containment, host and pid) and then calls resolve, run, start, get,
-// list, ownerOf, readOutput, kill, endOwner and close, one per method of
+// list, ownerOf, readOutput, kill, writeInput, endOwner and close, one per method of
 // the seam. Results carry the executor's typed errors with their fields,
 // so that the client rebuilds the same types and the model reads the same
 // words. The server pushes notifications: output (a foreground run's live

@@ -282,6 +282,23 @@ func (f *Fleet) ReadOutput(ctx context.Context, id bash.TaskID) (bash.TaskRead, 
 	return r, f.localErr(i, err)
 }
 
+// WriteInput writes to a task's input on its host.
+func (f *Fleet) WriteInput(ctx context.Context, id bash.TaskID, in bash.Input) (bash.TaskRead, error) {
+	i, hid, err := f.on(id)
+	if err != nil {
+		return bash.TaskRead{}, err
+	}
+	r, err := f.hosts[i].e.WriteInput(ctx, hid, in)
+	if r.Task.ID != "" {
+		r.Task.ID = id
+	}
+	var ie *bash.InputError
+	if errors.As(err, &ie) {
+		ie.ID = id
+	}
+	return r, f.localErr(i, err)
+}
+
 // Kill stops a task on its host; listeners have heard of its end when it
 // returns.
 func (f *Fleet) Kill(ctx context.Context, id bash.TaskID) (bool, error) {

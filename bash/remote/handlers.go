@@ -21,6 +21,7 @@ var handlers = map[string]handler{
 	methodOwnerOf:    (*server).ownerOf,
 	methodReadOutput: (*server).readOutput,
 	methodKill:       (*server).kill,
+	methodWriteInput: (*server).writeInput,
 	methodEndOwner:   (*server).endOwner,
 	methodClose:      (*server).close,
 }
@@ -125,6 +126,18 @@ func (s *server) kill(ctx context.Context, req *jsonrpc2.Request) (*reply, error
 	killed, err := s.exec.Kill(ctx, p.ID)
 	s.dones.flush(ctx) // the task's end goes out before the reply, as listeners hear of it before Kill returns
 	return &reply{Killed: killed, Err: toWireError(err)}, nil
+}
+
+func (s *server) writeInput(ctx context.Context, req *jsonrpc2.Request) (*reply, error) {
+	var p inputParams
+	if err := unmarshal(req, &p); err != nil {
+		return nil, err
+	}
+	r, err := s.exec.WriteInput(ctx, p.ID, bash.Input{Data: p.Data, EOF: p.EOF, Wait: p.Wait, Settle: p.Settle})
+	if err != nil {
+		return &reply{Err: toWireError(err)}, nil
+	}
+	return &reply{Read: &wireRead{Task: toWireTask(r.Task), Stdout: r.Stdout, Stderr: r.Stderr}}, nil
 }
 
 func (s *server) endOwner(ctx context.Context, req *jsonrpc2.Request) (*reply, error) {

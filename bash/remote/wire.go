@@ -30,6 +30,7 @@ const (
 	methodOwnerOf    = "ownerOf"
 	methodReadOutput = "readOutput"
 	methodKill       = "kill"
+	methodWriteInput = "writeInput"
 	methodEndOwner   = "endOwner"
 	methodClose      = "close"
 	methodCancel     = "$/cancelRequest"
@@ -66,21 +67,32 @@ type wireSpec struct {
 	Stream     bool          `json:"stream,omitempty"`
 	// Unsandboxed reaches the far side's executor, whose sandbox it is.
 	Unsandboxed bool `json:"unsandboxed,omitempty"`
+	Input       bool `json:"input,omitempty"`
 }
 
 func toWireSpec(s bash.ExecSpec) wireSpec {
 	return wireSpec{Command: s.Command, Workdir: s.Workdir, Timeout: s.Timeout, Owner: s.Owner,
-		Workspace: s.Workspace, SpillAfter: s.SpillAfter, Stream: s.OnOutput != nil, Unsandboxed: s.Unsandboxed}
+		Workspace: s.Workspace, SpillAfter: s.SpillAfter, Stream: s.OnOutput != nil, Unsandboxed: s.Unsandboxed, Input: s.Input}
 }
 
 func (w wireSpec) spec() bash.ExecSpec {
 	return bash.ExecSpec{Command: w.Command, Workdir: w.Workdir, Timeout: w.Timeout, Owner: w.Owner,
-		Workspace: w.Workspace, SpillAfter: w.SpillAfter, Unsandboxed: w.Unsandboxed}
+		Workspace: w.Workspace, SpillAfter: w.SpillAfter, Unsandboxed: w.Unsandboxed, Input: w.Input}
 }
 
 // taskParams names a task; ownerParams an owner.
 type taskParams struct {
 	ID bash.TaskID `json:"id"`
+}
+
+// inputParams are a writeInput's: the task, and the bash.Input (its data
+// as base64, as encoding/json writes bytes).
+type inputParams struct {
+	ID     bash.TaskID   `json:"id"`
+	Data   []byte        `json:"data,omitempty"`
+	EOF    bool          `json:"eof,omitempty"`
+	Wait   time.Duration `json:"wait,omitempty"`
+	Settle time.Duration `json:"settle,omitempty"`
 }
 
 type ownerParams struct {
@@ -126,17 +138,18 @@ type wireTask struct {
 	Signal   string          `json:"signal,omitempty"`
 	Limit    string          `json:"limit,omitempty"`
 	Owner    string          `json:"owner,omitempty"`
+	Input    bool            `json:"input,omitempty"`
 	Err      *wireError      `json:"err,omitempty"`
 }
 
 func toWireTask(t bash.Task) wireTask {
 	return wireTask{ID: t.ID, Command: t.Command, Status: t.Status, ExitCode: t.ExitCode,
-		Signal: t.Signal, Limit: t.Limit, Owner: t.Owner, Err: toWireError(t.Err)}
+		Signal: t.Signal, Limit: t.Limit, Owner: t.Owner, Input: t.Input, Err: toWireError(t.Err)}
 }
 
 func (w wireTask) task(host string) bash.Task {
 	return bash.Task{ID: w.ID, Command: w.Command, Status: w.Status, ExitCode: w.ExitCode,
-		Signal: w.Signal, Limit: w.Limit, Owner: w.Owner, Err: w.Err.err(host)}
+		Signal: w.Signal, Limit: w.Limit, Owner: w.Owner, Input: w.Input, Err: w.Err.err(host)}
 }
 
 type wireRead struct {
@@ -159,6 +172,7 @@ const (
 	kindStart       = "start"
 	kindCanceled    = "canceled" // the far side's call ended with its context
 	kindDeadline    = "deadline"
+	kindInput       = "input"
 )
 
 // The reasons of a command or workdir error that the tool layer tells apart.
@@ -171,6 +185,10 @@ const (
 	reasonHome       = "home"
 	reasonServer     = "server"
 	reasonOutside    = "outsideSandbox"
+	reasonNoInput    = "noInput"
+	reasonInputShut  = "inputClosed"
+	reasonTaskEnded  = "taskEnded"
+	reasonBlocked    = "inputBlocked"
 )
 
 // wireError carries a typed error of package bash, with its fields, so
@@ -204,8 +222,11 @@ func toWireError(err error) *wireError {
 		le  *bash.TaskLimitError
 		se  *bash.StartError
 		ue  *bash.UnknownTaskError
+		ie  *bash.InputError
 	)
 	switch {
+	case errors.As(err, &ie):
+		w.Kind, w.Task, w.Limit, w.Reason = kindInput, ie.ID, ie.Written, reasonOf(ie.Err)
 	case errors.As(err, &se):
 		w.Kind, w.Task, w.Cause = kindStart, se.Task, toWireError(se.Err)
 	case errors.As(err, &ce):
@@ -253,6 +274,14 @@ func reasonOf(err error) string {
 		return reasonHome
 	case errors.Is(err, bash.ErrWorkspaceServer):
 		return reasonServer
+	case errors.Is(err, bash.ErrNoInput):
+		return reasonNoInput
+	case errors.Is(err, bash.ErrInputClosed):
+		return reasonInputShut
+	case errors.Is(err, bash.ErrTaskEnded):
+		return reasonTaskEnded
+	case errors.Is(err, bash.ErrInputBlocked):
+		return reasonBlocked
 	}
 	return ""
 }
@@ -263,6 +292,8 @@ var sentinels = map[string]error{
 	reasonPermission: fs.ErrPermission, reasonNUL: bash.ErrNULInCommand,
 	reasonEmpty: bash.ErrEmptyCommand, reasonHome: bash.ErrWorkspaceHome,
 	reasonServer: bash.ErrWorkspaceServer, reasonOutside: bash.ErrOutsideSandbox,
+	reasonNoInput: bash.ErrNoInput, reasonInputShut: bash.ErrInputClosed,
+	reasonTaskEnded: bash.ErrTaskEnded, reasonBlocked: bash.ErrInputBlocked,
 }
 
 // err rebuilds the typed error (nil for nil). An infrastructure error of
@@ -284,6 +315,8 @@ func (w *wireError) err(host string) error {
 		return &bash.WorkspaceError{Path: w.Path, Holds: w.Holds, Problem: w.sentinel()}
 	case kindTaskLimit:
 		return &bash.TaskLimitError{Scope: bash.LimitScope(w.Scope), Limit: w.Limit}
+	case kindInput:
+		return &bash.InputError{ID: w.Task, Written: w.Limit, Err: w.sentinel()}
 	case kindUnknownTask:
 		if w.Task == "" {
 			return bash.ErrUnknownTask

@@ -219,17 +219,18 @@ func (a *agent) spawn(m *spawnMsg, fds []int) {
 }
 
 func (a *agent) fork(m *spawnMsg, fds []int) (pid, pidfd int, err error) {
-	want := 2 + m.NExtra
-	if m.Cgroup {
-		want++
-	}
+	want := 2 + m.NExtra + btoi(m.Cgroup) + btoi(m.Stdin)
 	if len(fds) != want {
 		return 0, 0, fmt.Errorf("got %d descriptors, want %d", len(fds), want)
+	}
+	stdin := a.devNull
+	if m.Stdin {
+		stdin, fds = fds[len(fds)-1], fds[:len(fds)-1]
 	}
 	if err := checkDir(m.Dir); err != nil {
 		return 0, 0, err
 	}
-	files := []uintptr{uintptr(a.devNull)}
+	files := []uintptr{uintptr(stdin)}
 	for _, fd := range fds[:2+m.NExtra] {
 		files = append(files, uintptr(fd))
 	}
@@ -307,4 +308,11 @@ func (a *agent) ended(pid int, ws unix.WaitStatus) {
 func agentArgs(c agentConfig) []string {
 	b, _ := json.Marshal(c)
 	return []string{agentArg, string(b)}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -261,13 +261,16 @@ func (j *jail) spawn(req *local.SpawnRequest) (local.Process, error) {
 
 func (j *jail) send(id uint64, req *local.SpawnRequest) error {
 	m := spawnMsg{ID: id, Path: req.Path, Args: req.Args, Dir: req.Dir, Env: j.env(req.Env),
-		NExtra: len(req.ExtraFiles), Cgroup: req.CgroupFD >= 0, Setsid: req.Setsid}
+		NExtra: len(req.ExtraFiles), Cgroup: req.CgroupFD >= 0, Setsid: req.Setsid, Stdin: req.Stdin != nil}
 	fds := []int{int(req.Stdout.Fd()), int(req.Stderr.Fd())}
 	for _, f := range req.ExtraFiles {
 		fds = append(fds, int(f.Fd()))
 	}
 	if m.Cgroup {
 		fds = append(fds, req.CgroupFD)
+	}
+	if m.Stdin {
+		fds = append(fds, int(req.Stdin.Fd()))
 	}
 	j.sendMu.RLock()
 	defer j.sendMu.RUnlock()

@@ -13,8 +13,9 @@ import (
 // message per packet, with descriptors passed alongside (SCM_RIGHTS).
 
 // spawnMsg asks the agent to start one shell. Its descriptors, in order:
-// stdout, stderr, NExtra extra files (fd 3, 4, …), then the cgroup
-// directory when Cgroup is set.
+// stdout, stderr, NExtra extra files (fd 3, 4, …), the cgroup directory
+// when Cgroup is set, then stdin when Stdin is set (else the shell's stdin
+// is /dev/null).
 type spawnMsg struct {
 	ID     uint64   `json:"id"`
 	Path   string   `json:"path"`
@@ -24,6 +25,7 @@ type spawnMsg struct {
 	NExtra int      `json:"nextra"`
 	Cgroup bool     `json:"cgroup"`
 	Setsid bool     `json:"setsid"`
+	Stdin  bool     `json:"stdin,omitempty"`
 }
 
 // agentMsg is the agent's answer: first whether the shell started (with its

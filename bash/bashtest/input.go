@@ -1,0 +1,160 @@
+//go:build linux
+
+package bashtest
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dshgo/dsh/bash"
+)
+
+func (s *suite) inputTests(t *testing.T) {
+	parallel(t, "a prompt answered", s.inputPrompt)
+	parallel(t, "a REPL across three writes, then EOF", s.inputREPL)
+	parallel(t, "EOF after data", s.inputEOF)
+	parallel(t, "refused: no input, ended, closed, unknown", s.inputRefused)
+	parallel(t, "a command that does not read: the write gives up", s.inputBlocked)
+	parallel(t, "a flood of output while waiting: bounded by Wait", s.inputFlood)
+	parallel(t, "Run refuses Input", s.inputRun)
+}
+
+// startInput starts cmd in the background with its input open.
+func (h *harness) startInput(cmd, owner string) bash.Task {
+	h.t.Helper()
+	spec := h.resolve(bash.ExecRequest{Command: cmd, Owner: owner})
+	spec.Input = true
+	task, err := h.e.Start(h.ctx(), spec)
+	if err != nil {
+		h.t.Fatalf("Start(%q) with input: %v", cmd, err)
+	}
+	if !task.Input {
+		h.t.Errorf("Start(%q) with input: the task says it takes none: %+v", cmd, task)
+	}
+	return task
+}
+
+// write writes data (and EOF) to the task's input, failing the test on an
+// error, and returns the read that came back.
+func (h *harness) write(id bash.TaskID, data string, eof bool) bash.TaskRead {
+	h.t.Helper()
+	r, err := h.e.WriteInput(h.ctx(), id, bash.Input{Data: []byte(data), EOF: eof, Wait: 5 * time.Second})
+	if err != nil {
+		h.t.Fatalf("WriteInput(%s, %q): %v", id, data, err)
+	}
+	return r
+}
+
+func (s *suite) inputPrompt(t *testing.T) {
+	h := s.harness(t, nil)
+	l := h.listen()
+	task := h.startInput(`printf 'name? '; read -r n; echo "hello $n"`, "alice")
+	h.readUntil(task.ID, func(out, _ string) bool { return out == "name? " })
+	r := h.write(task.ID, "bob\n", false)
+	if r.Stdout.Text != "hello bob\n" {
+		t.Errorf("the answer to the prompt: stdout %q, want %q", r.Stdout.Text, "hello bob\n")
+	}
+	if got := h.wait(l, task.ID); got.Status != bash.StatusCompleted || got.ExitCode != 0 {
+		t.Errorf("after the answer: %+v, want completed", got)
+	}
+}
+
+func (s *suite) inputREPL(t *testing.T) {
+	h := s.harness(t, nil)
+	l := h.listen()
+	task := h.startInput(`while IFS= read -r l; do echo "=$l"; done; echo bye`, "")
+	for _, line := range []string{"one", "two", "three"} {
+		r := h.write(task.ID, line+"\n", false)
+		if r.Stdout.Text != "="+line+"\n" || r.Task.Done() {
+			t.Errorf("write %q: stdout %q, task %+v; want %q from a running task", line, r.Stdout.Text, r.Task, "="+line+"\n")
+		}
+	}
+	r := h.write(task.ID, "", true)
+	if r.Stdout.Text != "bye\n" {
+		t.Errorf("EOF: stdout %q, want %q", r.Stdout.Text, "bye\n")
+	}
+	h.wait(l, task.ID)
+}
+
+func (s *suite) inputEOF(t *testing.T) {
+	h := s.harness(t, nil)
+	task := h.startInput(`cat; echo " end"`, "")
+	r := h.write(task.ID, "partial", true)
+	out := r.Stdout.Text
+	if !r.Task.Done() {
+		rest, _ := h.readUntil(task.ID, func(o, _ string) bool { return strings.HasSuffix(out+o, " end\n") })
+		out += rest
+	}
+	if out != "partial end\n" {
+		t.Errorf("cat, then EOF: stdout %q, want %q", out, "partial end\n")
+	}
+}
+
+// inputErr checks that WriteInput fails with an *InputError of reason.
+func (h *harness) inputErr(what string, id bash.TaskID, reason error) {
+	h.t.Helper()
+	_, err := h.e.WriteInput(h.ctx(), id, bash.Input{Data: []byte("x\n")})
+	var ie *bash.InputError
+	if !errors.As(err, &ie) || !errors.Is(err, reason) || ie.ID != id {
+		h.t.Errorf("%s: WriteInput = %v; want an *InputError for %s: %v", what, err, id, reason)
+	}
+}
+
+func (s *suite) inputRefused(t *testing.T) {
+	h := s.harness(t, nil)
+	l := h.listen()
+	plain := h.start("sleep 30", "")
+	h.inputErr("a task started without input", plain.ID, bash.ErrNoInput)
+	h.kill(plain.ID)
+	ended := h.startInput("exit 3", "")
+	h.wait(l, ended.ID)
+	h.inputErr("an ended task", ended.ID, bash.ErrTaskEnded)
+	closed := h.startInput("sleep 30", "")
+	h.write(closed.ID, "", true)
+	h.inputErr("input closed by EOF", closed.ID, bash.ErrInputClosed)
+	h.kill(closed.ID)
+	if _, err := h.e.WriteInput(h.ctx(), "bash-999", bash.Input{Data: []byte("x")}); !errors.Is(err, bash.ErrUnknownTask) {
+		t.Errorf("an unknown task: WriteInput = %v, want ErrUnknownTask", err)
+	}
+}
+
+func (s *suite) inputBlocked(t *testing.T) {
+	h := s.harness(t, nil)
+	task := h.startInput("sleep 30", "")
+	big := make([]byte, 512<<10) // past a pipe's buffer (64 KiB by default)
+	start := time.Now()
+	_, err := h.e.WriteInput(h.ctx(), task.ID, bash.Input{Data: big, Wait: 300 * time.Millisecond})
+	var ie *bash.InputError
+	if !errors.As(err, &ie) || !errors.Is(err, bash.ErrInputBlocked) || ie.Written >= len(big) {
+		t.Errorf("512 KiB to a command that does not read: %v; want ErrInputBlocked with part written", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("the write gave up after %v, want about its Wait (300ms)", d)
+	}
+	h.kill(task.ID)
+}
+
+func (s *suite) inputFlood(t *testing.T) {
+	h := s.harness(t, nil)
+	task := h.startInput(`read -r l; yes flood`, "")
+	start := time.Now()
+	r, err := h.e.WriteInput(h.ctx(), task.ID, bash.Input{Data: []byte("go\n"), Wait: 500 * time.Millisecond})
+	if err != nil || !strings.HasPrefix(r.Stdout.Text, "flood\n") && !r.Stdout.Truncated {
+		t.Errorf("WriteInput to a flooding task: %v, stdout starts %.20q", err, r.Stdout.Text)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("WriteInput returned after %v while the task flooded; want about its Wait (500ms)", d)
+	}
+	h.kill(task.ID)
+}
+
+func (s *suite) inputRun(t *testing.T) {
+	h := s.harness(t, nil)
+	spec := h.resolve(bash.ExecRequest{Command: "cat"})
+	spec.Input = true
+	if _, err := h.e.Run(h.ctx(), spec); err == nil {
+		t.Error("Run with Input: no error")
+	}
+}

@@ -1,0 +1,138 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/dshgo/dsh/bash"
+)
+
+// input is the executor's end of a task's input pipe. Writes go straight
+// to the pipe (the kernel's buffer is the only one): a command that does
+// not read makes a write fail once its wait has passed, never the server
+// hold the bytes.
+type input struct {
+	mu     sync.Mutex // held by a write, and by the close
+	w      *os.File   // nil once closed
+	closed error      // why it is closed: ErrInputClosed or ErrTaskEnded
+}
+
+// open makes the pipe and returns the command's end.
+func (in *input) open() (*os.File, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("make the input pipe: %w", err)
+	}
+	in.w = w
+	return r, nil
+}
+
+// close closes the executor's end as the task ends.
+func (in *input) close() {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.w != nil {
+		in.w.Close()
+		in.w = nil
+	}
+	if in.closed == nil {
+		in.closed = bash.ErrTaskEnded
+	}
+}
+
+// write writes data, and closes the input after it when eof, giving up on
+// the write at deadline.
+func (in *input) write(data []byte, eof bool, deadline time.Time) (int, error) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.w == nil {
+		return 0, in.closed
+	}
+	_ = in.w.SetWriteDeadline(deadline)
+	n, err := in.w.Write(data)
+	switch {
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return n, bash.ErrInputBlocked
+	case err != nil:
+		return n, bash.ErrInputClosed // the command closed its end (EPIPE)
+	case eof:
+		in.w.Close()
+		in.w, in.closed = nil, bash.ErrInputClosed
+	}
+	return n, nil
+}
+
+// WriteInput writes to the task's input and returns what it printed in
+// response, once its output settled. See bash.Executor.
+func (e *Executor) WriteInput(ctx context.Context, id bash.TaskID, in bash.Input) (bash.TaskRead, error) {
+	t, err := e.lookup(id)
+	if err != nil {
+		return bash.TaskRead{}, err
+	}
+	select {
+	case <-t.ready:
+	case <-ctx.Done():
+		return bash.TaskRead{}, context.Cause(ctx)
+	}
+	if !t.spec.Input {
+		return bash.TaskRead{}, &bash.InputError{ID: id, Err: bash.ErrNoInput}
+	}
+	if t.p == nil {
+		return bash.TaskRead{}, &bash.InputError{ID: id, Err: bash.ErrTaskEnded}
+	}
+	wait, settle := orDefault(in.Wait, bash.DefaultInputWait), orDefault(in.Settle, bash.DefaultInputSettle)
+	deadline := time.Now().Add(wait)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	changed := t.p.outputChanged()
+	n, err := t.p.input.write(in.Data, in.EOF, deadline)
+	if err != nil {
+		return bash.TaskRead{}, &bash.InputError{ID: id, Written: n, Err: err}
+	}
+	t.p.awaitQuiet(ctx, changed, settle, deadline)
+	return e.ReadOutput(ctx, id)
+}
+
+func orDefault(v, def time.Duration) time.Duration {
+	if v <= 0 {
+		return def
+	}
+	return v
+}
+
+// outputChanged returns channels that close on the next output of either
+// stream.
+func (p *proc) outputChanged() [2]<-chan struct{} {
+	return [2]<-chan struct{}{p.out.changed(), p.errs.changed()}
+}
+
+// awaitQuiet waits until the command has printed nothing for settle since
+// changed was taken (or since its last output), or deadline passes, or the
+// command ends, or ctx is done.
+func (p *proc) awaitQuiet(ctx context.Context, changed [2]<-chan struct{}, settle time.Duration, deadline time.Time) {
+	quiet := time.NewTimer(settle)
+	defer quiet.Stop()
+	end := time.NewTimer(time.Until(deadline))
+	defer end.Stop()
+	for {
+		select {
+		case <-changed[0]:
+		case <-changed[1]:
+		case <-quiet.C:
+			return
+		case <-end.C:
+			return
+		case <-p.done:
+			return
+		case <-ctx.Done():
+			return
+		}
+		changed = p.outputChanged()
+		quiet.Reset(settle)
+	}
+}
