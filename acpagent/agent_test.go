@@ -147,7 +147,7 @@ func TestForegroundTerminalCard(t *testing.T) {
 	if last := msgs[len(msgs)-1]; last != "tool: hello\n" {
 		t.Errorf("last message to the model %q", last)
 	}
-	if len(req.Tools) != 3 || req.Tools[0].Function.Name != "bash" {
+	if len(req.Tools) != 5 || req.Tools[0].Function.Name != "bash" || req.Tools[3].Function.Name != "bash_input" || req.Tools[4].Function.Name != "bash_tasks" {
 		t.Errorf("tools %+v", req.Tools)
 	}
 }

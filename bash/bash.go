@@ -242,6 +242,8 @@ type Task struct {
 	Owner string
 	// Input: the task was started with its input open (ExecSpec.Input).
 	Input bool `json:",omitempty"`
+	// Started is when the task was started, on the executor's clock.
+	Started time.Time
 	// Err says why a StatusFailed task could not start: a [*WorkdirError],
 	// a [*CommandError], or an infrastructure error of the executor.
 	Err error
@@ -271,8 +273,9 @@ type Input struct {
 	// the wait for output. Zero means DefaultInputWait.
 	Wait time.Duration
 	// Settle: once Data is written, the call returns when the task has
-	// printed nothing for Settle (its answer is complete, or it waits for
-	// more input), when Wait has passed, or when the task has ended. Zero
+	// printed something and then nothing more for Settle (its answer is
+	// complete, or it waits for more input), when Wait has passed (a task
+	// that prints nothing in response), or when the task has ended. Zero
 	// means DefaultInputSettle.
 	Settle time.Duration
 }

@@ -4,7 +4,7 @@ package toolbash
 
 const bashDescription = `Run a shell command with bash and return what it printed.
 
-Every call is a fresh ` + "`bash -c`" + ` process: nothing carries over between calls, not the directory, not variables, not functions. Set the directory with workdir instead of cd (a relative workdir is taken from the session's directory). Stdin is empty, there is no terminal, and interactive programs (editors, pagers, password prompts) will not work: pass flags that make them non-interactive.
+Every call is a fresh ` + "`bash -c`" + ` process: nothing carries over between calls, not the directory, not variables, not functions. Set the directory with workdir instead of cd (a relative workdir is taken from the session's directory). A foreground call never gets input: its stdin is empty and there is no terminal, so pass flags that make programs non-interactive (editors, pagers and password prompts will not work). For a program that asks questions (a scaffolder, a prompt you must answer) or a REPL you want to use across several steps (python3 -q, node, sqlite3, psql), set input: true: it starts in the background with its stdin open, and you write to it with bash_input.
 
 The result is stdout, then a [stderr] section when there was any, then status markers on lines of their own:
 - [exit code: N] when the command failed with a non-zero status. This is not an error of the tool: read the output and decide what to do.
@@ -19,3 +19,9 @@ const bashOutputDescription = `Read what a background task started with bash (ru
 The result is the new output (stdout, then a [stderr] section), or "(no new output)", then a status line: [status: running], [status: completed, exit code: N], or [status: killed]. If the task printed more than could be kept in memory between two reads, a line says so and names the files that hold the complete output. Poll again while the status is running; output is never returned twice.`
 
 const bashKillDescription = `Stop a background task started with bash (run_in_background), with every process it started: SIGTERM first, then SIGKILL if it does not stop. Killing a task that has already finished does nothing and says so. Output printed before it stopped can still be read with bash_output.`
+
+const bashInputDescription = `Write to the standard input of a background task started with bash input: true, then return what it printed in response, and its status, as bash_output does.
+
+input is sent exactly as given: end a line with \n to send it (a program that reads lines waits for it). The call returns once the task has answered and then printed nothing more for a moment (its answer is complete, or it waits for more input), when wait_ms has passed without an answer (default 2000, at most 30000), or when the task ends; output that comes later is read with bash_output. Set eof to close the input after this text, as Ctrl-D would at a terminal (a REPL then exits); stop a task with bash_kill. The input is a pipe, not a terminal: programs see no tty, so start a REPL in its interactive mode and unbuffered (python3 -u -i -q, node -i) or it waits for the end of its input, and its answers for a full buffer.`
+
+const bashTasksDescription = `List this session's background tasks: for each its id, status, when it started, whether its input is open for bash_input, and its command. Tasks of other sessions are not listed.`

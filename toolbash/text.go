@@ -101,7 +101,12 @@ func line(b *strings.Builder, s string) {
 }
 
 // startText is the bash tool's text for a background start.
-func startText(t bash.Task) string { return "started background task " + string(t.ID) }
+func startText(t bash.Task) string {
+	if t.Input {
+		return "started background task " + string(t.ID) + "; its input is open: write to it with bash_input"
+	}
+	return "started background task " + string(t.ID)
+}
 
 // readText is bash_output's text: the new output (stdout, then a [stderr]
 // section) or "(no new output)", the lossy note when output was dropped

@@ -33,6 +33,8 @@ const (
 	BashName   = "bash"
 	OutputName = "bash_output"
 	KillName   = "bash_kill"
+	InputName  = "bash_input"
+	TasksName  = "bash_tasks"
 )
 
 // Options configures the tools. A nil *Options means defaults.
@@ -81,6 +83,7 @@ type Executor interface {
 	OwnerOf(ctx context.Context, id bash.TaskID) (string, error)
 	ReadOutput(ctx context.Context, id bash.TaskID) (bash.TaskRead, error)
 	Kill(ctx context.Context, id bash.TaskID) (bool, error)
+	WriteInput(ctx context.Context, id bash.TaskID, in bash.Input) (bash.TaskRead, error)
 	OnTaskDone(fn func(bash.Task)) (unsubscribe func())
 }
 
@@ -131,7 +134,8 @@ func (t *Tools) Close() {
 	}
 }
 
-// List returns the three tool definitions: bash, bash_output, bash_kill.
+// List returns the tool definitions: bash, bash_output, bash_kill,
+// bash_input and bash_tasks.
 func (t *Tools) List() []*tools.Tool {
 	yes, no := true, false
 	return []*tools.Tool{
@@ -161,6 +165,27 @@ func (t *Tools) List() []*tools.Tool {
 			Execute:     t.kill,
 			PresentCall: presentTaskCall(KillName, "Kill background task "),
 		},
+		{
+			Name:        InputName,
+			Description: bashInputDescription,
+			InputSchema: inputSchema(),
+			Annotations: tools.Annotations{Destructive: &yes, OpenWorld: &yes},
+			// What it writes runs in the program that reads it (a REPL
+			// runs code): asked about as bash is, where nothing else is.
+			AskPermission: true,
+			Execute:       t.input,
+			PresentCall:   presentInputCall,
+		},
+		{
+			Name:        TasksName,
+			Description: bashTasksDescription,
+			InputSchema: &jsonschema.Schema{Type: "object", Properties: map[string]*jsonschema.Schema{}},
+			Annotations: tools.Annotations{ReadOnly: true, OpenWorld: &no},
+			Execute:     t.tasks,
+			PresentCall: func(json.RawMessage) tools.CallPresentation {
+				return tools.CallPresentation{Title: "List background tasks", Kind: tools.KindExecute}
+			},
+		},
 	}
 }
 
@@ -186,7 +211,7 @@ func (t *Tools) EndSession(ctx context.Context, sessionID string) {
 	}
 }
 
-// Register adds the three tools to r.
+// Register adds the tools to r.
 func (t *Tools) Register(r *tools.Registry) error { return r.Register(t.List()...) }
 
 func bashSchema(unsandboxed bool) *jsonschema.Schema {
@@ -205,6 +230,8 @@ func bashSchema(unsandboxed bool) *jsonschema.Schema {
 				Description: "Working directory for this call. Default: the session's directory; a relative path is taken from there."},
 			"run_in_background": {Type: "boolean",
 				Description: "Return a task id at once and run without a timeout; read output with bash_output, stop with bash_kill."},
+			"input": {Type: "boolean",
+				Description: "Start in the background (as run_in_background) with stdin open, for a program that asks questions or a REPL: write to it with bash_input."},
 		},
 	}
 	if unsandboxed {
@@ -229,6 +256,7 @@ type bashArgs struct {
 	TimeoutMs   *float64 `json:"timeoutMs"`
 	Workdir     *string  `json:"workdir"`
 	Background  bool     `json:"run_in_background"`
+	Input       bool     `json:"input"`
 	Unsandboxed bool     `json:"unsandboxed"`
 }
 
@@ -254,7 +282,8 @@ func (t *Tools) bash(ctx context.Context, call *tools.Call) (*tools.Result, erro
 		}
 		spec.Unsandboxed = true
 	}
-	if a.Background {
+	if a.Background || a.Input {
+		spec.Input = a.Input
 		task, err := t.exec.Start(ctx, spec)
 		if err != nil {
 			return nil, errors.New(errorText(err))

@@ -111,19 +111,24 @@ func (p *proc) outputChanged() [2]<-chan struct{} {
 	return [2]<-chan struct{}{p.out.changed(), p.errs.changed()}
 }
 
-// awaitQuiet waits until the command has printed nothing for settle since
-// changed was taken (or since its last output), or deadline passes, or the
-// command ends, or ctx is done.
+// awaitQuiet waits until the command, having printed something since
+// changed was taken, has printed nothing more for settle; or until
+// deadline passes, the command ends, or ctx is done.
 func (p *proc) awaitQuiet(ctx context.Context, changed [2]<-chan struct{}, settle time.Duration, deadline time.Time) {
-	quiet := time.NewTimer(settle)
-	defer quiet.Stop()
 	end := time.NewTimer(time.Until(deadline))
 	defer end.Stop()
+	var quiet *time.Timer // armed by the first output
+	var quietC <-chan time.Time
+	defer func() {
+		if quiet != nil {
+			quiet.Stop()
+		}
+	}()
 	for {
 		select {
 		case <-changed[0]:
 		case <-changed[1]:
-		case <-quiet.C:
+		case <-quietC:
 			return
 		case <-end.C:
 			return
@@ -133,6 +138,11 @@ func (p *proc) awaitQuiet(ctx context.Context, changed [2]<-chan struct{}, settl
 			return
 		}
 		changed = p.outputChanged()
-		quiet.Reset(settle)
+		if quiet == nil {
+			quiet = time.NewTimer(settle)
+			quietC = quiet.C
+		} else {
+			quiet.Reset(settle)
+		}
 	}
 }

@@ -6,17 +6,19 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/dshgo/dsh/bash"
 )
 
 // task is a background (or adopted, or failed) task.
 type task struct {
-	id    bash.TaskID
-	spec  bash.ExecSpec
-	p     *proc         // nil when the spawn failed
-	ready chan struct{} // closed once p is set (or the spawn failed)
-	ended chan struct{} // closed once the final status is recorded
+	id      bash.TaskID
+	spec    bash.ExecSpec
+	p       *proc         // nil when the spawn failed
+	ready   chan struct{} // closed once p is set (or the spawn failed)
+	ended   chan struct{} // closed once the final status is recorded
+	started time.Time
 
 	// guarded by Executor.mu
 	status   bash.TaskStatus
@@ -28,7 +30,7 @@ type task struct {
 
 func (t *task) snapshot() bash.Task {
 	return bash.Task{ID: t.id, Command: t.spec.Command, Status: t.status, ExitCode: t.exitCode,
-		Signal: t.signal, Limit: t.limit, Owner: t.spec.Owner, Err: t.err, Input: t.spec.Input}
+		Signal: t.signal, Limit: t.limit, Owner: t.spec.Owner, Err: t.err, Input: t.spec.Input, Started: t.started}
 }
 
 // reserve checks the limits and registers a running task with no proc yet.
@@ -45,7 +47,7 @@ func (e *Executor) reserve(spec bash.ExecSpec) (*task, error) {
 		return nil, &bash.TaskLimitError{Scope: bash.PerExecutor, Limit: e.all}
 	}
 	e.seq++
-	t := &task{id: bash.TaskID("bash-" + strconv.Itoa(e.seq)), spec: spec, status: bash.StatusRunning,
+	t := &task{id: bash.TaskID("bash-" + strconv.Itoa(e.seq)), spec: spec, status: bash.StatusRunning, started: time.Now(),
 		ready: make(chan struct{}), ended: make(chan struct{})}
 	e.tasks[t.id] = t
 	e.order = append(e.order, t)

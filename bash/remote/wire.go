@@ -139,17 +139,18 @@ type wireTask struct {
 	Limit    string          `json:"limit,omitempty"`
 	Owner    string          `json:"owner,omitempty"`
 	Input    bool            `json:"input,omitempty"`
+	Started  time.Time       `json:"started,omitzero"`
 	Err      *wireError      `json:"err,omitempty"`
 }
 
 func toWireTask(t bash.Task) wireTask {
 	return wireTask{ID: t.ID, Command: t.Command, Status: t.Status, ExitCode: t.ExitCode,
-		Signal: t.Signal, Limit: t.Limit, Owner: t.Owner, Input: t.Input, Err: toWireError(t.Err)}
+		Signal: t.Signal, Limit: t.Limit, Owner: t.Owner, Input: t.Input, Started: t.Started, Err: toWireError(t.Err)}
 }
 
 func (w wireTask) task(host string) bash.Task {
 	return bash.Task{ID: w.ID, Command: w.Command, Status: w.Status, ExitCode: w.ExitCode,
-		Signal: w.Signal, Limit: w.Limit, Owner: w.Owner, Input: w.Input, Err: w.Err.err(host)}
+		Signal: w.Signal, Limit: w.Limit, Owner: w.Owner, Input: w.Input, Started: w.Started, Err: w.Err.err(host)}
 }
 
 type wireRead struct {

@@ -171,7 +171,7 @@ func TestSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	tb := (&toolbash.Tools{}).List()
-	if len(defs) != 3 {
+	if len(defs) != len(tb) || len(defs) != 5 {
 		t.Fatalf("%d definitions", len(defs))
 	}
 	for i, d := range defs {
@@ -180,7 +180,7 @@ func TestSchema(t *testing.T) {
 		}
 	}
 	props := defs[0].InputSchema["properties"].(map[string]any)
-	for _, p := range []string{"command", "description", "timeoutMs", "workdir", "run_in_background"} {
+	for _, p := range []string{"command", "description", "timeoutMs", "workdir", "run_in_background", "input"} {
 		if props[p] == nil {
 			t.Errorf("bash schema lacks %s", p)
 		}

@@ -154,3 +154,41 @@ func TestMCPUsage(t *testing.T) {
 		}
 	}
 }
+
+// TestMCPInteractive: through the MCP server (the SDK's client, the
+// calls Claude Code and Codex make), a Python REPL kept across three
+// calls, a prompt answered, and the session's task list.
+func TestMCPInteractive(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("no python3")
+	}
+	cs, _ := mcpClient(t)
+	start := callText(t, cs, "bash", map[string]any{"command": "python3 -u -i -q", "description": "Start a Python REPL", "input": true})
+	if start != "started background task bash-1; its input is open: write to it with bash_input" {
+		t.Fatalf("start: %q", start)
+	}
+	for _, step := range []struct{ in, want string }{
+		{"x = 6 * 7\n", ""},
+		{"print(x)\n", "42\n"},
+		{"print(x + 1)\n", "43\n"},
+	} {
+		got := callText(t, cs, "bash_input", map[string]any{"task_id": "bash-1", "input": step.in})
+		if !strings.HasPrefix(got, step.want) || !strings.HasSuffix(got, "[status: running]") {
+			t.Errorf("bash_input %q: %q, want it to start %q, the REPL running", step.in, got, step.want)
+		}
+	}
+	callText(t, cs, "bash", map[string]any{"command": `printf 'Overwrite? [y/N] '; read -r a; echo "answer: $a"`, "description": "Ask", "input": true})
+	got := callText(t, cs, "bash_input", map[string]any{"task_id": "bash-2", "input": "y\n"})
+	if !strings.Contains(got, "answer: y\n") || !strings.HasSuffix(got, "[status: completed, exit code: 0]") {
+		t.Errorf("the prompt answered: %q", got)
+	}
+	list := callText(t, cs, "bash_tasks", map[string]any{})
+	if !strings.HasPrefix(list, "bash-1 [status: running] started ") || !strings.Contains(list, ", input open: python3 -u -i -q\nbash-2 [status: completed, exit code: 0]") {
+		t.Errorf("bash_tasks: %q", list)
+	}
+	bye := callText(t, cs, "bash_input", map[string]any{"task_id": "bash-1", "input": "", "eof": true})
+	if !strings.HasSuffix(bye, "[status: completed, exit code: 0]") {
+		t.Errorf("eof to the REPL: %q", bye)
+	}
+}

@@ -1,0 +1,83 @@
+package toolbash
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dshgo/dsh/bash"
+	"github.com/dshgo/dsh/session"
+)
+
+// TestInput: a REPL across three calls, a prompt answered, the refusals
+// and the task list, as the model reads them (golden).
+func TestInput(t *testing.T) {
+	r := newRig(t, nil)
+	alice, bob := session.Session{ID: "alice"}, session.Session{ID: "bob"}
+	got := map[string]string{}
+	var names []string
+	step := func(name string, s session.Session, tool string, a args) {
+		t.Helper()
+		res := r.call(t, s, tool, a)
+		text := res.Text()
+		if res.IsError {
+			text = "ERROR: " + text
+		}
+		names = append(names, name)
+		got[name] = text
+	}
+	step("start-repl", alice, BashName, args{"command": `while IFS= read -r l; do echo "=$l"; done; echo bye`, "description": "d", "input": true})
+	step("repl-1", alice, InputName, args{"task_id": "bash-1", "input": "one\n"})
+	step("repl-2", alice, InputName, args{"task_id": "bash-1", "input": "two\n"})
+	step("repl-3", alice, InputName, args{"task_id": "bash-1", "input": "three\n"})
+	step("tasks-while-running", alice, TasksName, args{})
+	step("repl-eof", alice, InputName, args{"task_id": "bash-1", "input": "", "eof": true})
+	step("after-eof", alice, InputName, args{"task_id": "bash-1", "input": "x\n"})
+	step("start-prompt", alice, BashName, args{"command": `printf 'Project name? '; read -r n; echo "created $n"`, "description": "d", "input": true})
+	step("prompt-read", alice, InputName, args{"task_id": "bash-2", "input": ""})
+	step("prompt-answer", alice, InputName, args{"task_id": "bash-2", "input": "demo\n"})
+	step("start-plain", alice, BashName, args{"command": "sleep 30", "description": "d", "run_in_background": true})
+	step("no-input", alice, InputName, args{"task_id": "bash-3", "input": "x\n"})
+	step("foreign", bob, InputName, args{"task_id": "bash-3", "input": "x\n"})
+	step("unknown", alice, InputName, args{"task_id": "bash-9", "input": "x\n"})
+	step("too-long", alice, InputName, args{"task_id": "bash-3", "input": strings.Repeat("x", MaxInputBytes+1)})
+	step("missing-input", alice, InputName, args{"task_id": "bash-3"})
+	step("tasks-of-bob", bob, TasksName, args{})
+	r.call(t, alice, KillName, args{"task_id": "bash-3"})
+	got["tasks-while-running"] = stripAges(got["tasks-while-running"])
+	golden(t, "input.txtar", names, got)
+}
+
+// stripAges replaces the list's ages, which depend on the clock.
+func stripAges(s string) string {
+	var out []string
+	for line := range strings.SplitSeq(s, "\n") {
+		if i := strings.Index(line, " started "); i >= 0 {
+			if j := strings.Index(line[i:], " ago"); j >= 0 {
+				line = line[:i] + " started Ns ago" + line[i+j+len(" ago"):]
+			}
+		}
+		out = append(out, line)
+	}
+	return strings.Join(out, "\n")
+}
+
+func TestTasksText(t *testing.T) {
+	now := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	list := []bash.Task{
+		{ID: "bash-1", Command: "python3 -q", Status: bash.StatusRunning, Input: true, Started: now.Add(-45 * time.Second)},
+		{ID: "bash-2", Command: "npm run dev\n", Status: bash.StatusRunning, Started: now.Add(-12 * time.Minute)},
+		{ID: "bash-3", Command: "make\nmake test", Status: bash.StatusCompleted, ExitCode: 2, Input: true, Started: now.Add(-3 * time.Hour)},
+		{ID: "bash-4", Command: "sleep 1", Status: bash.StatusKilled, Signal: "SIGTERM"},
+	}
+	want := "bash-1 [status: running] started 45s ago, input open: python3 -q\n" +
+		"bash-2 [status: running] started 12m ago: npm run dev\n" +
+		"bash-3 [status: completed, exit code: 2] started 3h ago: make …\n" +
+		"bash-4 [status: killed by SIGTERM]: sleep 1"
+	if got := tasksText(list, now); got != want {
+		t.Errorf("tasksText:\n%s\nwant\n%s", got, want)
+	}
+	if got := tasksText(nil, now); got != "(no background tasks)" {
+		t.Errorf("no tasks: %q", got)
+	}
+}
