@@ -112,3 +112,55 @@ func median(d []time.Duration) float64 {
 	slices.Sort(s)
 	return float64(s[len(s)/2]) / float64(time.Millisecond)
 }
+
+// BenchmarkInputRoundTrip measures one line written to a running `cat`
+// and read back (WriteInput: the write, the echo, and a 1 ms settle), in
+// one loop alternating the local executor, the jail and the Landlock
+// layer; it reports each one's median, each sandbox's median overhead
+// over the local executor, and the local executor's plain call of `true`
+// beside them.
+func BenchmarkInputRoundTrip(b *testing.B) {
+	ctx := context.Background()
+	le, err := local.New(&local.Options{Cwd: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer le.Close()
+	se, ll := newBenchSandbox(b, LayerJail), newBenchSandbox(b, LayerLandlock)
+	echo := func(e bash.Executor) func() {
+		spec, _ := e.Resolve(ctx, bash.ExecRequest{Command: "cat", Owner: "bench"})
+		spec.Input = true
+		task, err := e.Start(ctx, spec)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _, _ = e.Kill(ctx, task.ID) })
+		in := bash.Input{Data: []byte("ping\n"), Settle: time.Millisecond, Wait: 5 * time.Second}
+		return func() {
+			r, err := e.WriteInput(ctx, task.ID, in)
+			if err != nil || r.Stdout.Text != "ping\n" {
+				b.Fatalf("WriteInput: %q, %v", r.Stdout.Text, err)
+			}
+		}
+	}
+	plainSpec, _ := le.Resolve(ctx, bash.ExecRequest{Command: "true"})
+	plain := func() {
+		if _, err := le.Run(ctx, plainSpec); err != nil {
+			b.Fatal(err)
+		}
+	}
+	loc, sb, lb := echo(le), echo(se), echo(ll)
+	var tPlain, tLoc, tSb, tLl, diff, diffLl []time.Duration
+	for b.Loop() {
+		tPlain = append(tPlain, timed(plain))
+		l, s, k := timed(loc), timed(sb), timed(lb)
+		tLoc, tSb, tLl = append(tLoc, l), append(tSb, s), append(tLl, k)
+		diff, diffLl = append(diff, s-l), append(diffLl, k-l)
+	}
+	b.ReportMetric(median(tPlain), "local-plain-call-median-ms")
+	b.ReportMetric(median(tLoc), "local-median-ms")
+	b.ReportMetric(median(tSb), "sandbox-median-ms")
+	b.ReportMetric(median(tLl), "landlock-median-ms")
+	b.ReportMetric(median(diff), "sandbox-over-local-median-ms")
+	b.ReportMetric(median(diffLl), "landlock-over-local-median-ms")
+}
