@@ -30,7 +30,7 @@ func presentBashCall(args json.RawMessage) tools.CallPresentation {
 	}
 	p := tools.CallPresentation{Title: a.Command, Kind: tools.KindExecute, RawInput: a.Command,
 		Content: []tools.Content{tools.Text(a.Description)}}
-	if !a.Background {
+	if !a.Background && !a.Input {
 		p.Terminal = &tools.Terminal{}
 		if a.Workdir != nil {
 			p.Terminal.Cwd = *a.Workdir
@@ -52,7 +52,7 @@ func presentBashResult(args json.RawMessage, res *tools.Result) tools.ResultPres
 	}
 	text := res.Text()
 	p := tools.ResultPresentation{Content: []tools.Content{tools.Text(tools.Fence("console", text))}}
-	if a.Background || res.IsError {
+	if a.Background || a.Input || res.IsError {
 		return p
 	}
 	code, sig, ok := metaExit(res.Meta)
@@ -80,6 +80,12 @@ func readBashArgs(args json.RawMessage) (a bashArgs, ok bool) {
 		return a, false
 	}
 	return a, json.Unmarshal(args, &a) == nil
+}
+
+// presentInputResult draws a bash_input or bash_tasks result as a fenced
+// console block of the text the model reads.
+func presentInputResult(_ json.RawMessage, res *tools.Result) tools.ResultPresentation {
+	return tools.ResultPresentation{Content: []tools.Content{tools.Text(tools.Fence("console", res.Text()))}}
 }
 
 // presentTaskCall draws a bash_output or bash_kill call: a task-scoped

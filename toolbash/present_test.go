@@ -21,6 +21,9 @@ var bashCallCases = []struct {
 	args string
 	want tools.CallPresentation
 }{
+	{"input: a background task, no terminal", `{"command":"python3 -u -i -q","description":"Start Python","input":true}`,
+		tools.CallPresentation{Title: "python3 -u -i -q", Kind: tools.KindExecute, RawInput: "python3 -u -i -q",
+			Content: []tools.Content{tools.Text("Start Python")}}},
 	{"foreground", `{"command":"ls -la src","description":"List the source files"}`,
 		tools.CallPresentation{Title: "ls -la src", Kind: tools.KindExecute, RawInput: "ls -la src",
 			Content: []tools.Content{tools.Text("List the source files")}, Terminal: &tools.Terminal{}}},
@@ -99,6 +102,9 @@ func TestPresentTaskCalls(t *testing.T) {
 		{tb[2], `{"task_id":"bash-3"}`, tools.CallPresentation{Title: "Kill background task bash-3", Kind: tools.KindExecute, RawInput: "bash-3"}},
 		{tb[1], `{"task_id":3}`, tools.CallPresentation{Title: "bash_output", Kind: tools.KindOther, RawInput: map[string]any{"task_id": 3.0}}},
 		{tb[2], `nope`, tools.CallPresentation{Title: "bash_kill", Kind: tools.KindOther, RawInput: "nope"}},
+		{tb[3], `{"task_id":"bash-3","input":"print(1)\n"}`, tools.CallPresentation{Title: "Write to background task bash-3", Kind: tools.KindExecute, RawInput: "print(1)\n"}},
+		{tb[3], `{"task_id":"bash-3"}`, tools.CallPresentation{Title: "bash_input", Kind: tools.KindOther, RawInput: map[string]any{"task_id": "bash-3"}}},
+		{tb[4], `{}`, tools.CallPresentation{Title: "List background tasks", Kind: tools.KindExecute}},
 	}
 	for _, tc := range tests {
 		if got := tc.tool.PresentCall(json.RawMessage(tc.args)); !reflect.DeepEqual(got, tc.want) {

@@ -175,6 +175,7 @@ func (t *Tools) List() []*tools.Tool {
 			AskPermission: true,
 			Execute:       t.input,
 			PresentCall:   presentInputCall,
+			PresentResult: presentInputResult,
 		},
 		{
 			Name:        TasksName,
@@ -185,6 +186,7 @@ func (t *Tools) List() []*tools.Tool {
 			PresentCall: func(json.RawMessage) tools.CallPresentation {
 				return tools.CallPresentation{Title: "List background tasks", Kind: tools.KindExecute}
 			},
+			PresentResult: presentInputResult,
 		},
 	}
 }
