@@ -134,6 +134,14 @@ type ExecSpec struct {
 	// WriteInput writes to, until WriteInput closes it or the command
 	// ends; otherwise stdin is /dev/null. For Start only: Run refuses it.
 	Input bool
+	// Terminal, if set, runs the command in a pseudo-terminal of this
+	// size (it implies Input): its stdin, stdout and stderr are the
+	// terminal, whose controlling side stays with the executor; it is the
+	// controlling terminal of the command's session. What the task prints
+	// reads as text (control sequences removed, each line as carriage
+	// returns left it) on Stdout; the spill file keeps the raw bytes.
+	// For Start only.
+	Terminal *TermSize
 	// Unsandboxed runs this one command outside the executor's sandbox,
 	// if it has one (the user said yes to exactly this call); an executor
 	// without a sandbox ignores it. Only a caller that asked the user may
@@ -244,6 +252,8 @@ type Task struct {
 	Input bool `json:",omitempty"`
 	// Started is when the task was started, on the executor's clock.
 	Started time.Time
+	// Terminal: the task runs in a pseudo-terminal (ExecSpec.Terminal).
+	Terminal bool `json:",omitempty"`
 	// Err says why a StatusFailed task could not start: a [*WorkdirError],
 	// a [*CommandError], or an infrastructure error of the executor.
 	Err error
@@ -266,7 +276,8 @@ type TaskRead struct {
 type Input struct {
 	// Data is written as it is; it may be empty.
 	Data []byte
-	// EOF closes the input after Data: the command reads end of file.
+	// EOF closes the input after Data: the command reads end of file. On
+	// a terminal it types Ctrl-D (the terminal stays open).
 	EOF bool
 	// Wait bounds the whole call: the write (a command that does not read
 	// its input fails it with ErrInputBlocked once Wait has passed) and
@@ -279,6 +290,14 @@ type Input struct {
 	// means DefaultInputSettle.
 	Settle time.Duration
 }
+
+// TermSize is a terminal's size in character cells.
+type TermSize struct {
+	Rows, Cols int
+}
+
+// DefaultTermSize is the size of a terminal whose size is not given.
+var DefaultTermSize = TermSize{Rows: 24, Cols: 80}
 
 // Defaults of Input.
 const (

@@ -158,3 +158,65 @@ func (s *suite) inputRun(t *testing.T) {
 		t.Error("Run with Input: no error")
 	}
 }
+
+// startTerminal starts cmd in the background in a terminal of the
+// default size.
+func (h *harness) startTerminal(cmd string) bash.Task {
+	h.t.Helper()
+	spec := h.resolve(bash.ExecRequest{Command: cmd})
+	spec.Terminal = &bash.TermSize{}
+	task, err := h.e.Start(h.ctx(), spec)
+	if err != nil {
+		h.t.Fatalf("Start(%q) in a terminal: %v", cmd, err)
+	}
+	if !task.Terminal || !task.Input {
+		h.t.Errorf("Start(%q) in a terminal: the task says %+v", cmd, task)
+	}
+	return task
+}
+
+func (s *suite) terminalTests(t *testing.T) {
+	parallel(t, "a terminal: its size, text without control sequences, a prompt", s.terminalText)
+	parallel(t, "Ctrl-C to a running program", s.terminalCtrlC)
+	parallel(t, "EOF types Ctrl-D", s.terminalEOF)
+}
+
+func (s *suite) terminalText(t *testing.T) {
+	h := s.harness(t, nil)
+	l := h.listen()
+	task := h.startTerminal(`test -t 0 && test -t 1 && test -t 2 && echo terminal; stty size; printf '\033[1;31mred\033[0m\n'; printf 'got 10%%\rgot 100%%\n'; read -r -p "name? " n; echo "hello $n"`)
+	r := h.write(task.ID, "", false)
+	if want := "terminal\n24 80\nred\ngot 100%\nname? "; r.Stdout.Text != want {
+		t.Errorf("the terminal's first output: %q, want %q", r.Stdout.Text, want)
+	}
+	out := h.write(task.ID, "bob\n", false).Stdout.Text
+	h.wait(l, task.ID)
+	out += h.read(task.ID).Stdout.Text
+	if want := "bob\nhello bob\n"; out != want { // the terminal echoes what is typed
+		t.Errorf("after the answer: %q, want %q", out, want)
+	}
+}
+
+func (s *suite) terminalCtrlC(t *testing.T) {
+	h := s.harness(t, nil)
+	l := h.listen()
+	task := h.startTerminal(`echo ready; sleep 30`)
+	h.readUntil(task.ID, func(out, _ string) bool { return out == "ready\n" })
+	h.write(task.ID, "\x03", false)
+	if got := h.wait(l, task.ID); got.Signal != "SIGINT" && got.ExitCode != 130 {
+		t.Errorf("after Ctrl-C: %+v, want the command ended by SIGINT", got)
+	}
+}
+
+func (s *suite) terminalEOF(t *testing.T) {
+	h := s.harness(t, nil)
+	l := h.listen()
+	task := h.startTerminal(`cat >/dev/null; echo "cat ended"`)
+	out := h.write(task.ID, "some text\n", true).Stdout.Text
+	h.wait(l, task.ID)
+	out += h.read(task.ID).Stdout.Text
+	if !strings.HasSuffix(out, "cat ended\n") {
+		t.Errorf("EOF in a terminal: %q, want cat to end", out)
+	}
+	h.inputErr("a terminal whose task ended", task.ID, bash.ErrTaskEnded)
+}

@@ -19,6 +19,28 @@ type input struct {
 	mu     sync.Mutex // held by a write, and by the close
 	w      *os.File   // nil once closed
 	closed error      // why it is closed: ErrInputClosed or ErrTaskEnded
+	term   bool       // w is a terminal's controlling side: EOF is Ctrl-D
+}
+
+// openInput makes the task's input, a pipe or (spec.Terminal) a terminal
+// that is its output too, and returns the command's end.
+func (p *proc) openInput(spec bash.ExecSpec) (*os.File, error) {
+	if spec.Terminal == nil {
+		return p.input.open()
+	}
+	size := *spec.Terminal
+	if size.Rows <= 0 || size.Cols <= 0 {
+		size = bash.DefaultTermSize
+	}
+	master, in, tty, err := openTerminal(size.Rows, size.Cols)
+	if err != nil {
+		return nil, err
+	}
+	p.pipes[0].Close() // the terminal's output takes the stdout pipe's place
+	p.pipes[0] = master
+	p.out.term = true
+	p.input.w, p.input.term = in, true
+	return tty, nil
 }
 
 // open makes the pipe and returns the command's end.
@@ -53,6 +75,9 @@ func (in *input) write(data []byte, eof bool, deadline time.Time) (int, error) {
 		return 0, in.closed
 	}
 	_ = in.w.SetWriteDeadline(deadline)
+	if eof && in.term {
+		data, eof = append(data[:len(data):len(data)], 0x04), false // Ctrl-D; the terminal stays open
+	}
 	n, err := in.w.Write(data)
 	switch {
 	case errors.Is(err, os.ErrDeadlineExceeded):

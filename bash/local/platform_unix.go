@@ -14,7 +14,7 @@ import (
 // program that opens /dev/tty fails at once instead of waiting for a
 // person), and the cgroup to be born in.
 func spawnAttr(req *SpawnRequest) *syscall.SysProcAttr {
-	attr := &syscall.SysProcAttr{Setsid: req.Setsid}
+	attr := &syscall.SysProcAttr{Setsid: req.Setsid, Setctty: req.Setctty, Ctty: 0}
 	setCgroupFD(attr, req.CgroupFD)
 	return attr
 }

@@ -65,24 +65,28 @@ func (e *Executor) spawn(ctx context.Context, spec bash.ExecSpec, linger time.Du
 	if err != nil {
 		return nil, err
 	}
-	var stdin *os.File // the command's end of its input pipe
-	if spec.Input {
-		if stdin, err = p.input.open(); err != nil {
+	var stdin *os.File // the command's end of its input pipe, or its terminal
+	if spec.Input || spec.Terminal != nil {
+		if stdin, err = p.openInput(spec); err != nil {
 			closeAll(p.pipes[:]...)
 			closeAll(w[:]...)
 			return nil, err
 		}
 		defer stdin.Close() // the shell holds its copy
 	}
+	out := w // the shell's stdout and stderr
+	if spec.Terminal != nil {
+		out = [2]*os.File{stdin, stdin}
+	}
 	long := len(spec.Command) > maxArgvCommand
-	err = e.startShell(ctx, p, spec, w, stdin, long)
+	err = e.startShell(ctx, p, spec, out, stdin, long)
 	if !long && errors.Is(err, syscall.E2BIG) {
 		// The environment left too little room for the command in argv.
 		long = true
-		err = e.startShell(ctx, p, spec, w, stdin, long)
+		err = e.startShell(ctx, p, spec, out, stdin, long)
 	}
 	for try := 0; try < 2 && errors.Is(err, errUnborn); try++ {
-		err = e.startShell(ctx, p, spec, w, stdin, long) // in a new cgroup
+		err = e.startShell(ctx, p, spec, out, stdin, long) // in a new cgroup
 	}
 	closeAll(w[:]...)
 	if err != nil {
@@ -135,6 +139,7 @@ func (e *Executor) startShell(ctx context.Context, p *proc, spec bash.ExecSpec, 
 		Owner: spec.Owner, Workspace: spec.Workspace, Path: e.shell, Dir: spec.Workdir, Env: e.env,
 		Args:  []string{"bash", "--noprofile", "--norc", "-c", spec.Command},
 		Stdin: stdin, Stdout: w[0], Stderr: w[1], CgroupFD: -1, Setsid: true, Unsandboxed: spec.Unsandboxed,
+		Setctty: spec.Terminal != nil,
 	}
 	grp, err := e.cont.prepare(req)
 	if err != nil {

@@ -17,7 +17,7 @@ func (e *Executor) Run(ctx context.Context, spec bash.ExecSpec) (bash.RunResult,
 	if spec.Timeout <= 0 {
 		return bash.RunResult{}, errors.New("the spec has no timeout: resolve the request first")
 	}
-	if spec.Input {
+	if spec.Input || spec.Terminal != nil {
 		return bash.RunResult{}, errors.New("the spec asks for input, which only Start gives")
 	}
 	p, err := e.start(ctx, spec, e.drain)

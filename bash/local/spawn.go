@@ -50,6 +50,9 @@ type SpawnRequest struct {
 	CgroupFD int
 	// Setsid starts the shell in a new session and process group.
 	Setsid bool
+	// Setctty makes Stdin, a terminal, the controlling terminal of that
+	// session (ExecSpec.Terminal).
+	Setctty bool
 	// Unsandboxed is the spec's: a SpawnFunc that sandboxes starts this
 	// one shell as SpawnExec does.
 	Unsandboxed bool

@@ -18,6 +18,9 @@ type stream struct {
 	spill   *spiller
 	name    string // "stdout" or "stderr", for the spill file's name
 	owner   string // the task's owner token, for the spill file's directory
+	// term: the stream is a terminal's output, read as text (termText);
+	// the spill file keeps its raw bytes.
+	term bool
 
 	mu     sync.Mutex
 	buf    []byte // bytes [total-len(buf), total) of the stream
@@ -164,10 +167,16 @@ func (s *stream) deliver(b []byte, hold bool) string {
 	end := s.total
 	if hold && !s.closed {
 		keep := completeLen(b)
+		if s.term {
+			keep = escapeCompleteLen(b[:keep])
+		}
 		end -= int64(len(b) - keep)
 		b = b[:keep]
 	}
 	s.read = end
+	if s.term {
+		return termText(validText(b))
+	}
 	return validText(b)
 }
 

@@ -30,7 +30,7 @@ type task struct {
 
 func (t *task) snapshot() bash.Task {
 	return bash.Task{ID: t.id, Command: t.spec.Command, Status: t.status, ExitCode: t.exitCode,
-		Signal: t.signal, Limit: t.limit, Owner: t.spec.Owner, Err: t.err, Input: t.spec.Input, Started: t.started}
+		Signal: t.signal, Limit: t.limit, Owner: t.spec.Owner, Err: t.err, Input: t.spec.Input, Started: t.started, Terminal: t.spec.Terminal != nil}
 }
 
 // reserve checks the limits and registers a running task with no proc yet.
@@ -136,6 +136,7 @@ func callListener(fn func(bash.Task), t bash.Task) {
 // Start runs spec in the background. See bash.Executor. When the command
 // cannot start, the error comes with the failed task, which listeners hear of.
 func (e *Executor) Start(ctx context.Context, spec bash.ExecSpec) (bash.Task, error) {
+	spec.Input = spec.Input || spec.Terminal != nil
 	t, err := e.reserve(spec)
 	if err != nil {
 		return bash.Task{}, err

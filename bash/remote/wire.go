@@ -66,18 +66,19 @@ type wireSpec struct {
 	SpillAfter int64         `json:"spillAfter,omitempty"`
 	Stream     bool          `json:"stream,omitempty"`
 	// Unsandboxed reaches the far side's executor, whose sandbox it is.
-	Unsandboxed bool `json:"unsandboxed,omitempty"`
-	Input       bool `json:"input,omitempty"`
+	Unsandboxed bool           `json:"unsandboxed,omitempty"`
+	Input       bool           `json:"input,omitempty"`
+	Terminal    *bash.TermSize `json:"terminal,omitempty"`
 }
 
 func toWireSpec(s bash.ExecSpec) wireSpec {
 	return wireSpec{Command: s.Command, Workdir: s.Workdir, Timeout: s.Timeout, Owner: s.Owner,
-		Workspace: s.Workspace, SpillAfter: s.SpillAfter, Stream: s.OnOutput != nil, Unsandboxed: s.Unsandboxed, Input: s.Input}
+		Workspace: s.Workspace, SpillAfter: s.SpillAfter, Stream: s.OnOutput != nil, Unsandboxed: s.Unsandboxed, Input: s.Input, Terminal: s.Terminal}
 }
 
 func (w wireSpec) spec() bash.ExecSpec {
 	return bash.ExecSpec{Command: w.Command, Workdir: w.Workdir, Timeout: w.Timeout, Owner: w.Owner,
-		Workspace: w.Workspace, SpillAfter: w.SpillAfter, Unsandboxed: w.Unsandboxed, Input: w.Input}
+		Workspace: w.Workspace, SpillAfter: w.SpillAfter, Unsandboxed: w.Unsandboxed, Input: w.Input, Terminal: w.Terminal}
 }
 
 // taskParams names a task; ownerParams an owner.
@@ -140,17 +141,18 @@ type wireTask struct {
 	Owner    string          `json:"owner,omitempty"`
 	Input    bool            `json:"input,omitempty"`
 	Started  time.Time       `json:"started,omitzero"`
+	Terminal bool            `json:"terminal,omitempty"`
 	Err      *wireError      `json:"err,omitempty"`
 }
 
 func toWireTask(t bash.Task) wireTask {
 	return wireTask{ID: t.ID, Command: t.Command, Status: t.Status, ExitCode: t.ExitCode,
-		Signal: t.Signal, Limit: t.Limit, Owner: t.Owner, Input: t.Input, Started: t.Started, Err: toWireError(t.Err)}
+		Signal: t.Signal, Limit: t.Limit, Owner: t.Owner, Input: t.Input, Started: t.Started, Terminal: t.Terminal, Err: toWireError(t.Err)}
 }
 
 func (w wireTask) task(host string) bash.Task {
 	return bash.Task{ID: w.ID, Command: w.Command, Status: w.Status, ExitCode: w.ExitCode,
-		Signal: w.Signal, Limit: w.Limit, Owner: w.Owner, Input: w.Input, Started: w.Started, Err: w.Err.err(host)}
+		Signal: w.Signal, Limit: w.Limit, Owner: w.Owner, Input: w.Input, Started: w.Started, Terminal: w.Terminal, Err: w.Err.err(host)}
 }
 
 type wireRead struct {

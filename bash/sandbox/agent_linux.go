@@ -235,7 +235,7 @@ func (a *agent) fork(m *spawnMsg, fds []int) (pid, pidfd int, err error) {
 		files = append(files, uintptr(fd))
 	}
 	pidfd = -1
-	sys := &syscall.SysProcAttr{Setsid: m.Setsid, PidFD: &pidfd}
+	sys := &syscall.SysProcAttr{Setsid: m.Setsid, Setctty: m.Setctty && m.Stdin && m.Setsid, Ctty: 0, PidFD: &pidfd}
 	if m.Cgroup {
 		sys.UseCgroupFD, sys.CgroupFD = true, fds[len(fds)-1]
 	}

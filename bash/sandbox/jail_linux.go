@@ -261,7 +261,7 @@ func (j *jail) spawn(req *local.SpawnRequest) (local.Process, error) {
 
 func (j *jail) send(id uint64, req *local.SpawnRequest) error {
 	m := spawnMsg{ID: id, Path: req.Path, Args: req.Args, Dir: req.Dir, Env: j.env(req.Env),
-		NExtra: len(req.ExtraFiles), Cgroup: req.CgroupFD >= 0, Setsid: req.Setsid, Stdin: req.Stdin != nil}
+		NExtra: len(req.ExtraFiles), Cgroup: req.CgroupFD >= 0, Setsid: req.Setsid, Stdin: req.Stdin != nil, Setctty: req.Setctty}
 	fds := []int{int(req.Stdout.Fd()), int(req.Stderr.Fd())}
 	for _, f := range req.ExtraFiles {
 		fds = append(fds, int(f.Fd()))

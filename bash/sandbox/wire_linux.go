@@ -26,6 +26,9 @@ type spawnMsg struct {
 	Cgroup bool     `json:"cgroup"`
 	Setsid bool     `json:"setsid"`
 	Stdin  bool     `json:"stdin,omitempty"`
+	// Setctty: stdin is a terminal, to be the controlling terminal of the
+	// shell's new session (with Setsid).
+	Setctty bool `json:"setctty,omitempty"`
 }
 
 // agentMsg is the agent's answer: first whether the shell started (with its
