@@ -129,7 +129,11 @@ func tasksText(list []bash.Task, now time.Time) string {
 		if !task.Started.IsZero() {
 			b.WriteString(" started " + ago(now.Sub(task.Started)) + " ago")
 		}
-		if task.Input && !task.Done() {
+		switch {
+		case task.Done():
+		case task.Terminal:
+			b.WriteString(", in a terminal")
+		case task.Input:
 			b.WriteString(", input open")
 		}
 		b.WriteString(": " + firstLine(task.Command))

@@ -43,6 +43,9 @@ func TestInput(t *testing.T) {
 	step("too-long", alice, InputName, args{"task_id": "bash-3", "input": strings.Repeat("x", MaxInputBytes+1)})
 	step("missing-input", alice, InputName, args{"task_id": "bash-3"})
 	step("tasks-of-bob", bob, TasksName, args{})
+	step("start-tty", bob, BashName, args{"command": `read -r -p "Continue? [y/N] " a; echo "answered $a"`, "description": "d", "tty": true})
+	step("tty-prompt", bob, InputName, args{"task_id": "bash-4", "input": ""})
+	step("tty-answer", bob, InputName, args{"task_id": "bash-4", "input": "y\n"})
 	r.call(t, alice, KillName, args{"task_id": "bash-3"})
 	got["tasks-while-running"] = stripAges(got["tasks-while-running"])
 	golden(t, "input.txtar", names, got)
@@ -69,11 +72,13 @@ func TestTasksText(t *testing.T) {
 		{ID: "bash-2", Command: "npm run dev\n", Status: bash.StatusRunning, Started: now.Add(-12 * time.Minute)},
 		{ID: "bash-3", Command: "make\nmake test", Status: bash.StatusCompleted, ExitCode: 2, Input: true, Started: now.Add(-3 * time.Hour)},
 		{ID: "bash-4", Command: "sleep 1", Status: bash.StatusKilled, Signal: "SIGTERM"},
+		{ID: "bash-5", Command: "git add -p", Status: bash.StatusRunning, Input: true, Terminal: true, Started: now.Add(-5 * time.Second)},
 	}
 	want := "bash-1 [status: running] started 45s ago, input open: python3 -q\n" +
 		"bash-2 [status: running] started 12m ago: npm run dev\n" +
 		"bash-3 [status: completed, exit code: 2] started 3h ago: make …\n" +
-		"bash-4 [status: killed by SIGTERM]: sleep 1"
+		"bash-4 [status: killed by SIGTERM]: sleep 1\n" +
+		"bash-5 [status: running] started 5s ago, in a terminal: git add -p"
 	if got := tasksText(list, now); got != want {
 		t.Errorf("tasksText:\n%s\nwant\n%s", got, want)
 	}

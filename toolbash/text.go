@@ -102,7 +102,10 @@ func line(b *strings.Builder, s string) {
 
 // startText is the bash tool's text for a background start.
 func startText(t bash.Task) string {
-	if t.Input {
+	switch {
+	case t.Terminal:
+		return "started background task " + string(t.ID) + " in a terminal; write to it with bash_input"
+	case t.Input:
 		return "started background task " + string(t.ID) + "; its input is open: write to it with bash_input"
 	}
 	return "started background task " + string(t.ID)

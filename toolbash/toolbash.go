@@ -234,6 +234,8 @@ func bashSchema(unsandboxed bool) *jsonschema.Schema {
 				Description: "Return a task id at once and run without a timeout; read output with bash_output, stop with bash_kill."},
 			"input": {Type: "boolean",
 				Description: "Start in the background (as run_in_background) with stdin open, for a program that asks questions or a REPL: write to it with bash_input."},
+			"tty": {Type: "boolean",
+				Description: "As input, in a terminal (24x80): for programs that need one (prompts that read from the terminal, git add -p, a REPL's line editing, Ctrl-C). Their output reads as plain text, and the terminal echoes what you type."},
 		},
 	}
 	if unsandboxed {
@@ -259,6 +261,7 @@ type bashArgs struct {
 	Workdir     *string  `json:"workdir"`
 	Background  bool     `json:"run_in_background"`
 	Input       bool     `json:"input"`
+	TTY         bool     `json:"tty"`
 	Unsandboxed bool     `json:"unsandboxed"`
 }
 
@@ -284,8 +287,12 @@ func (t *Tools) bash(ctx context.Context, call *tools.Call) (*tools.Result, erro
 		}
 		spec.Unsandboxed = true
 	}
-	if a.Background || a.Input {
-		spec.Input = a.Input
+	if a.Background || a.Input || a.TTY {
+		spec.Input = a.Input || a.TTY
+		if a.TTY {
+			size := bash.DefaultTermSize
+			spec.Terminal = &size
+		}
 		task, err := t.exec.Start(ctx, spec)
 		if err != nil {
 			return nil, errors.New(errorText(err))

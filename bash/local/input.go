@@ -115,11 +115,13 @@ func (e *Executor) WriteInput(ctx context.Context, id bash.TaskID, in bash.Input
 		deadline = d
 	}
 	changed := t.p.outputChanged()
+	// The answer begins past what a terminal echoes of the input.
+	answerAt := t.p.outputLen() + t.p.input.echoLen(in.Data)
 	n, err := t.p.input.write(in.Data, in.EOF, deadline)
 	if err != nil {
 		return bash.TaskRead{}, &bash.InputError{ID: id, Written: n, Err: err}
 	}
-	t.p.awaitQuiet(ctx, changed, settle, deadline)
+	t.p.awaitQuiet(ctx, changed, settle, deadline, answerAt)
 	return e.ReadOutput(ctx, id)
 }
 
@@ -136,10 +138,13 @@ func (p *proc) outputChanged() [2]<-chan struct{} {
 	return [2]<-chan struct{}{p.out.changed(), p.errs.changed()}
 }
 
-// awaitQuiet waits until the command, having printed something since
-// changed was taken, has printed nothing more for settle; or until
-// deadline passes, the command ends, or ctx is done.
-func (p *proc) awaitQuiet(ctx context.Context, changed [2]<-chan struct{}, settle time.Duration, deadline time.Time) {
+// outputLen is how many bytes the command has printed, both streams.
+func (p *proc) outputLen() int64 { return p.out.length() + p.errs.length() }
+
+// awaitQuiet waits until the command, having printed more than answerAt
+// bytes in all, has printed nothing more for settle; or until deadline
+// passes, the command ends, or ctx is done.
+func (p *proc) awaitQuiet(ctx context.Context, changed [2]<-chan struct{}, settle time.Duration, deadline time.Time, answerAt int64) {
 	end := time.NewTimer(time.Until(deadline))
 	defer end.Stop()
 	var quiet *time.Timer // armed by the first output
@@ -163,6 +168,9 @@ func (p *proc) awaitQuiet(ctx context.Context, changed [2]<-chan struct{}, settl
 			return
 		}
 		changed = p.outputChanged()
+		if p.outputLen() <= answerAt {
+			continue // the terminal's echo of the input, not yet the answer
+		}
 		if quiet == nil {
 			quiet = time.NewTimer(settle)
 			quietC = quiet.C
@@ -170,4 +178,28 @@ func (p *proc) awaitQuiet(ctx context.Context, changed [2]<-chan struct{}, settl
 			quiet.Reset(settle)
 		}
 	}
+}
+
+// echoLen is how many bytes a terminal echoes of data: none from a pipe,
+// or from a terminal whose echo is off (a password prompt, a full-screen
+// program); else each byte, a newline as two (\r\n), a control
+// character as two (^C).
+func (in *input) echoLen(data []byte) int64 {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if !in.term || in.w == nil || !echoing(in.w) {
+		return 0
+	}
+	n := int64(0)
+	for _, c := range data {
+		switch {
+		case c == '\n' || c == '\r':
+			n += 2
+		case c < ' ' && c != '\t':
+			n += 2
+		default:
+			n++
+		}
+	}
+	return n
 }

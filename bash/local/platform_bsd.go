@@ -3,6 +3,7 @@
 package local
 
 import (
+	"golang.org/x/sys/unix"
 	"os"
 	"syscall"
 )
@@ -20,3 +21,6 @@ func newContainment(mode Containment) (containment, error) {
 }
 
 func setCgroupFD(*syscall.SysProcAttr, int) {} // cgroups are Linux's
+
+// ioctlGetTermios reads a terminal's settings.
+const ioctlGetTermios = unix.TIOCGETA

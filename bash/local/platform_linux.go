@@ -34,3 +34,6 @@ func setCgroupFD(attr *syscall.SysProcAttr, fd int) {
 		attr.UseCgroupFD, attr.CgroupFD = true, fd
 	}
 }
+
+// ioctlGetTermios reads a terminal's settings.
+const ioctlGetTermios = unix.TCGETS

@@ -29,3 +29,10 @@ func openTerminal(rows, cols int) (master, input, tty *os.File, err error) {
 	tty.Close()
 	return nil, nil, nil, fmt.Errorf("set up the terminal: %w", err)
 }
+
+// echoing reports whether the terminal whose controlling side is f echoes
+// what is typed (its ECHO flag).
+func echoing(f *os.File) bool {
+	t, err := unix.IoctlGetTermios(int(f.Fd()), ioctlGetTermios)
+	return err == nil && t.Lflag&unix.ECHO != 0
+}

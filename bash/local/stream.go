@@ -42,6 +42,13 @@ func newStream(name, owner string, max int, spillAfter int64, sp *spiller) *stre
 	return &stream{name: name, owner: owner, max: max, spillAt: at, spill: sp, grew: make(chan struct{})}
 }
 
+// length is how many bytes were written to the stream so far.
+func (s *stream) length() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.total
+}
+
 // changed returns a channel that is closed the next time bytes arrive or the
 // stream ends.
 func (s *stream) changed() <-chan struct{} {

@@ -187,6 +187,13 @@ func TestMCPInteractive(t *testing.T) {
 	if !strings.HasPrefix(list, "bash-1 [status: running] started ") || !strings.Contains(list, ", input open: python3 -u -i -q\nbash-2 [status: completed, exit code: 0]") {
 		t.Errorf("bash_tasks: %q", list)
 	}
+	// In a terminal: Python's own REPL, no flags needed; the terminal
+	// echoes the line typed.
+	callText(t, cs, "bash", map[string]any{"command": "python3 -q", "description": "Python in a terminal", "tty": true})
+	got = callText(t, cs, "bash_input", map[string]any{"task_id": "bash-3", "input": "print(6 * 7)\n"})
+	if !strings.Contains(got, "print(6 * 7)\n42\n>>> ") {
+		t.Errorf("python3 in a terminal: %q", got)
+	}
 	bye := callText(t, cs, "bash_input", map[string]any{"task_id": "bash-1", "input": "", "eof": true})
 	if !strings.HasSuffix(bye, "[status: completed, exit code: 0]") {
 		t.Errorf("eof to the REPL: %q", bye)
