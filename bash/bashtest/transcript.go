@@ -19,10 +19,11 @@ import (
 	"golang.org/x/tools/txtar"
 )
 
-// Transcript drives the three tools of package toolbash over an executor
+// Transcript drives the tools of package toolbash over an executor
 // made by newExec through a fixed scenario (every outcome the model can
 // meet: output, exit codes, signals, timeouts, background tasks, notices,
-// limits, bad input, cut output and its spill file) and compares each text
+// limits, bad input, cut output and its spill file, input to a task and
+// a terminal) and compares each text
 // the model reads with the golden txtar file golden, which every executor
 // shares: bash/bashtest/testdata/transcript.txtar. With update it rewrites
 // the file instead.
@@ -109,6 +110,16 @@ var scenario = []step{
 	{name: "lossy read", tool: toolbash.OutputName, args: `{"task_id":"bash-9"}`},
 	{name: "its spill file holds it all", tool: toolbash.BashName, args: `{"command":"wc -c < '$SPILL'; tail -n 1 '$SPILL'","description":"Look at the spill file"}`},
 	{name: "no notice left", tool: "notices"},
+	{name: "a loop reading its input", tool: toolbash.BashName, args: `{"command":"while IFS= read -r l; do echo \"=$l\"; done; echo done","description":"Echo lines","input":true}`},
+	{name: "a line to it", tool: toolbash.InputName, args: `{"task_id":"bash-10","input":"one\n"}`},
+	{name: "another session writes to it", session: "s2", tool: toolbash.InputName, args: `{"task_id":"bash-10","input":"two\n"}`},
+	{name: "eof ends it", tool: toolbash.InputName, args: `{"task_id":"bash-10","input":"","eof":true}`},
+	{name: "input to the ended task", tool: toolbash.InputName, args: `{"task_id":"bash-10","input":"three\n"}`},
+	{name: "input to a task started without", tool: toolbash.InputName, args: `{"task_id":"bash-9","input":"x\n"}`},
+	{name: "a prompt in a terminal", tool: toolbash.BashName, args: `{"command":"printf '\\033[1mbold\\033[0m\\n'; read -r -p 'name? ' n; echo \"hi $n\"","description":"Ask a name","tty":true}`},
+	{name: "the prompt", tool: toolbash.InputName, args: `{"task_id":"bash-11","input":""}`},
+	{name: "the answer, echoed", tool: toolbash.InputName, args: `{"task_id":"bash-11","input":"ann\n"}`},
+	{name: "no notice of the ends read", tool: "notices"},
 }
 
 // releaseGate lets the task that waits on $WORK/gate go on, and waits for

@@ -122,6 +122,15 @@ func (e *Executor) WriteInput(ctx context.Context, id bash.TaskID, in bash.Input
 		return bash.TaskRead{}, &bash.InputError{ID: id, Written: n, Err: err}
 	}
 	t.p.awaitQuiet(ctx, changed, settle, deadline, answerAt)
+	select {
+	case <-t.p.done:
+		// It ended: the read reports how, once that is recorded.
+		select {
+		case <-t.ended:
+		case <-ctx.Done():
+		}
+	default:
+	}
 	return e.ReadOutput(ctx, id)
 }
 
