@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -179,5 +181,39 @@ func promptACP(t *testing.T, ed *acptest.Client, args ...string) {
 		return conn.Prompt(ctx, acp.PromptRequest{SessionId: sess.SessionId, Prompt: []acp.ContentBlock{acp.TextBlock("go")}})
 	}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestACPInteractive: through the ACP agent, a model starts a REPL with
+// input and writes to it across two calls; each write is asked about as
+// a bash call is (what it writes runs), shown on a card titled with the
+// task, and the model reads the answers.
+func TestACPInteractive(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("no python3")
+	}
+	call := func(id, tool string, args map[string]any) fakellm.Turn {
+		return fakellm.Turn{Calls: []fakellm.Call{{ID: id, Name: tool, Args: args}}}
+	}
+	model := fakellm.New(t,
+		call("c1", "bash", map[string]any{"command": "python3 -u -i -q", "description": "Start Python", "input": true}),
+		call("c2", "bash_input", map[string]any{"task_id": "bash-1", "input": "x = 20\n"}),
+		call("c3", "bash_input", map[string]any{"task_id": "bash-1", "input": "print(x + 22)\n"}),
+		call("c4", "bash_kill", map[string]any{"task_id": "bash-1"}),
+		fakellm.Turn{Text: "done"})
+	ed := acptest.New()
+	promptACP(t, ed, "acp", "--model", "m", "--base-url", model.URL)
+	if got := strings.Join(model.Request(3).MessageTexts(), "\n"); !strings.Contains(got, "tool: 42\n") {
+		t.Errorf("the model's fourth request: %q, want the REPL's answer", got)
+	}
+	var titles []string
+	for _, p := range ed.Asked() {
+		if p.ToolCall.Title != nil {
+			titles = append(titles, *p.ToolCall.Title)
+		}
+	}
+	if want := []string{"python3 -u -i -q", "Write to background task bash-1", "Write to background task bash-1"}; !slices.Equal(titles[:min(3, len(titles))], want) {
+		t.Errorf("permission requests: %q, want %q first", titles, want)
 	}
 }
