@@ -94,14 +94,9 @@ func (in *input) write(data []byte, eof bool, deadline time.Time) (int, error) {
 // WriteInput writes to the task's input and returns what it printed in
 // response, once its output settled. See bash.Executor.
 func (e *Executor) WriteInput(ctx context.Context, id bash.TaskID, in bash.Input) (bash.TaskRead, error) {
-	t, err := e.lookup(id)
+	t, err := e.started(ctx, id)
 	if err != nil {
 		return bash.TaskRead{}, err
-	}
-	select {
-	case <-t.ready:
-	case <-ctx.Done():
-		return bash.TaskRead{}, context.Cause(ctx)
 	}
 	if !t.spec.Input {
 		return bash.TaskRead{}, &bash.InputError{ID: id, Err: bash.ErrNoInput}

@@ -195,16 +195,26 @@ func (e *Executor) OwnerOf(_ context.Context, id bash.TaskID) (string, error) {
 	return t.spec.Owner, nil
 }
 
-// ReadOutput returns what the task printed since the previous read.
-func (e *Executor) ReadOutput(ctx context.Context, id bash.TaskID) (bash.TaskRead, error) {
+// started looks the task up and waits until its start is over (its proc
+// is set, or its spawn failed).
+func (e *Executor) started(ctx context.Context, id bash.TaskID) (*task, error) {
 	t, err := e.lookup(id)
 	if err != nil {
-		return bash.TaskRead{}, err
+		return nil, err
 	}
 	select {
 	case <-t.ready:
+		return t, nil
 	case <-ctx.Done():
-		return bash.TaskRead{}, context.Cause(ctx)
+		return nil, context.Cause(ctx)
+	}
+}
+
+// ReadOutput returns what the task printed since the previous read.
+func (e *Executor) ReadOutput(ctx context.Context, id bash.TaskID) (bash.TaskRead, error) {
+	t, err := e.started(ctx, id)
+	if err != nil {
+		return bash.TaskRead{}, err
 	}
 	// The status is taken first: if it says ended, the streams are complete.
 	r := bash.TaskRead{Task: e.snap(t)}
