@@ -17,15 +17,10 @@ require (
 
 require kernel.org/pub/linux/libs/security/libcap/psx v1.2.78
 
-require github.com/kevinburke/ssh_config v1.6.0
-
 require (
-	github.com/charmbracelet/x/ansi v0.12.0 // indirect
-	github.com/clipperhouse/displaywidth v0.11.0 // indirect
-	github.com/clipperhouse/uax29/v2 v2.7.0 // indirect
-	github.com/creack/pty v1.1.24 // indirect
-	github.com/lucasb-eyer/go-colorful v1.4.1 // indirect
-	github.com/mattn/go-runewidth v0.0.27 // indirect
+	github.com/charmbracelet/x/ansi v0.12.0
+	github.com/creack/pty v1.1.24
+	github.com/kevinburke/ssh_config v1.6.0
 )
 
 require (

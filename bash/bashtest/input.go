@@ -123,14 +123,14 @@ func (s *suite) inputRefused(t *testing.T) {
 func (s *suite) inputBlocked(t *testing.T) {
 	h := s.harness(t, nil)
 	task := h.startInput("sleep 30", "")
-	big := make([]byte, 512<<10) // past a pipe's buffer (64 KiB by default)
+	big := make([]byte, 256<<10) // past a pipe's buffer (64 KiB by default)
 	start := time.Now()
 	_, err := h.e.WriteInput(h.ctx(), task.ID, bash.Input{Data: big, Wait: 300 * time.Millisecond})
 	var ie *bash.InputError
 	if !errors.As(err, &ie) || !errors.Is(err, bash.ErrInputBlocked) || ie.Written >= len(big) {
-		t.Errorf("512 KiB to a command that does not read: %v; want ErrInputBlocked with part written", err)
+		t.Errorf("256 KiB to a command that does not read: %v; want ErrInputBlocked with part written", err)
 	}
-	if d := time.Since(start); d > 5*time.Second {
+	if d := time.Since(start); d > waitLimit {
 		t.Errorf("the write gave up after %v, want about its Wait (300ms)", d)
 	}
 	h.kill(task.ID)
@@ -138,14 +138,16 @@ func (s *suite) inputBlocked(t *testing.T) {
 
 func (s *suite) inputFlood(t *testing.T) {
 	h := s.harness(t, nil)
-	task := h.startInput(`read -r l; yes flood`, "")
+	// Output that keeps coming (every 20 ms, less than the settle apart)
+	// never lets the output settle: the wait ends the call.
+	task := h.startInput(`read -r l; while :; do echo flood; sleep 0.02; done`, "")
 	start := time.Now()
 	r, err := h.e.WriteInput(h.ctx(), task.ID, bash.Input{Data: []byte("go\n"), Wait: 500 * time.Millisecond})
 	if err != nil || !strings.HasPrefix(r.Stdout.Text, "flood\n") && !r.Stdout.Truncated {
 		t.Errorf("WriteInput to a flooding task: %v, stdout starts %.20q", err, r.Stdout.Text)
 	}
-	if d := time.Since(start); d > 5*time.Second {
-		t.Errorf("WriteInput returned after %v while the task flooded; want about its Wait (500ms)", d)
+	if d := time.Since(start); d > waitLimit {
+		t.Errorf("WriteInput returned after %v while the task kept printing; want about its Wait (500ms)", d)
 	}
 	h.kill(task.ID)
 }

@@ -3,7 +3,7 @@ package local
 import (
 	"strings"
 
-	"github.com/charmbracelet/x/ansi"
+	"github.com/charmbracelet/x/ansi/parser"
 )
 
 // termText is what is read of a terminal's output: its control sequences
@@ -11,12 +11,53 @@ import (
 // returns and backspaces left it (a progress bar's last state), the
 // terminal's \r\n as \n, and no other control character but tabs.
 func termText(s string) string {
-	s = strings.ReplaceAll(ansi.Strip(s), "\r\n", "\n")
+	s = strings.ReplaceAll(stripSequences(s), "\r\n", "\n")
 	lines := strings.Split(s, "\n")
 	for i, l := range lines {
 		lines[i] = termLine(l)
 	}
 	return strings.Join(lines, "\n")
+}
+
+// stripSequences removes the control sequences (CSI, OSC, DCS, …) from s,
+// keeping its characters and its C0 control characters, by the state
+// machine of charmbracelet/x/ansi's parser (the package ansi itself, whose
+// Strip does the same, would bring go-runewidth, whose init costs every
+// process that links it 36 ms: every jail's agent, every dsh-bash).
+func stripSequences(s string) string {
+	var b strings.Builder
+	state := parser.GroundState
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if state == parser.GroundState && c >= 0x80 {
+			// UTF-8: a character's bytes are kept whole (the text is valid
+			// UTF-8 already).
+			n := utf8Len(c)
+			b.WriteString(s[i:min(i+n, len(s))])
+			i += n - 1
+			continue
+		}
+		next, action := parser.Table.Transition(state, c)
+		if action == parser.PrintAction || action == parser.ExecuteAction {
+			b.WriteByte(c)
+		}
+		state = next
+	}
+	return b.String()
+}
+
+// utf8Len is the length of the UTF-8 sequence that c begins (1 for a byte
+// that begins none).
+func utf8Len(c byte) int {
+	switch {
+	case c >= 0xf0:
+		return 4
+	case c >= 0xe0:
+		return 3
+	case c >= 0xc0:
+		return 2
+	}
+	return 1
 }
 
 // termLine applies one line's carriage returns and backspaces, and drops

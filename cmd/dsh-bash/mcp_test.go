@@ -190,7 +190,7 @@ func TestMCPInteractive(t *testing.T) {
 	// In a terminal: Python's own REPL, no flags needed; the terminal
 	// echoes the line typed.
 	callText(t, cs, "bash", map[string]any{"command": "python3 -q", "description": "Python in a terminal", "tty": true})
-	got = callText(t, cs, "bash_input", map[string]any{"task_id": "bash-3", "input": "print(6 * 7)\n"})
+	got = callText(t, cs, "bash_input", map[string]any{"task_id": "bash-3", "input": "print(6 * 7)\n", "wait_ms": 20000}) // Python's start, on a loaded machine
 	if !strings.Contains(got, "print(6 * 7)\n42\n>>> ") {
 		t.Errorf("python3 in a terminal: %q", got)
 	}
