@@ -286,8 +286,10 @@ type Input struct {
 	// Settle: once Data is written, the call returns when the task has
 	// printed something and then nothing more for Settle (its answer is
 	// complete, or it waits for more input), when Wait has passed (a task
-	// that prints nothing in response), or when the task has ended. Zero
-	// means DefaultInputSettle.
+	// that prints nothing in response), or when the task has ended. A
+	// call with no Data and no EOF only reads: output the task printed
+	// before it and nobody read yet counts as its answer. Zero means
+	// DefaultInputSettle.
 	Settle time.Duration
 }
 

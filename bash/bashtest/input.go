@@ -112,7 +112,9 @@ func (s *suite) inputRefused(t *testing.T) {
 	h.wait(l, ended.ID)
 	h.inputErr("an ended task", ended.ID, bash.ErrTaskEnded)
 	closed := h.startInput("sleep 30", "")
-	h.write(closed.ID, "", true)
+	if _, err := h.e.WriteInput(h.ctx(), closed.ID, bash.Input{EOF: true, Wait: 100 * time.Millisecond}); err != nil {
+		t.Fatalf("EOF: %v", err) // the wait is short: sleep prints nothing
+	}
 	h.inputErr("input closed by EOF", closed.ID, bash.ErrInputClosed)
 	h.kill(closed.ID)
 	if _, err := h.e.WriteInput(h.ctx(), "bash-999", bash.Input{Data: []byte("x")}); !errors.Is(err, bash.ErrUnknownTask) {

@@ -110,8 +110,13 @@ func (e *Executor) WriteInput(ctx context.Context, id bash.TaskID, in bash.Input
 		deadline = d
 	}
 	changed := t.p.outputChanged()
-	// The answer begins past what a terminal echoes of the input.
+	// The answer begins past what a terminal echoes of the input; a call
+	// that writes nothing only reads, and what it has not read yet is
+	// its answer.
 	answerAt := t.p.outputLen() + t.p.input.echoLen(in.Data)
+	if len(in.Data) == 0 && !in.EOF {
+		answerAt = t.p.readLen()
+	}
 	n, err := t.p.input.write(in.Data, in.EOF, deadline)
 	if err != nil {
 		return bash.TaskRead{}, &bash.InputError{ID: id, Written: n, Err: err}
@@ -145,6 +150,9 @@ func (p *proc) outputChanged() [2]<-chan struct{} {
 // outputLen is how many bytes the command has printed, both streams.
 func (p *proc) outputLen() int64 { return p.out.length() + p.errs.length() }
 
+// readLen is how many bytes of both streams have been read.
+func (p *proc) readLen() int64 { return p.out.readPos() + p.errs.readPos() }
+
 // awaitQuiet waits until the command, having printed more than answerAt
 // bytes in all, has printed nothing more for settle; or until deadline
 // passes, the command ends, or ctx is done.
@@ -158,6 +166,10 @@ func (p *proc) awaitQuiet(ctx context.Context, changed [2]<-chan struct{}, settl
 			quiet.Stop()
 		}
 	}()
+	if p.outputLen() > answerAt { // output came before the call, unread
+		quiet = time.NewTimer(settle)
+		quietC = quiet.C
+	}
 	for {
 		select {
 		case <-changed[0]:

@@ -49,6 +49,13 @@ func (s *stream) length() int64 {
 	return s.total
 }
 
+// readPos is the offset of the first byte not read yet.
+func (s *stream) readPos() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.read
+}
+
 // changed returns a channel that is closed the next time bytes arrive or the
 // stream ends.
 func (s *stream) changed() <-chan struct{} {
