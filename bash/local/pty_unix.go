@@ -20,8 +20,9 @@ func openTerminal(rows, cols int) (master, input, tty *os.File, err error) {
 	}
 	if err = pty.Setsize(master, &pty.Winsize{Rows: uint16(rows), Cols: uint16(cols)}); err == nil {
 		var fd int
-		if fd, err = unix.Dup(int(master.Fd())); err == nil {
-			unix.CloseOnExec(fd)
+		// Close-on-exec from the start: a shell forked meanwhile by
+		// another task must not inherit the controlling side.
+		if fd, err = unix.FcntlInt(master.Fd(), unix.F_DUPFD_CLOEXEC, 0); err == nil {
 			return master, os.NewFile(uintptr(fd), "ptmx-input"), tty, nil
 		}
 	}
