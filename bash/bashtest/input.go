@@ -183,6 +183,22 @@ func (s *suite) terminalTests(t *testing.T) {
 	parallel(t, "a terminal: its size, text without control sequences, a prompt", s.terminalText)
 	parallel(t, "Ctrl-C to a running program", s.terminalCtrlC)
 	parallel(t, "EOF types Ctrl-D", s.terminalEOF)
+	parallel(t, "a terminal not read: the write gives up, Kill works", s.terminalBlocked)
+}
+
+// terminalBlocked: a program that puts its terminal in raw mode and
+// reads nothing fills the terminal's buffer; the write must give up at
+// its wait (not block, holding the task's input), and Kill must end the
+// task.
+func (s *suite) terminalBlocked(t *testing.T) {
+	h := s.harness(t, nil)
+	task := h.startTerminal(`stty raw -echo; echo raw; sleep 30`)
+	h.readUntil(task.ID, func(out, _ string) bool { return strings.Contains(out, "raw") })
+	_, err := h.e.WriteInput(h.ctx(), task.ID, bash.Input{Data: make([]byte, 64<<10), Wait: 300 * time.Millisecond})
+	if !errors.Is(err, bash.ErrInputBlocked) {
+		t.Errorf("64 KiB to a terminal nobody reads: %v, want ErrInputBlocked", err)
+	}
+	h.kill(task.ID)
 }
 
 func (s *suite) terminalText(t *testing.T) {

@@ -74,7 +74,10 @@ func (in *input) write(data []byte, eof bool, deadline time.Time) (int, error) {
 	if in.w == nil {
 		return 0, in.closed
 	}
-	_ = in.w.SetWriteDeadline(deadline)
+	if err := in.w.SetWriteDeadline(deadline); err != nil {
+		// A write without its deadline could block for ever, holding mu.
+		return 0, fmt.Errorf("the task's input has no deadline: %w", err)
+	}
 	if eof && in.term {
 		data, eof = append(data[:len(data):len(data)], 0x04), false // Ctrl-D; the terminal stays open
 	}

@@ -11,29 +11,56 @@ import (
 )
 
 // openTerminal opens a pseudo-terminal of size rows×cols: the controlling
-// side (read for the output), a second descriptor of it (written for the
-// input), and the command's side.
+// side twice (read for the output, written for the input), both
+// non-blocking so that their deadlines hold, and the command's side.
 func openTerminal(rows, cols int) (master, input, tty *os.File, err error) {
-	master, tty, err = pty.Open()
+	ptmx, tty, err := pty.Open()
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("open a terminal: %w", err)
 	}
-	if err = pty.Setsize(master, &pty.Winsize{Rows: uint16(rows), Cols: uint16(cols)}); err == nil {
-		var fd int
-		// Close-on-exec from the start: a shell forked meanwhile by
-		// another task must not inherit the controlling side.
-		if fd, err = unix.FcntlInt(master.Fd(), unix.F_DUPFD_CLOEXEC, 0); err == nil {
-			return master, os.NewFile(uintptr(fd), "ptmx-input"), tty, nil
+	defer ptmx.Close() // pty's *os.File is blocking (it called Fd): ours replace it
+	var fds [2]int
+	for i := range fds {
+		// Close-on-exec as they are made: a shell another task forks
+		// meanwhile must not inherit the controlling side.
+		if fds[i], err = unix.FcntlInt(ptmx.Fd(), unix.F_DUPFD_CLOEXEC, 0); err != nil {
+			closeFDs(fds[:i])
+			tty.Close()
+			return nil, nil, nil, fmt.Errorf("set up the terminal: %w", err)
 		}
 	}
-	master.Close()
-	tty.Close()
-	return nil, nil, nil, fmt.Errorf("set up the terminal: %w", err)
+	// O_NONBLOCK is the open file's, shared by both: os.NewFile then makes
+	// them pollable (deadlines; a read Close can interrupt).
+	err = unix.SetNonblock(fds[0], true)
+	if err == nil {
+		err = unix.IoctlSetWinsize(fds[0], unix.TIOCSWINSZ, &unix.Winsize{Row: uint16(rows), Col: uint16(cols)})
+	}
+	if err != nil {
+		closeFDs(fds[:])
+		tty.Close()
+		return nil, nil, nil, fmt.Errorf("set up the terminal: %w", err)
+	}
+	return os.NewFile(uintptr(fds[0]), "ptmx"), os.NewFile(uintptr(fds[1]), "ptmx-input"), tty, nil
+}
+
+func closeFDs(fds []int) {
+	for _, fd := range fds {
+		unix.Close(fd)
+	}
 }
 
 // echoing reports whether the terminal whose controlling side is f echoes
-// what is typed (its ECHO flag).
+// what is typed (its ECHO flag). It reads f's descriptor without Fd, which
+// would make it blocking.
 func echoing(f *os.File) bool {
-	t, err := unix.IoctlGetTermios(int(f.Fd()), ioctlGetTermios)
-	return err == nil && t.Lflag&unix.ECHO != 0
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return false
+	}
+	on := false
+	_ = rc.Control(func(fd uintptr) {
+		t, err := unix.IoctlGetTermios(int(fd), ioctlGetTermios)
+		on = err == nil && t.Lflag&unix.ECHO != 0
+	})
+	return on
 }
