@@ -125,12 +125,12 @@ func (s *suite) inputRefused(t *testing.T) {
 func (s *suite) inputBlocked(t *testing.T) {
 	h := s.harness(t, nil)
 	task := h.startInput("sleep 30", "")
-	big := make([]byte, 256<<10) // past a pipe's buffer (64 KiB by default)
+	big := make([]byte, 128<<10) // past a pipe's buffer (64 KiB by default)
 	start := time.Now()
 	_, err := h.e.WriteInput(h.ctx(), task.ID, bash.Input{Data: big, Wait: 300 * time.Millisecond})
 	var ie *bash.InputError
 	if !errors.As(err, &ie) || !errors.Is(err, bash.ErrInputBlocked) || ie.Written >= len(big) {
-		t.Errorf("256 KiB to a command that does not read: %v; want ErrInputBlocked with part written", err)
+		t.Errorf("128 KiB to a command that does not read: %v; want ErrInputBlocked with part written", err)
 	}
 	if d := time.Since(start); d > waitLimit {
 		t.Errorf("the write gave up after %v, want about its Wait (300ms)", d)

@@ -139,13 +139,13 @@ func TestNetworkAllowlist(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer p.Close()
+	t.Cleanup(func() { p.Close() }) // the rows run in parallel, after this function returns
 	ws := t.TempDir()
 	e, err := newSandbox(t, &Options{Layer: LayerJail, Policy: Policy{Network: NetworkAllowlist}, Egress: p, Local: &local.Options{Cwd: ws}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer e.Close()
+	t.Cleanup(func() { e.Close() })
 	plain, tls := port(reg.plain), port(reg.tls)
 	gobin, _ := exec.LookPath("go")
 	rows := []struct{ name, cmd, want string }{
@@ -178,6 +178,7 @@ func TestNetworkAllowlist(t *testing.T) {
 	}
 	for _, row := range rows {
 		t.Run(row.name, func(t *testing.T) {
+			t.Parallel()
 			ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 			defer cancel()
 			spec, err := e.Resolve(ctx, bash.ExecRequest{Owner: "o", Workspace: ws, Workdir: ws, Command: row.cmd})
