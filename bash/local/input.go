@@ -86,7 +86,8 @@ func (in *input) write(data []byte, eof bool, deadline time.Time) (int, error) {
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		return n, bash.ErrInputBlocked
 	case err != nil:
-		return n, bash.ErrInputClosed // the command closed its end (EPIPE)
+		// The command closed its end (EPIPE), or its terminal is gone (EIO).
+		return n, fmt.Errorf("%w: %w", bash.ErrInputClosed, err)
 	case eof:
 		in.w.Close()
 		in.w, in.closed = nil, bash.ErrInputClosed
@@ -214,8 +215,11 @@ func (in *input) echoLen(data []byte) int64 {
 		switch {
 		case c == '\n' || c == '\r':
 			n += 2
+		case c == 0x04: // end of file: not echoed
+		case c == 0x7f: // erase: backspace, space, backspace
+			n += 3
 		case c < ' ' && c != '\t':
-			n += 2
+			n += 2 // ^C
 		default:
 			n++
 		}

@@ -78,16 +78,7 @@ func (e *Executor) spawn(ctx context.Context, spec bash.ExecSpec, linger time.Du
 	if spec.Terminal != nil {
 		out = [2]*os.File{stdin, stdin}
 	}
-	long := len(spec.Command) > maxArgvCommand
-	err = e.startShell(ctx, p, spec, out, stdin, long)
-	if !long && errors.Is(err, syscall.E2BIG) {
-		// The environment left too little room for the command in argv.
-		long = true
-		err = e.startShell(ctx, p, spec, out, stdin, long)
-	}
-	for try := 0; try < 2 && errors.Is(err, errUnborn); try++ {
-		err = e.startShell(ctx, p, spec, out, stdin, long) // in a new cgroup
-	}
+	err = e.startShellRetrying(ctx, p, spec, out, stdin)
 	closeAll(w[:]...)
 	if err != nil {
 		closeAll(p.pipes[:]...)
@@ -104,6 +95,23 @@ func (e *Executor) spawn(ctx context.Context, spec bash.ExecSpec, linger time.Du
 	}()
 	go p.settle(e)
 	return p, nil
+}
+
+// startShellRetrying starts the shell (see startShell), passing the
+// command in a file where argv has no room for it, and again in a new
+// cgroup when it was killed before it could run.
+func (e *Executor) startShellRetrying(ctx context.Context, p *proc, spec bash.ExecSpec, out [2]*os.File, stdin *os.File) error {
+	long := len(spec.Command) > maxArgvCommand
+	err := e.startShell(ctx, p, spec, out, stdin, long)
+	if !long && errors.Is(err, syscall.E2BIG) {
+		// The environment left too little room for the command in argv.
+		long = true
+		err = e.startShell(ctx, p, spec, out, stdin, long)
+	}
+	for try := 0; try < 2 && errors.Is(err, errUnborn); try++ {
+		err = e.startShell(ctx, p, spec, out, stdin, long) // in a new cgroup
+	}
+	return err
 }
 
 // maxArgvCommand is the longest command passed in argv: Linux refuses a

@@ -230,6 +230,7 @@ func toWireError(err error) *wireError {
 	switch {
 	case errors.As(err, &ie):
 		w.Kind, w.Task, w.Limit, w.Reason = kindInput, ie.ID, ie.Written, reasonOf(ie.Err)
+		w.Message = ie.Err.Error() // the reason's own words: InputError's come from them again
 	case errors.As(err, &se):
 		w.Kind, w.Task, w.Cause = kindStart, se.Task, toWireError(se.Err)
 	case errors.As(err, &ce):
