@@ -56,16 +56,33 @@ func startSSHD(t testing.TB) *sshd {
 	s.identity = filepath.Join(s.dir, "id_ed25519")
 	client := writeKey(t, s.identity)
 	os.WriteFile(filepath.Join(s.dir, "authorized_keys"), ssh.MarshalAuthorizedKey(client.PublicKey()), 0o600)
-	s.port = freePort(t)
 	s.knownHosts = filepath.Join(s.dir, "known_hosts")
-	line := knownhosts.Line([]string{fmt.Sprintf("[127.0.0.1]:%d", s.port)}, s.hostKey.PublicKey())
-	os.WriteFile(s.knownHosts, []byte(line+"\n"), 0o600)
-	s.start()
-	return s
+	// freePort finds a port that was free: another test may take it
+	// before sshd binds it. Then sshd tries another.
+	for try := 0; ; try++ {
+		s.port = freePort(t)
+		line := knownhosts.Line([]string{fmt.Sprintf("[127.0.0.1]:%d", s.port)}, s.hostKey.PublicKey())
+		os.WriteFile(s.knownHosts, []byte(line+"\n"), 0o600)
+		err := s.launch()
+		if err == nil {
+			return s
+		}
+		if !strings.Contains(err.Error(), "Address already in use") || try == 2 {
+			t.Fatal(err)
+		}
+	}
 }
 
-// start runs sshd and waits until it listens (it says so on stderr).
+// start runs sshd again on its port and waits until it listens.
 func (s *sshd) start() {
+	if err := s.launch(); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// launch runs sshd and waits until it listens (it says so on stderr), or
+// says what it printed before it ended.
+func (s *sshd) launch() error {
 	t := s.t
 	if os.Geteuid() == 0 {
 		// Privilege separation needs this directory, which the Debian
@@ -103,10 +120,13 @@ func (s *sshd) start() {
 	for {
 		line, err := lines.Next(t, `line "Server listening on" from sshd`)
 		if err != nil {
-			t.Fatalf("sshd ended before listening: %v; %s", err, lines.Last())
+			cmd := s.cmd
+			s.cmd = nil
+			_ = cmd.Wait()
+			return fmt.Errorf("sshd ended before listening: %v; %s", err, lines.Last())
 		}
 		if strings.Contains(line, "Server listening on") {
-			return
+			return nil
 		}
 	}
 }
