@@ -17,10 +17,9 @@ type asked struct {
 // question is one question in flight, which every connection to its host
 // and port from its session waits for.
 type question struct {
-	done    chan struct{}
-	d       Decision
-	err     error
-	waiting int // connections waiting for it besides the one that asked (under asked.mu)
+	done chan struct{}
+	d    Decision
+	err  error
 }
 
 func askKey(owner, host string) string { return owner + "\x00" + host }
@@ -58,8 +57,10 @@ func (p *Proxy) ask(ctx context.Context, ref *Refusal) Reason {
 		close(q.done)
 		return reasonOf(q.d, q.err)
 	}
-	q.waiting++
 	p.asked.mu.Unlock()
+	if p.event != nil {
+		p.event("waiting")
+	}
 	select {
 	case <-q.done:
 		return reasonOf(q.d, q.err)

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sync"
 	"testing"
+
+	"github.com/dshgo/dsh/internal/testwait"
 )
 
 // fakeDNS is the tests' resolver: names under .test, never the network.
@@ -179,10 +181,12 @@ func TestAskPerPort(t *testing.T) {
 	release := make(chan struct{})
 	var mu sync.Mutex
 	var asked []int
+	questions := make(chan int, 2)
 	p, err := New(&Options{Resolve: resolveFake, Ask: func(ctx context.Context, q Question) (Decision, error) {
 		mu.Lock()
 		asked = append(asked, q.Port)
 		mu.Unlock()
+		questions <- q.Port
 		<-release
 		return AllowOnce, nil
 	}})
@@ -198,7 +202,8 @@ func TestAskPerPort(t *testing.T) {
 			}
 		})
 	}
-	waitFor(t, "two questions", func() bool { mu.Lock(); defer mu.Unlock(); return len(asked) == 2 })
+	testwait.Recv(t, questions, "the first question")
+	testwait.Recv(t, questions, "the second question")
 	close(release)
 	wg.Wait()
 }

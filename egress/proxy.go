@@ -92,6 +92,10 @@ type Proxy struct {
 	ctx    context.Context // ends at Close
 	cancel context.CancelFunc
 	asked  asked
+	// event, if set (by this package's tests, before Serve), is told of
+	// what no other event announces: "waiting" (a connection waits for a
+	// question another asked), "freed" (a connection's slot is free).
+	event func(string)
 
 	mu     sync.Mutex
 	open   map[io.Closer]struct{} // listeners and connections
@@ -218,6 +222,9 @@ func (p *Proxy) give(owner string) {
 	p.inUse--
 	if p.ownerUse[owner]--; p.ownerUse[owner] <= 0 {
 		delete(p.ownerUse, owner)
+	}
+	if p.event != nil {
+		p.event("freed")
 	}
 }
 

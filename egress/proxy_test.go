@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dshgo/dsh/internal/testwait"
 	"go.uber.org/goleak"
 )
 
@@ -85,6 +86,12 @@ func loopbackDNS(_ context.Context, host string) ([]netip.Addr, error) {
 // startProxy serves a proxy on a loopback port for the session "s1".
 func startProxy(t *testing.T, o Options) (string, *Proxy) {
 	t.Helper()
+	return startProxyEvents(t, o, nil)
+}
+
+// startProxyEvents is startProxy with the proxy's events told to event.
+func startProxyEvents(t *testing.T, o Options, event func(string)) (string, *Proxy) {
+	t.Helper()
 	if o.Resolve == nil {
 		o.Resolve = loopbackDNS
 	}
@@ -92,6 +99,7 @@ func startProxy(t *testing.T, o Options) (string, *Proxy) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	p.event = event
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -222,7 +230,8 @@ type asker struct {
 	mu      sync.Mutex
 	asked   map[string]int
 	answers map[string]Decision
-	release chan struct{} // closed to let answers through (nil: at once)
+	release chan struct{} // closed to let answers through (nil: at once); set before use
+	ch      chan string   // told of each question's host, if set
 }
 
 func (a *asker) ask(ctx context.Context, q Question) (Decision, error) {
@@ -230,6 +239,9 @@ func (a *asker) ask(ctx context.Context, q Question) (Decision, error) {
 	a.asked[q.Host]++
 	d, ok := a.answers[q.Host]
 	a.mu.Unlock()
+	if a.ch != nil {
+		a.ch <- q.Host
+	}
 	if a.release != nil {
 		select {
 		case <-a.release:
@@ -253,35 +265,34 @@ func TestAsk(t *testing.T) {
 	t.Parallel()
 	u := newUpstream(t)
 	a := &asker{asked: map[string]int{}, answers: map[string]Decision{
-		"session.test": AllowSession, "once.test": AllowOnce, "no.test": Deny}}
-	proxy, p := startProxy(t, Options{Allow: []string{"127.0.0.1"}, Ask: a.ask,
-		RefusalText: func(r *Refusal) string { return r.Error() }})
+		"session.test": AllowSession, "once.test": AllowOnce, "no.test": Deny},
+		ch: make(chan string, 100), release: make(chan struct{})}
+	waiting := make(chan string, 10)
+	proxy, p := startProxyEvents(t, Options{Allow: []string{"127.0.0.1"}, Ask: a.ask,
+		RefusalText: func(r *Refusal) string { return r.Error() }}, func(e string) {
+		if e == "waiting" {
+			waiting <- e
+		}
+	})
 	get := func(host string) string {
 		out, _ := curl(t, "-x", "http://"+proxy, "http://"+host+":"+u.port(false)+"/hello")
 		return out
 	}
 	ok := "hello from upstream"
 
-	// Four connections at once wait for one question.
-	a.release = make(chan struct{})
+	// Four connections at once wait for one question (and the release:
+	// once closed, it lets every later answer through at once).
 	var wg sync.WaitGroup
 	outs := make([]string, 4)
 	for i := range outs {
 		wg.Go(func() { outs[i] = get("session.test") })
 	}
-	waitFor(t, "the other three connections waiting for the question about session.test", func() bool {
-		p.asked.mu.Lock()
-		defer p.asked.mu.Unlock()
-		for _, q := range p.asked.inflight {
-			if q.waiting == 3 {
-				return true
-			}
-		}
-		return false
-	})
+	testwait.Recv(t, a.ch, "the question about session.test")
+	for range 3 {
+		testwait.Recv(t, waiting, "another connection waiting for that question")
+	}
 	close(a.release)
 	wg.Wait()
-	a.release = nil
 	for i, out := range outs {
 		if !strings.HasPrefix(out, ok) {
 			t.Errorf("connection %d to session.test: %q", i, out)
@@ -311,15 +322,15 @@ func TestAsk(t *testing.T) {
 	}
 }
 
-// waitFor polls cond (a state the test cannot be told of) until it holds.
-func waitFor(t *testing.T, what string, cond func() bool) {
+// retryUntil tries again until try succeeds, within 10 s; each try is
+// paced by its own I/O (it connects, and waits for an answer).
+func retryUntil(t *testing.T, what string, try func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
+	for !try() {
 		if time.Now().After(deadline) {
 			t.Fatalf("no %s within 10s", what)
 		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 
@@ -412,7 +423,13 @@ func TestBounds(t *testing.T) {
 	t.Parallel()
 	silent := silentServer(t)
 	t.Run("connections", func(t *testing.T) {
-		proxy, p := startProxy(t, Options{Allow: []string{"127.0.0.1"}, MaxConns: 3, MaxConnsPerOwner: 2, IdleTimeout: time.Second})
+		freed := make(chan string, 10)
+		proxy, p := startProxyEvents(t, Options{Allow: []string{"127.0.0.1"}, MaxConns: 3, MaxConnsPerOwner: 2, IdleTimeout: time.Second},
+			func(e string) {
+				if e == "freed" {
+					freed <- e
+				}
+			})
 		other := serveOwner(t, p, "s2")
 		c1, l1 := dialTunnel(t, proxy, silent)
 		defer c1.Close()
@@ -432,11 +449,12 @@ func TestBounds(t *testing.T) {
 			t.Fatalf("tunnels: %q, %q, %q, %q, %q; want 200, 200, closed, 200, closed", l1, l2, l3, l4, l5)
 		}
 		c1.Close()
-		waitFor(t, "a free slot after a tunnel closed", func() bool {
-			c, l := dialTunnel(t, proxy, silent)
-			c.Close()
-			return strings.HasPrefix(l, "HTTP/1.1 200")
-		})
+		testwait.Recv(t, freed, "the slot of the tunnel closed")
+		c, l := dialTunnel(t, proxy, silent)
+		c.Close()
+		if !strings.HasPrefix(l, "HTTP/1.1 200") {
+			t.Errorf("a tunnel after one closed: %q, want 200", l)
+		}
 	})
 	t.Run("idle tunnel", func(t *testing.T) {
 		proxy, _ := startProxy(t, Options{Allow: []string{"127.0.0.1"}, IdleTimeout: 200 * time.Millisecond})
@@ -579,7 +597,7 @@ func TestOutOfFiles(t *testing.T) {
 	for _, c := range flood {
 		c.Close()
 	}
-	waitFor(t, "the proxy serving again after the flood", func() bool {
+	retryUntil(t, "the proxy serving again after the flood", func() bool {
 		c, err := net.Dial("tcp", proxy)
 		if err != nil {
 			t.Fatalf("the proxy stopped listening: %v", err)
