@@ -198,14 +198,17 @@ func TestACPInteractive(t *testing.T) {
 	}
 	model := fakellm.New(t,
 		call("c1", "bash", map[string]any{"command": "python3 -u -i -q", "description": "Start Python", "input": true}),
-		call("c2", "bash_input", map[string]any{"task_id": "bash-1", "input": "x = 20\n"}),
-		call("c3", "bash_input", map[string]any{"task_id": "bash-1", "input": "print(x + 22)\n"}),
-		call("c4", "bash_kill", map[string]any{"task_id": "bash-1"}),
+		call("c2", "bash_input", map[string]any{"task_id": "bash-1", "input": "x = 20\n", "wait_ms": 20000}),
+		call("c3", "bash_input", map[string]any{"task_id": "bash-1", "input": "print(x + 22)\n", "wait_ms": 20000}),
+		// The end of input: the REPL exits, and the call returns all it
+		// printed since c3 (on a loaded machine the answer may come after
+		// c3's settle).
+		call("c4", "bash_input", map[string]any{"task_id": "bash-1", "input": "", "eof": true, "wait_ms": 20000}),
 		fakellm.Turn{Text: "done"})
 	ed := acptest.New()
 	promptACP(t, ed, "acp", "--model", "m", "--base-url", model.URL)
-	if got := strings.Join(model.Request(3).MessageTexts(), "\n"); !strings.Contains(got, "tool: 42\n") {
-		t.Errorf("the model's fourth request: %q, want the REPL's answer", got)
+	if got := strings.Join(model.Request(4).MessageTexts(), "\n"); !strings.Contains(got, "tool: 42\n") || !strings.Contains(got, "[status: completed, exit code: 0]") {
+		t.Errorf("the model's last request: %q, want the REPL's answer and its end", got)
 	}
 	var titles []string
 	for _, p := range ed.Asked() {
@@ -213,7 +216,7 @@ func TestACPInteractive(t *testing.T) {
 			titles = append(titles, *p.ToolCall.Title)
 		}
 	}
-	if want := []string{"python3 -u -i -q", "Write to background task bash-1", "Write to background task bash-1"}; !slices.Equal(titles[:min(3, len(titles))], want) {
+	if want := []string{"python3 -u -i -q", "Write to background task bash-1", "Write to background task bash-1", "Write to background task bash-1"}; !slices.Equal(titles[:min(4, len(titles))], want) {
 		t.Errorf("permission requests: %q, want %q first", titles, want)
 	}
 }

@@ -77,6 +77,25 @@ func callText(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]
 	return strings.Join(parts, "\n--\n")
 }
 
+// inputAnswer writes in to a task with bash_input and returns the first
+// result that holds want, reading on with empty inputs while the answer
+// has not come: on a loaded machine a REPL's prompt (on stderr) and its
+// answer may come further apart than bash_input's settle, and its start
+// may take longer than the default wait. Each call waits for output, so
+// nothing here polls.
+func inputAnswer(t *testing.T, cs *mcp.ClientSession, id, in, want string) string {
+	t.Helper()
+	var got string
+	for range 5 {
+		got = callText(t, cs, "bash_input", map[string]any{"task_id": id, "input": in, "wait_ms": 20000})
+		if strings.Contains(got, want) {
+			break
+		}
+		in = ""
+	}
+	return got
+}
+
 // syncedPid starts a background task that reports its pid and then sleeps,
 // and returns the pid once the task has written it.
 func syncedPid(t *testing.T, cs *mcp.ClientSession) int {
@@ -173,7 +192,7 @@ func TestMCPInteractive(t *testing.T) {
 		{"print(x)\n", "42\n"},
 		{"print(x + 1)\n", "43\n"},
 	} {
-		got := callText(t, cs, "bash_input", map[string]any{"task_id": "bash-1", "input": step.in})
+		got := inputAnswer(t, cs, "bash-1", step.in, step.want)
 		if !strings.HasPrefix(got, step.want) || !strings.HasSuffix(got, "[status: running]") {
 			t.Errorf("bash_input %q: %q, want it to start %q, the REPL running", step.in, got, step.want)
 		}
