@@ -17,25 +17,24 @@ var updateTranscript = flag.Bool("update", false, "rewrite bash/bashtest/testdat
 // files and the jails' /tmp directories in the test's own directory, the
 // workspace the suite's directory.
 func conformant(t *testing.T, c bashtest.Config) bash.Executor {
-	return conformantIn(LayerAuto)(t, c)
+	return conformantIn(LayerAuto, "")(t, c)
 }
 
-// conformantIn makes conformant executors of one layer.
-func conformantIn(layer Layer) func(*testing.T, bashtest.Config) bash.Executor {
-	return func(t *testing.T, c bashtest.Config) bash.Executor { return conformantLayer(t, c, layer) }
-}
-
-func conformantLayer(t *testing.T, c bashtest.Config, layer Layer) bash.Executor {
-	e, err := newSandbox(t, &Options{Layer: layer, Local: &local.Options{
-		Cwd: c.Cwd, Timeout: c.Timeout, MaxTimeout: c.MaxTimeout,
-		Grace: c.Grace, DrainDelay: c.DrainDelay, MaxOutputBytes: c.MaxOutputBytes,
-		MaxTasksPerOwner: c.MaxTasksPerOwner, MaxTasks: c.MaxTasks,
-		Env: c.Env, SpillDir: t.TempDir(),
-	}, TempDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
+// conformantIn makes conformant executors of one layer, whose jails start
+// agent ("": plainAgent).
+func conformantIn(layer Layer, agent string) func(*testing.T, bashtest.Config) bash.Executor {
+	return func(t *testing.T, c bashtest.Config) bash.Executor {
+		e, err := newSandbox(t, &Options{Layer: layer, Agent: agent, Local: &local.Options{
+			Cwd: c.Cwd, Timeout: c.Timeout, MaxTimeout: c.MaxTimeout,
+			Grace: c.Grace, DrainDelay: c.DrainDelay, MaxOutputBytes: c.MaxOutputBytes,
+			MaxTasksPerOwner: c.MaxTasksPerOwner, MaxTasks: c.MaxTasks,
+			Env: c.Env, SpillDir: t.TempDir(),
+		}, TempDir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
 	}
-	return e
 }
 
 // TestConformance runs the executor contract of package bash against the
@@ -46,10 +45,12 @@ func TestConformance(t *testing.T) {
 }
 
 // TestTranscript checks that the model reads the same bytes through the
-// sandbox as through the local executor.
+// sandbox as through the local executor. Its jails start the test binary:
+// under -race the agent's own code is checked for races here (input,
+// terminals, background tasks, kills, limits).
 func TestTranscript(t *testing.T) {
 	t.Parallel()
-	bashtest.Transcript(t, conformant, "../bashtest/testdata/transcript.txtar", *updateTranscript)
+	bashtest.Transcript(t, conformantIn(LayerAuto, selfAgent(t)), "../bashtest/testdata/transcript.txtar", *updateTranscript)
 }
 
 // TestLandlockConformance runs the contract, and the transcript, against
@@ -58,10 +59,10 @@ func TestLandlockConformance(t *testing.T) {
 	t.Parallel()
 	t.Run("contract", func(t *testing.T) {
 		t.Parallel()
-		bashtest.Run(t, conformantIn(LayerLandlock))
+		bashtest.Run(t, conformantIn(LayerLandlock, ""))
 	})
 	t.Run("transcript", func(t *testing.T) {
 		t.Parallel()
-		bashtest.Transcript(t, conformantIn(LayerLandlock), "../bashtest/testdata/transcript.txtar", false)
+		bashtest.Transcript(t, conformantIn(LayerLandlock, selfAgent(t)), "../bashtest/testdata/transcript.txtar", false)
 	})
 }

@@ -141,7 +141,8 @@ func TestNetworkAllowlist(t *testing.T) {
 	}
 	t.Cleanup(func() { p.Close() }) // the rows run in parallel, after this function returns
 	ws := t.TempDir()
-	e, err := newSandbox(t, &Options{Layer: LayerJail, Policy: Policy{Network: NetworkAllowlist}, Egress: p, Local: &local.Options{Cwd: ws}})
+	// The test binary as the agent: the listener it hands over is its code.
+	e, err := newSandbox(t, &Options{Layer: LayerJail, Agent: selfAgent(t), Policy: Policy{Network: NetworkAllowlist}, Egress: p, Local: &local.Options{Cwd: ws}})
 	if err != nil {
 		t.Fatal(err)
 	}

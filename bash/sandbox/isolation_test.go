@@ -32,8 +32,10 @@ func TestMain(m *testing.M) {
 	proctest.QuickRaceExit()
 	proctest.RaiseParallel(4)
 	code := m.Run()
-	for _, dir := range probeDirs {
-		os.RemoveAll(dir)
+	for _, dir := range append(probeDirs, agentDir) {
+		if dir != "" {
+			os.RemoveAll(dir)
+		}
 	}
 	if code == 0 {
 		if err := goleak.Find(); err != nil {
@@ -46,9 +48,13 @@ func TestMain(m *testing.M) {
 
 // newSandbox makes a sandbox executor, skipping the test where the host
 // cannot run one, unless CI=true: CI installs bubblewrap, so there a
-// missing sandbox is a failure.
+// missing sandbox is a failure. Its jails start plainAgent unless o names
+// an agent.
 func newSandbox(tb testing.TB, o *Options) (*Executor, error) {
 	tb.Helper()
+	if o.Agent == "" {
+		o.Agent = plainAgent(tb)
+	}
 	e, err := New(context.Background(), o)
 	if errors.Is(err, ErrUnavailable) && os.Getenv("CI") != "true" {
 		tb.Skip(err)

@@ -1,0 +1,63 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dshgo/dsh/internal/proctest"
+)
+
+// plainAgent is the agent the tests' jails start unless a test asks for
+// the test binary itself (selfAgent): under -race, internal/sandboxagent
+// built without the race detector, once per test process, else the test
+// binary.
+func plainAgent(tb testing.TB) string {
+	tb.Helper()
+	path, err := buildPlainAgent()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return path
+}
+
+// selfAgent is the test binary, built as the tests are (with -race under
+// `go test -race`): for the tests whose subject is the agent's own code.
+func selfAgent(tb testing.TB) string {
+	tb.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return exe
+}
+
+var buildPlainAgent = sync.OnceValues(func() (string, error) {
+	if !proctest.Race {
+		return os.Executable()
+	}
+	dir, err := os.MkdirTemp("", "dsh-agent-")
+	if err != nil {
+		return "", err
+	}
+	agentDir = dir
+	bin := filepath.Join(dir, "agent")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/dshgo/dsh/internal/sandboxagent")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build the agent: %w\n%s", err, out)
+	}
+	return bin, nil
+})
+
+// agentDir is the directory buildPlainAgent made, if any; TestMain
+// removes it.
+var agentDir string
