@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -77,28 +78,35 @@ func (p *Policy) landlockReadable(jp jailPaths, tmp string) []string {
 	hidden := slices.Concat(p.hiddenPaths(), landlockHidden, jp.serverTemp)
 	var real []string
 	for _, h := range hidden {
-		if r := realPath(h); r != "" {
+		if r := realPath(h); filepath.IsAbs(r) {
 			real = append(real, r)
 		}
 	}
-	return append(around("/", real), jp.spill, tmp, jp.workspace)
+	return append(around("/", true, real), jp.spill, tmp, jp.workspace)
 }
 
 // around lists the paths that cover the tree at dir but the hidden ones:
 // dir itself when no hidden path lies in it, else (recursively) its
 // entries. An entry that is a link into a hidden path is left out (a rule
-// on a link applies to its target).
-func around(dir string, hidden []string) []string {
+// on a link applies to its target). real says dir has no link in it (its
+// own path is what a rule on it covers): then neither have its entries
+// but the links among them, and their paths need no resolving. A jail's
+// start walks here through the directories that hold hidden paths (/tmp,
+// the home directory) whatever their size, so this is kept to string
+// comparisons and one lstat per link.
+func around(dir string, real bool, hidden []string) []string {
 	in := false
 	for _, h := range hidden {
 		if h == dir {
 			return nil
 		}
-		in = in || within(h, dir)
+		in = in || under(h, dir)
 	}
 	if !in {
-		if r := realPath(dir); r != dir && linksInto(r, hidden) {
-			return nil
+		if !real {
+			if r := realPath(dir); r != dir && linksInto(r, hidden) {
+				return nil
+			}
 		}
 		return []string{dir}
 	}
@@ -108,16 +116,22 @@ func around(dir string, hidden []string) []string {
 	}
 	var out []string
 	for _, e := range entries {
-		out = append(out, around(filepath.Join(dir, e.Name()), hidden)...)
+		out = append(out, around(filepath.Join(dir, e.Name()), real && e.Type()&fs.ModeSymlink == 0, hidden)...)
 	}
 	return out
+}
+
+// under reports whether path is dir or lies in it; both are clean and
+// absolute (within, for any two paths, costs a filepath.Rel).
+func under(path, dir string) bool {
+	return path == dir || dir == "/" || len(path) > len(dir) && path[len(dir)] == '/' && path[:len(dir)] == dir
 }
 
 // linksInto reports whether a link's target r is, holds or lies in a
 // hidden path.
 func linksInto(r string, hidden []string) bool {
 	for _, h := range hidden {
-		if r == "/" || within(h, r) || within(r, h) {
+		if r == "/" || under(h, r) || under(r, h) {
 			return true
 		}
 	}
