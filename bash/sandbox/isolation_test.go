@@ -324,7 +324,7 @@ func (r *rig) findVictim() string {
 	m := r.marker()
 	// [x]: the grep of the attacker's own shell does not match itself.
 	pattern := "[" + m[:1] + "]" + m[1:]
-	return `v=; for p in /proc/[0-9]*; do if grep -qa ` + pattern + ` $p/cmdline 2>/dev/null; then v=${p#/proc/}; fi; done; `
+	return `v=$(grep -la ` + pattern + ` /proc/[0-9]*/cmdline 2>/dev/null | tail -1); v=${v#/proc/}; v=${v%/cmdline}; `
 }
 
 // attack is one attempt by session B (bob) to reach beyond its session;
