@@ -2,6 +2,7 @@ package permission
 
 import (
 	"regexp"
+	"sync"
 
 	"mvdan.cc/sh/v3/syntax"
 )
@@ -13,10 +14,12 @@ import (
 // GIT_EXTERNAL_DIFF=prog runs prog. It looks at the source text, which
 // holds the strings eval and bash -c run too; a false find only makes
 // such words count as assignments.
-var keywordRE = regexp.MustCompile(`(?m)\b(set|shopt)\b[^\n]*(\s[-+][A-Za-z]*k|keyword|\$)|\b(bash|sh|dash|ash|zsh|ksh|mksh)\b[^\n]*\s-[A-Za-z]*k`)
+var keywordRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?m)\b(set|shopt)\b[^\n]*(\s[-+][A-Za-z]*k|keyword|\$)|\b(bash|sh|dash|ash|zsh|ksh|mksh)\b[^\n]*\s-[A-Za-z]*k`)
+})
 
 // mayKeyword reports whether src may turn on keyword mode.
-func mayKeyword(src string) bool { return keywordRE.MatchString(src) }
+func mayKeyword(src string) bool { return keywordRE().MatchString(src) }
 
 // keywordScript notes keyword mode for a string a script runs (eval, bash
 // -c): one that turns it on where the whole command's text did not show

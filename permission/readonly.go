@@ -15,7 +15,7 @@ func readOnly(argv []string, known int) bool {
 	if known == 0 {
 		return false
 	}
-	spec := readOnlyPrograms[path.Base(argv[0])]
+	spec := readOnlyPrograms()[path.Base(argv[0])]
 	if spec == nil || strings.Contains(argv[0], "/") {
 		return false // a file of that name is not the program PATH finds
 	}

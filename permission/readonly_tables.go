@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // The tables of Policy.ReadOnly: programs, and the options and operands
@@ -16,93 +17,97 @@ import (
 // command an ask: the tables list what is known to only read, not what
 // is known to be harmful.
 
-// readOnlyPrograms are the tables, by program name.
-var readOnlyPrograms = map[string]*roSpec{
-	// Shell builtins and utilities without an option that writes, runs or
-	// connects.
-	"cat": plain(), "head": plain(), "tail": plain(), "wc": plain(), "ls": plain(), "pwd": plain(),
-	"echo": plain(), "printf": plain(), "true": plain(), "false": plain(), ":": plain(), "test": plain(),
-	"[": plain(), "cd": plain(), "set": plain(), "shopt": plain(), "break": plain(), "continue": plain(),
-	"exit": plain(), "return": plain(), "sleep": plain(), "type": plain(), "which": plain(),
-	"stat": plain(), "du": plain(), "df": plain(), "cut": plain(), "diff": plain(), "cmp": plain(),
-	"comm": plain(), "grep": plain(), "egrep": plain(), "fgrep": plain(), "nl": plain(), "tac": plain(),
-	"rev": plain(), "paste": plain(), "seq": plain(), "tr": plain(), "expr": plain(), "numfmt": plain(),
-	"md5sum": plain(), "sha1sum": plain(), "sha224sum": plain(), "sha256sum": plain(), "sha384sum": plain(),
-	"sha512sum": plain(), "b2sum": plain(), "cksum": plain(), "sum": plain(), "od": plain(),
-	"hexdump": plain(), "strings": plain(), "column": plain(), "ps": plain(), "jq": plain(),
-	"basename": plain(), "dirname": plain(), "realpath": plain(), "readlink": plain(), "nproc": plain(),
-	"printenv": plain(), "id": plain(), "whoami": plain(), "groups": plain(), "uname": plain(),
-	"arch": plain(), "uptime": plain(), "free": plain(), "fold": plain(), "fmt": plain(),
-	"expand": plain(), "unexpand": plain(), "join": plain(), "factor": plain(), "tsort": plain(),
-	"getconf": plain(), "locale": plain(), "tty": plain(), "lscpu": plain(), "pathchk": plain(),
-	"whereis": plain(), "pgrep": plain(), "look": plain(), "zcat": plain(), "zgrep": plain(),
-	"trap": plain(), // the action it sets is checked as a script
+// readOnlyPrograms are the tables, by program name: made at first use, so
+// that a process that checks no command (a jail's agent is dsh-bash too)
+// does not build them at its start.
+var readOnlyPrograms = sync.OnceValue(func() map[string]*roSpec {
+	return map[string]*roSpec{
+		// Shell builtins and utilities without an option that writes, runs or
+		// connects.
+		"cat": plain(), "head": plain(), "tail": plain(), "wc": plain(), "ls": plain(), "pwd": plain(),
+		"echo": plain(), "printf": plain(), "true": plain(), "false": plain(), ":": plain(), "test": plain(),
+		"[": plain(), "cd": plain(), "set": plain(), "shopt": plain(), "break": plain(), "continue": plain(),
+		"exit": plain(), "return": plain(), "sleep": plain(), "type": plain(), "which": plain(),
+		"stat": plain(), "du": plain(), "df": plain(), "cut": plain(), "diff": plain(), "cmp": plain(),
+		"comm": plain(), "grep": plain(), "egrep": plain(), "fgrep": plain(), "nl": plain(), "tac": plain(),
+		"rev": plain(), "paste": plain(), "seq": plain(), "tr": plain(), "expr": plain(), "numfmt": plain(),
+		"md5sum": plain(), "sha1sum": plain(), "sha224sum": plain(), "sha256sum": plain(), "sha384sum": plain(),
+		"sha512sum": plain(), "b2sum": plain(), "cksum": plain(), "sum": plain(), "od": plain(),
+		"hexdump": plain(), "strings": plain(), "column": plain(), "ps": plain(), "jq": plain(),
+		"basename": plain(), "dirname": plain(), "realpath": plain(), "readlink": plain(), "nproc": plain(),
+		"printenv": plain(), "id": plain(), "whoami": plain(), "groups": plain(), "uname": plain(),
+		"arch": plain(), "uptime": plain(), "free": plain(), "fold": plain(), "fmt": plain(),
+		"expand": plain(), "unexpand": plain(), "join": plain(), "factor": plain(), "tsort": plain(),
+		"getconf": plain(), "locale": plain(), "tty": plain(), "lscpu": plain(), "pathchk": plain(),
+		"whereis": plain(), "pgrep": plain(), "look": plain(), "zcat": plain(), "zgrep": plain(),
+		"trap": plain(), // the action it sets is checked as a script
 
-	// Toolchains, asked only for their version. Not cargo, rustc and
-	// rustup (a project's rust-toolchain.toml names the binary they run),
-	// yarn and pnpm (a project's settings name theirs), terraform (it
-	// checks for updates over the network).
-	"python": versionOnly("--version", "-V"), "python3": versionOnly("--version", "-V"),
-	"node": versionOnly("--version", "-v"), "npm": versionOnly("--version", "-v"),
-	"deno": versionOnly("--version", "-V"), "bun": versionOnly("--version", "-v"),
-	"gcc": versionOnly("--version"), "cc": versionOnly("--version"),
-	"clang": versionOnly("--version"), "make": versionOnly("--version", "-v"), "java": versionOnly("-version", "--version"),
-	"ruby": versionOnly("--version"), "perl": versionOnly("--version", "-v"), "pip": versionOnly("--version", "-V"),
-	"pip3": versionOnly("--version", "-V"), "uv": versionOnly("--version", "-V"), "docker": versionOnly("--version", "-v"),
-	"kubectl": versionOnly("--version"), "tsc": versionOnly("--version", "-v"),
+		// Toolchains, asked only for their version. Not cargo, rustc and
+		// rustup (a project's rust-toolchain.toml names the binary they run),
+		// yarn and pnpm (a project's settings name theirs), terraform (it
+		// checks for updates over the network).
+		"python": versionOnly("--version", "-V"), "python3": versionOnly("--version", "-V"),
+		"node": versionOnly("--version", "-v"), "npm": versionOnly("--version", "-v"),
+		"deno": versionOnly("--version", "-V"), "bun": versionOnly("--version", "-v"),
+		"gcc": versionOnly("--version"), "cc": versionOnly("--version"),
+		"clang": versionOnly("--version"), "make": versionOnly("--version", "-v"), "java": versionOnly("-version", "--version"),
+		"ruby": versionOnly("--version"), "perl": versionOnly("--version", "-v"), "pip": versionOnly("--version", "-V"),
+		"pip3": versionOnly("--version", "-V"), "uv": versionOnly("--version", "-V"), "docker": versionOnly("--version", "-v"),
+		"kubectl": versionOnly("--version"), "tsc": versionOnly("--version", "-v"),
 
-	"uniq": opts("-c --count -d --repeated -D --all-repeated? -f= --skip-fields= -i --ignore-case " +
-		"-s= --skip-chars= -u --unique -w= --check-chars= -z --zero-terminated --group?").withOps(1), // a second operand is written
-	"xxd":    {raw: xxdReadOnly}, // its own option syntax (-ps, -cols 8): see xxdReadOnly
-	"base64": opts("-d --decode -i --ignore-garbage -w= --wrap=").withOps(1),
-	"base32": opts("-d --decode -i --ignore-garbage -w= --wrap=").withOps(1),
-	"sort": opts("-b --ignore-leading-blanks -d --dictionary-order -f --ignore-case -g --general-numeric-sort " +
-		"-h --human-numeric-sort -i --ignore-nonprinting -M --month-sort -n --numeric-sort -R --random-sort " +
-		"--random-source= -r --reverse -V --version-sort --sort= -c --check? -C -k= --key= -m --merge " +
-		"-s --stable -S= --buffer-size= -t= --field-separator= -u --unique -z --zero-terminated " +
-		"--parallel= --debug --files0-from="), // not -o, -T, --compress-program
-	"shuf": opts("-e --echo -i= --input-range= -n= --head-count= --random-source= -r --repeat -z --zero-terminated"),
-	"file": opts("-b --brief -i --mime --mime-type --mime-encoding -L --dereference -h --no-dereference " +
-		"-z --uncompress -Z --uncompress-noreport -s --special-files -k --keep-going -r --raw -0 --print0 " +
-		"-N --no-pad -n --no-buffer -p --preserve-date -e= --exclude= -F= --separator= -f= --files-from= -E " +
-		"--extension --apple -l --list -P= --parameter="), // not -C (--compile), -m
-	"tree": opts("-a -d -l -f -x -L= -P= -I= --gitignore --ignore-case --matchdirs --metafirst --prune " +
-		"--info --infofile= --noreport --charset= --filelimit= --timefmt= -o? -q -N -Q -p -u -g -s -h --si " +
-		"--du -D --inodes --device -F -v -t -c -U -r --dirsfirst --filesfirst --sort= -i -A -S -n -C -X -J -H= " +
-		"-T= --nolinks --hintro= --houtro= --fromfile").withCheck(func(l *roLine) bool { return !l.has("-o") }).alone(), // not -R: with -H it writes 00Tree.html into each directory
-	"date": opts("-d= --date= -f= --file= -I? --iso-8601? -R --rfc-email --rfc-3339= -r= --reference= " +
-		"-u --utc --universal --debug").withCheck(func(l *roLine) bool {
-		for _, o := range l.operands {
-			if !strings.HasPrefix(o, "+") {
-				return false // date MMDDhhmm sets the clock
+		"uniq": opts("-c --count -d --repeated -D --all-repeated? -f= --skip-fields= -i --ignore-case " +
+			"-s= --skip-chars= -u --unique -w= --check-chars= -z --zero-terminated --group?").withOps(1), // a second operand is written
+		"xxd":    {raw: xxdReadOnly}, // its own option syntax (-ps, -cols 8): see xxdReadOnly
+		"base64": opts("-d --decode -i --ignore-garbage -w= --wrap=").withOps(1),
+		"base32": opts("-d --decode -i --ignore-garbage -w= --wrap=").withOps(1),
+		"sort": opts("-b --ignore-leading-blanks -d --dictionary-order -f --ignore-case -g --general-numeric-sort " +
+			"-h --human-numeric-sort -i --ignore-nonprinting -M --month-sort -n --numeric-sort -R --random-sort " +
+			"--random-source= -r --reverse -V --version-sort --sort= -c --check? -C -k= --key= -m --merge " +
+			"-s --stable -S= --buffer-size= -t= --field-separator= -u --unique -z --zero-terminated " +
+			"--parallel= --debug --files0-from="), // not -o, -T, --compress-program
+		"shuf": opts("-e --echo -i= --input-range= -n= --head-count= --random-source= -r --repeat -z --zero-terminated"),
+		"file": opts("-b --brief -i --mime --mime-type --mime-encoding -L --dereference -h --no-dereference " +
+			"-z --uncompress -Z --uncompress-noreport -s --special-files -k --keep-going -r --raw -0 --print0 " +
+			"-N --no-pad -n --no-buffer -p --preserve-date -e= --exclude= -F= --separator= -f= --files-from= -E " +
+			"--extension --apple -l --list -P= --parameter="), // not -C (--compile), -m
+		"tree": opts("-a -d -l -f -x -L= -P= -I= --gitignore --ignore-case --matchdirs --metafirst --prune " +
+			"--info --infofile= --noreport --charset= --filelimit= --timefmt= -o? -q -N -Q -p -u -g -s -h --si " +
+			"--du -D --inodes --device -F -v -t -c -U -r --dirsfirst --filesfirst --sort= -i -A -S -n -C -X -J -H= " +
+			"-T= --nolinks --hintro= --houtro= --fromfile").withCheck(func(l *roLine) bool { return !l.has("-o") }).alone(), // not -R: with -H it writes 00Tree.html into each directory
+		"date": opts("-d= --date= -f= --file= -I? --iso-8601? -R --rfc-email --rfc-3339= -r= --reference= " +
+			"-u --utc --universal --debug").withCheck(func(l *roLine) bool {
+			for _, o := range l.operands {
+				if !strings.HasPrefix(o, "+") {
+					return false // date MMDDhhmm sets the clock
+				}
 			}
-		}
-		return true
-	}),
-	"hostname": opts("-a --alias -d --domain -f --fqdn --long -A --all-fqdns -i --ip-address " +
-		"-I --all-ip-addresses -s --short -y --yp --nis").withOps(0), // hostname NAME sets it
-	"env":     opts("-0 --null -u= --unset= -i --ignore-environment -").withCheck(onlyAssignments), // with a command, a wrapper
-	"command": opts("-v -V -p").withCheck(func(l *roLine) bool { return l.has("-v", "-V") }),
-	"find":    {raw: findReadOnly},
-	"sed": opts("-n --quiet --silent --debug -e= --expression= -E -r --regexp-extended -s --separate " +
-		"--sandbox -u --unbuffered -z --null-data -l= --line-length= --posix --follow-symlinks").withCheck(sedReadOnly),
-	"rg": opts("-A= --after-context= -B= --before-context= -C= --context= -c --count --count-matches " +
-		"--color= --colors= --column --no-column -e= --regexp= -f= --file= -F --fixed-strings -g= --glob= " +
-		"--iglob= --glob-case-insensitive -h --help --hidden --no-hidden -i --ignore-case -S --smart-case -s " +
-		"--case-sensitive -l --files-with-matches --files-without-match --files -L --follow -m= --max-count= " +
-		"--max-depth= -d= --max-filesize= -n --line-number -N --no-line-number -o --only-matching -p --pretty " +
-		"-q --quiet -r= --replace= -t= --type= -T= --type-not= --type-list -u --unrestricted -v --invert-match " +
-		"-w --word-regexp -x --line-regexp --json --no-ignore --no-ignore-vcs --no-ignore-dot --no-ignore-parent " +
-		"--no-ignore-global --no-ignore-exclude --no-messages --heading --no-heading -H --with-filename " +
-		"-I --no-filename --vimgrep -U --multiline --multiline-dotall -P --pcre2 --engine= --sort= --sortr= " +
-		"--stats --trim -M= --max-columns= --max-columns-preview -a --text -0 --null --null-data --no-config " +
-		"--debug --trace -j= --threads= --byte-offset -b --passthru --line-buffered --block-buffered " +
-		"--crlf --encoding= -E= --ignore-file= --ignore-file-case-insensitive --one-file-system " +
-		"--path-separator= --field-context-separator= --field-match-separator= --context-separator= " +
-		"--no-unicode --unicode -V --version --include-zero --binary --no-binary"), // not --pre, --hostname-bin, -z
-	"git": subcommands(gitSubs),
-	"go":  subcommands(goSubs),
-}
+			return true
+		}),
+		"hostname": opts("-a --alias -d --domain -f --fqdn --long -A --all-fqdns -i --ip-address " +
+			"-I --all-ip-addresses -s --short -y --yp --nis").withOps(0), // hostname NAME sets it
+		"env":     opts("-0 --null -u= --unset= -i --ignore-environment -").withCheck(onlyAssignments), // with a command, a wrapper
+		"command": opts("-v -V -p").withCheck(func(l *roLine) bool { return l.has("-v", "-V") }),
+		"find":    {raw: findReadOnly},
+		"sed": opts("-n --quiet --silent --debug -e= --expression= -E -r --regexp-extended -s --separate " +
+			"--sandbox -u --unbuffered -z --null-data -l= --line-length= --posix --follow-symlinks").withCheck(sedReadOnly),
+		"rg": opts("-A= --after-context= -B= --before-context= -C= --context= -c --count --count-matches " +
+			"--color= --colors= --column --no-column -e= --regexp= -f= --file= -F --fixed-strings -g= --glob= " +
+			"--iglob= --glob-case-insensitive -h --help --hidden --no-hidden -i --ignore-case -S --smart-case -s " +
+			"--case-sensitive -l --files-with-matches --files-without-match --files -L --follow -m= --max-count= " +
+			"--max-depth= -d= --max-filesize= -n --line-number -N --no-line-number -o --only-matching -p --pretty " +
+			"-q --quiet -r= --replace= -t= --type= -T= --type-not= --type-list -u --unrestricted -v --invert-match " +
+			"-w --word-regexp -x --line-regexp --json --no-ignore --no-ignore-vcs --no-ignore-dot --no-ignore-parent " +
+			"--no-ignore-global --no-ignore-exclude --no-messages --heading --no-heading -H --with-filename " +
+			"-I --no-filename --vimgrep -U --multiline --multiline-dotall -P --pcre2 --engine= --sort= --sortr= " +
+			"--stats --trim -M= --max-columns= --max-columns-preview -a --text -0 --null --null-data --no-config " +
+			"--debug --trace -j= --threads= --byte-offset -b --passthru --line-buffered --block-buffered " +
+			"--crlf --encoding= -E= --ignore-file= --ignore-file-case-insensitive --one-file-system " +
+			"--path-separator= --field-context-separator= --field-match-separator= --context-separator= " +
+			"--no-unicode --unicode -V --version --include-zero --binary --no-binary"), // not --pre, --hostname-bin, -z
+		"git": subcommands(gitSubs()),
+		"go":  subcommands(goSubs()),
+	}
+})
 
 // gitRevOpts are git's options of revision walking and formatting (git
 // log, shortlog, rev-list), gitDiffOpts its options of diff output. Not
@@ -155,61 +160,63 @@ const (
 // attached (-U5, --format=%h): git takes the next word for some and not for
 // others (-U, --format, --min-parents, --abbrev), and a next word read as
 // a value could hide an option; read as an operand, it is checked.
-var gitSubs = map[string]*roSpec{
-	"status": gitOpts("-s --short -b --branch --show-stash --porcelain? --long -v --verbose -u? " +
-		"--untracked-files? --ignore-submodules? --ignored? -z --column? --no-column --ahead-behind " +
-		"--no-ahead-behind --renames --no-renames --find-renames?"),
-	"log":         gitOpts(gitRevOpts + " " + gitDiffOpts).withNumeric(),
-	"whatchanged": gitOpts(gitRevOpts + " " + gitDiffOpts).withNumeric(),
-	"show":        gitOpts(gitRevOpts + " " + gitDiffOpts).withNumeric(),
-	"diff":        gitOpts(gitDiffOpts),
-	"diff-tree":   gitOpts(gitDiffOpts + " -r --root --merge-base --stdin -m -c --cc -v --no-commit-id --always"),
-	"diff-index":  gitOpts(gitDiffOpts + " -m"),
-	"diff-files":  gitOpts(gitDiffOpts + " -q"),
-	"rev-list": gitOpts(gitRevOpts + " --quiet --disk-usage? --objects --unpacked --filter= --no-filter " +
-		"--filter-print-omitted --missing= --exclude-promisor-objects --bisect-vars --bisect-all").withNumeric(),
-	"shortlog": gitOpts(gitRevOpts + " -n --numbered -s --summary -e --email --committer --group= -w?").withNumeric(),
-	"blame": gitOpts("-b --root --show-stats --progress --no-progress --score-debug -f --show-name -n " +
-		"--show-number -p --porcelain --line-porcelain -l -t -S= --reverse? --first-parent -c -s -e " +
-		"--show-email -w --ignore-rev= --ignore-revs-file= --color-lines --color-by-age --minimal " +
-		"--contents= --date= --encoding= -M? -C? -L= --abbrev? --incremental"),
-	"annotate":      gitOpts("-b --root --show-stats -l -t -S= --reverse? -p --porcelain -w -M? -C? -L= --contents= --date= --encoding="),
-	"grep":          gitOpts(gitGrepOpts).withNumeric(),
-	"describe":      gitOpts("--dirty? --broken? --all --tags --contains --abbrev= --candidates= --exact-match --debug --long --match= --exclude= --always --first-parent"),
-	"rev-parse":     gitOpts(gitRevParseOpts),
-	"ls-files":      gitOpts(gitLsFilesOpts),
-	"ls-tree":       gitOpts("-d -r -t -l --long -z --name-only --name-status --object-only --full-name --full-tree --abbrev? --format="),
-	"cat-file":      gitOpts("-t -s -e -p --mailmap --no-mailmap --use-mailmap --no-use-mailmap --batch? --batch-check? --batch-command? --batch-all-objects --buffer --unordered --allow-unknown-type --follow-symlinks -Z").withOps(2), // not --textconv, --filters
-	"merge-base":    gitOpts("-a --all --octopus --independent --is-ancestor --fork-point"),
-	"name-rev":      gitOpts("--tags --refs= --exclude= --all --annotate-stdin --name-only --no-undefined --always"),
-	"show-ref":      gitOpts("--head --branches --tags -d --dereference -s --hash? --verify --abbrev? -q --quiet --exclude-existing? --exists"),
-	"for-each-ref":  gitOpts("--count= --sort= --format= --color? --shell --perl --python --tcl --points-at= --merged? --no-merged? --contains? --no-contains? --ignore-case --omit-empty --exclude= --include-root-refs"),
-	"count-objects": gitOpts("-v --verbose -H --human-readable").withOps(0),
-	"var":           gitOpts("-l").withOps(1),
-	"version":       gitOpts("--build-options").withOps(0),
-	"--version":     gitOpts("--build-options").withOps(0),
-	"check-ignore":  gitOpts("-q --quiet -v --verbose --stdin -z -n --non-matching --no-index"),
-	"check-attr":    gitOpts("-a --all --cached --stdin -z --source="),
-	"symbolic-ref":  gitOpts("-q --quiet --short --no-recurse --recurse").withOps(1), // a second operand sets it
-	"branch": gitOpts("-a --all -r --remotes -v -vv --verbose -l --list --show-current --contains~ --no-contains~ " +
-		"--merged~ --no-merged~ --points-at= --sort= --format= --column? --no-column --color? --no-color -i " +
-		"--ignore-case --abbrev= --no-abbrev -q --quiet").withCheck(listsOnly("-l", "--list")),
-	"tag": gitOpts("-l --list -n? --contains~ --no-contains~ --merged~ --no-merged~ --points-at= --sort= --format= " +
-		"--column? --no-column -i --ignore-case --color? --omit-empty").withCheck(listsOnly("-l", "--list")),
-	"remote": &roSpec{subs: map[string]*roSpec{
-		"-v": gitOpts("").withOps(0), "--verbose": gitOpts("").withOps(0), "get-url": gitOpts("--push --all").withOps(1),
-	}},
-	"stash": subcommands(map[string]*roSpec{
-		"list": gitOpts(gitRevOpts).withNumeric(),
-		"show": gitOpts(gitDiffOpts + " --include-untracked -u --only-untracked"),
-	}),
-	"reflog": subcommands(map[string]*roSpec{
-		"show": gitOpts(gitRevOpts + " " + gitDiffOpts).withNumeric(), "exists": gitOpts("").withOps(1),
-	}),
-	"config": gitOpts("--get --get-all --get-regexp --get-urlmatch -l --list --global --system --local --worktree " +
-		"-f= --file= --blob= --name-only -z --null --show-origin --show-scope --type= --bool --int --bool-or-int " +
-		"--path --expiry-date --includes --no-includes --default= --fixed-value").withCheck(gitConfigReads),
-	"worktree": subcommands(map[string]*roSpec{"list": gitOpts("-v --verbose --porcelain -z --expire=").withOps(0)}),
+func gitSubs() map[string]*roSpec {
+	return map[string]*roSpec{
+		"status": gitOpts("-s --short -b --branch --show-stash --porcelain? --long -v --verbose -u? " +
+			"--untracked-files? --ignore-submodules? --ignored? -z --column? --no-column --ahead-behind " +
+			"--no-ahead-behind --renames --no-renames --find-renames?"),
+		"log":         gitOpts(gitRevOpts + " " + gitDiffOpts).withNumeric(),
+		"whatchanged": gitOpts(gitRevOpts + " " + gitDiffOpts).withNumeric(),
+		"show":        gitOpts(gitRevOpts + " " + gitDiffOpts).withNumeric(),
+		"diff":        gitOpts(gitDiffOpts),
+		"diff-tree":   gitOpts(gitDiffOpts + " -r --root --merge-base --stdin -m -c --cc -v --no-commit-id --always"),
+		"diff-index":  gitOpts(gitDiffOpts + " -m"),
+		"diff-files":  gitOpts(gitDiffOpts + " -q"),
+		"rev-list": gitOpts(gitRevOpts + " --quiet --disk-usage? --objects --unpacked --filter= --no-filter " +
+			"--filter-print-omitted --missing= --exclude-promisor-objects --bisect-vars --bisect-all").withNumeric(),
+		"shortlog": gitOpts(gitRevOpts + " -n --numbered -s --summary -e --email --committer --group= -w?").withNumeric(),
+		"blame": gitOpts("-b --root --show-stats --progress --no-progress --score-debug -f --show-name -n " +
+			"--show-number -p --porcelain --line-porcelain -l -t -S= --reverse? --first-parent -c -s -e " +
+			"--show-email -w --ignore-rev= --ignore-revs-file= --color-lines --color-by-age --minimal " +
+			"--contents= --date= --encoding= -M? -C? -L= --abbrev? --incremental"),
+		"annotate":      gitOpts("-b --root --show-stats -l -t -S= --reverse? -p --porcelain -w -M? -C? -L= --contents= --date= --encoding="),
+		"grep":          gitOpts(gitGrepOpts).withNumeric(),
+		"describe":      gitOpts("--dirty? --broken? --all --tags --contains --abbrev= --candidates= --exact-match --debug --long --match= --exclude= --always --first-parent"),
+		"rev-parse":     gitOpts(gitRevParseOpts),
+		"ls-files":      gitOpts(gitLsFilesOpts),
+		"ls-tree":       gitOpts("-d -r -t -l --long -z --name-only --name-status --object-only --full-name --full-tree --abbrev? --format="),
+		"cat-file":      gitOpts("-t -s -e -p --mailmap --no-mailmap --use-mailmap --no-use-mailmap --batch? --batch-check? --batch-command? --batch-all-objects --buffer --unordered --allow-unknown-type --follow-symlinks -Z").withOps(2), // not --textconv, --filters
+		"merge-base":    gitOpts("-a --all --octopus --independent --is-ancestor --fork-point"),
+		"name-rev":      gitOpts("--tags --refs= --exclude= --all --annotate-stdin --name-only --no-undefined --always"),
+		"show-ref":      gitOpts("--head --branches --tags -d --dereference -s --hash? --verify --abbrev? -q --quiet --exclude-existing? --exists"),
+		"for-each-ref":  gitOpts("--count= --sort= --format= --color? --shell --perl --python --tcl --points-at= --merged? --no-merged? --contains? --no-contains? --ignore-case --omit-empty --exclude= --include-root-refs"),
+		"count-objects": gitOpts("-v --verbose -H --human-readable").withOps(0),
+		"var":           gitOpts("-l").withOps(1),
+		"version":       gitOpts("--build-options").withOps(0),
+		"--version":     gitOpts("--build-options").withOps(0),
+		"check-ignore":  gitOpts("-q --quiet -v --verbose --stdin -z -n --non-matching --no-index"),
+		"check-attr":    gitOpts("-a --all --cached --stdin -z --source="),
+		"symbolic-ref":  gitOpts("-q --quiet --short --no-recurse --recurse").withOps(1), // a second operand sets it
+		"branch": gitOpts("-a --all -r --remotes -v -vv --verbose -l --list --show-current --contains~ --no-contains~ " +
+			"--merged~ --no-merged~ --points-at= --sort= --format= --column? --no-column --color? --no-color -i " +
+			"--ignore-case --abbrev= --no-abbrev -q --quiet").withCheck(listsOnly("-l", "--list")),
+		"tag": gitOpts("-l --list -n? --contains~ --no-contains~ --merged~ --no-merged~ --points-at= --sort= --format= " +
+			"--column? --no-column -i --ignore-case --color? --omit-empty").withCheck(listsOnly("-l", "--list")),
+		"remote": &roSpec{subs: map[string]*roSpec{
+			"-v": gitOpts("").withOps(0), "--verbose": gitOpts("").withOps(0), "get-url": gitOpts("--push --all").withOps(1),
+		}},
+		"stash": subcommands(map[string]*roSpec{
+			"list": gitOpts(gitRevOpts).withNumeric(),
+			"show": gitOpts(gitDiffOpts + " --include-untracked -u --only-untracked"),
+		}),
+		"reflog": subcommands(map[string]*roSpec{
+			"show": gitOpts(gitRevOpts + " " + gitDiffOpts).withNumeric(), "exists": gitOpts("").withOps(1),
+		}),
+		"config": gitOpts("--get --get-all --get-regexp --get-urlmatch -l --list --global --system --local --worktree " +
+			"-f= --file= --blob= --name-only -z --null --show-origin --show-scope --type= --bool --int --bool-or-int " +
+			"--path --expiry-date --includes --no-includes --default= --fixed-value").withCheck(gitConfigReads),
+		"worktree": subcommands(map[string]*roSpec{"list": gitOpts("-v --verbose --porcelain -z --expire=").withOps(0)}),
+	}
 }
 
 const (
@@ -230,18 +237,20 @@ const (
 // vet, run, install, get, generate, mod download/tidy/edit (they build or
 // run code, write files or fetch modules); list's -toolexec, -exec, -u,
 // -versions, -retracted; env's -w and -u.
-var goSubs = map[string]*roSpec{
-	"version": goOpts("-m -v -json"),
-	"env":     goOpts("-json -changed"),
-	"doc":     goOpts("-all -c -cmd -short -src -u"),
-	"list": goOpts("-f= -json? -e -m -deps -test -find -tags= -reuse= -buildvcs? -trimpath -race -msan -asan " +
-		"-cover -covermode= -coverpkg= -p= -C= -linkshared -installsuffix= -buildmode= -modcacherw"), // not -export, -compiled (they build), -gcflags, -mod, -modfile
+func goSubs() map[string]*roSpec {
+	return map[string]*roSpec{
+		"version": goOpts("-m -v -json"),
+		"env":     goOpts("-json -changed"),
+		"doc":     goOpts("-all -c -cmd -short -src -u"),
+		"list": goOpts("-f= -json? -e -m -deps -test -find -tags= -reuse= -buildvcs? -trimpath -race -msan -asan " +
+			"-cover -covermode= -coverpkg= -p= -C= -linkshared -installsuffix= -buildmode= -modcacherw"), // not -export, -compiled (they build), -gcflags, -mod, -modfile
 
-	"mod": subcommands(map[string]*roSpec{
-		"graph": goOpts("-go= -x"),
-		"why":   goOpts("-m -vendor"),
-	}),
-	"help": plain(),
+		"mod": subcommands(map[string]*roSpec{
+			"graph": goOpts("-go= -x"),
+			"why":   goOpts("-m -vendor"),
+		}),
+		"help": plain(),
+	}
 }
 
 // goOpts is opts for a go subcommand, whose options are Go flags.

@@ -3,6 +3,7 @@ package permission
 import (
 	"path"
 	"strings"
+	"sync"
 )
 
 // A rule's options mean an option however a command spells it. The words
@@ -95,43 +96,47 @@ func (s *spelling) name(o string) string {
 
 // optionSpellings are the programs (and subcommands) whose options the
 // rules know by every spelling: those the README's examples and the
-// built-in tables name, and the ones most often denied.
-var optionSpellings = map[string]*spelling{
-	"rm": spellingOf([]string{"-r -R --recursive", "-f --force", "-i", "-I", "--interactive", "-d --dir",
-		"-v --verbose", "--one-file-system", "--no-preserve-root", "--preserve-root"}, "", nil),
-	"cp": spellingOf([]string{"-r -R --recursive", "-f --force", "-a --archive", "-i --interactive", "-n --no-clobber",
-		"-u --update", "-v --verbose", "-l --link", "-s --symbolic-link", "-t --target-directory", "-T --no-target-directory",
-		"-p", "-P --no-dereference", "-L --dereference", "-H", "-x --one-file-system", "-b", "--backup", "-S --suffix"},
-		"-t -S", nil),
-	"mv": spellingOf([]string{"-f --force", "-i --interactive", "-n --no-clobber", "-u --update", "-v --verbose",
-		"-t --target-directory", "-T --no-target-directory", "-b", "--backup", "-S --suffix"}, "-t -S", nil),
-	"chmod": spellingOf([]string{"-R --recursive", "-v --verbose", "-c --changes", "-f --silent --quiet", "--reference"}, "--reference", nil),
-	"chown": spellingOf([]string{"-R --recursive", "-v --verbose", "-c --changes", "-f --silent --quiet", "-h --no-dereference",
-		"--reference", "--from"}, "--reference --from", nil),
-	"git push": spellingOf([]string{"--force -f --force-with-lease --force-if-includes", "--delete -d", "--all --branches",
-		"--mirror", "--tags", "--follow-tags", "-u --set-upstream", "-n --dry-run", "--no-verify", "--verify",
-		"-q --quiet", "-v --verbose", "--porcelain", "--prune", "--atomic", "--repo", "-o --push-option",
-		"--receive-pack --exec", "--signed", "--no-signed", "-4 --ipv4", "-6 --ipv6"},
-		"--repo -o --receive-pack", gitPushOperand),
-	"git reset": spellingOf([]string{"--hard", "--soft", "--mixed", "--keep", "--merge", "-q --quiet", "-p --patch",
-		"-N --intent-to-add", "--recurse-submodules", "--no-recurse-submodules", "--pathspec-from-file"}, "--pathspec-from-file", nil),
-	"git clean": spellingOf([]string{"-f --force", "-d", "-x", "-X", "-n --dry-run", "-i --interactive", "-q --quiet",
-		"-e --exclude"}, "-e", nil),
-	"git checkout": spellingOf([]string{"-f --force", "-b", "-B", "--orphan", "-t --track", "--no-track", "-m --merge",
-		"-p --patch", "-q --quiet", "--detach", "--ours", "--theirs", "--conflict"}, "-b -B --orphan --conflict", nil),
-	"git branch": spellingOf([]string{"--delete -d", "-D", "--force -f", "--move -m", "-M", "--copy -c", "-C",
-		"-u --set-upstream-to", "--unset-upstream", "-t --track", "--list -l", "-a --all", "-r --remotes",
-		"-v --verbose", "-vv", "--edit-description", "--create-reflog"}, "-u", nil).
-		withImplied("-D", "--delete --force").withImplied("-M", "--move --force").withImplied("-C", "--copy --force"),
-	"git commit": spellingOf([]string{"--amend", "-a --all", "-m --message", "-F --file", "-C --reuse-message",
-		"-c --reedit-message", "--no-verify -n", "--allow-empty", "-s --signoff", "-S --gpg-sign", "-q --quiet",
-		"-v --verbose", "--fixup", "--squash", "-e --edit", "--no-edit"}, "-m -F -C -c --fixup --squash", nil),
-	"git rebase": spellingOf([]string{"-i --interactive", "--onto", "--root", "-x --exec", "--abort", "--continue",
-		"--skip", "--autosquash", "--autostash", "-f --force-rebase --no-ff", "-q --quiet", "-v --verbose"},
-		"--onto -x", nil),
-	"find": spellingOf([]string{"-delete", "-exec", "-execdir", "-ok", "-okdir", "-fprint", "-fprint0", "-fprintf", "-fls"}, "", nil),
-	"sed":  spellingOf([]string{"-i --in-place", "-n --quiet --silent", "-E -r --regexp-extended", "-e --expression", "-f --file", "-s --separate", "-z --null-data"}, "-e -f", nil),
-}
+// built-in tables name, and the ones most often denied. Made at first use:
+// a process that never checks a rule (a jail's agent is dsh-bash too)
+// does not pay for it at its start.
+var optionSpellings = sync.OnceValue(func() map[string]*spelling {
+	return map[string]*spelling{
+		"rm": spellingOf([]string{"-r -R --recursive", "-f --force", "-i", "-I", "--interactive", "-d --dir",
+			"-v --verbose", "--one-file-system", "--no-preserve-root", "--preserve-root"}, "", nil),
+		"cp": spellingOf([]string{"-r -R --recursive", "-f --force", "-a --archive", "-i --interactive", "-n --no-clobber",
+			"-u --update", "-v --verbose", "-l --link", "-s --symbolic-link", "-t --target-directory", "-T --no-target-directory",
+			"-p", "-P --no-dereference", "-L --dereference", "-H", "-x --one-file-system", "-b", "--backup", "-S --suffix"},
+			"-t -S", nil),
+		"mv": spellingOf([]string{"-f --force", "-i --interactive", "-n --no-clobber", "-u --update", "-v --verbose",
+			"-t --target-directory", "-T --no-target-directory", "-b", "--backup", "-S --suffix"}, "-t -S", nil),
+		"chmod": spellingOf([]string{"-R --recursive", "-v --verbose", "-c --changes", "-f --silent --quiet", "--reference"}, "--reference", nil),
+		"chown": spellingOf([]string{"-R --recursive", "-v --verbose", "-c --changes", "-f --silent --quiet", "-h --no-dereference",
+			"--reference", "--from"}, "--reference --from", nil),
+		"git push": spellingOf([]string{"--force -f --force-with-lease --force-if-includes", "--delete -d", "--all --branches",
+			"--mirror", "--tags", "--follow-tags", "-u --set-upstream", "-n --dry-run", "--no-verify", "--verify",
+			"-q --quiet", "-v --verbose", "--porcelain", "--prune", "--atomic", "--repo", "-o --push-option",
+			"--receive-pack --exec", "--signed", "--no-signed", "-4 --ipv4", "-6 --ipv6"},
+			"--repo -o --receive-pack", gitPushOperand),
+		"git reset": spellingOf([]string{"--hard", "--soft", "--mixed", "--keep", "--merge", "-q --quiet", "-p --patch",
+			"-N --intent-to-add", "--recurse-submodules", "--no-recurse-submodules", "--pathspec-from-file"}, "--pathspec-from-file", nil),
+		"git clean": spellingOf([]string{"-f --force", "-d", "-x", "-X", "-n --dry-run", "-i --interactive", "-q --quiet",
+			"-e --exclude"}, "-e", nil),
+		"git checkout": spellingOf([]string{"-f --force", "-b", "-B", "--orphan", "-t --track", "--no-track", "-m --merge",
+			"-p --patch", "-q --quiet", "--detach", "--ours", "--theirs", "--conflict"}, "-b -B --orphan --conflict", nil),
+		"git branch": spellingOf([]string{"--delete -d", "-D", "--force -f", "--move -m", "-M", "--copy -c", "-C",
+			"-u --set-upstream-to", "--unset-upstream", "-t --track", "--list -l", "-a --all", "-r --remotes",
+			"-v --verbose", "-vv", "--edit-description", "--create-reflog"}, "-u", nil).
+			withImplied("-D", "--delete --force").withImplied("-M", "--move --force").withImplied("-C", "--copy --force"),
+		"git commit": spellingOf([]string{"--amend", "-a --all", "-m --message", "-F --file", "-C --reuse-message",
+			"-c --reedit-message", "--no-verify -n", "--allow-empty", "-s --signoff", "-S --gpg-sign", "-q --quiet",
+			"-v --verbose", "--fixup", "--squash", "-e --edit", "--no-edit"}, "-m -F -C -c --fixup --squash", nil),
+		"git rebase": spellingOf([]string{"-i --interactive", "--onto", "--root", "-x --exec", "--abort", "--continue",
+			"--skip", "--autosquash", "--autostash", "-f --force-rebase --no-ff", "-q --quiet", "-v --verbose"},
+			"--onto -x", nil),
+		"find": spellingOf([]string{"-delete", "-exec", "-execdir", "-ok", "-okdir", "-fprint", "-fprint0", "-fprintf", "-fls"}, "", nil),
+		"sed":  spellingOf([]string{"-i --in-place", "-n --quiet --silent", "-E -r --regexp-extended", "-e --expression", "-f --file", "-s --separate", "-z --null-data"}, "-e -f", nil),
+	}
+})
 
 // gitPushOperand: a refspec +SRC:DST forces; :DST deletes.
 func gitPushOperand(op string) []string {
@@ -160,11 +165,11 @@ func spellingFor(words []string) (*spelling, int) {
 	}
 	name := path.Base(words[0])
 	if len(words) > 1 {
-		if s := optionSpellings[name+" "+words[1]]; s != nil {
+		if s := optionSpellings()[name+" "+words[1]]; s != nil {
 			return s, 2
 		}
 	}
-	return optionSpellings[name], 1
+	return optionSpellings()[name], 1
 }
 
 // spell reads words (a program's, after its name) with s; s nil reads

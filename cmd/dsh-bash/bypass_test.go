@@ -29,7 +29,7 @@ type bypass struct {
 var bypasses = []bypass{
 	{name: "rg --pre", needs: "rg", cmd: "rg --pre ./x hello a.txt"},
 	{name: "rg --pre=", needs: "rg", cmd: "rg --pre=./x hello a.txt"},
-	{name: "sort --compress-program", cmd: "seq 300000 > big; sort --compress-program=./x -S 64K big > /dev/null"},
+	{name: "sort --compress-program", cmd: "seq 30000 > big; sort --compress-program=./x -S 64K big > /dev/null"},
 	{name: "go vet -vettool", needs: "go", setup: goModule, cmd: "go vet -vettool=$PWD/x ."},
 	{name: "find -exec", cmd: "find a.txt -exec ./x {} ';'"},
 	{name: "find -fprint", cmd: "find a.txt -fprint written", marker: "written"},
