@@ -97,6 +97,10 @@ type Options struct {
 	// to run that one call outside the sandbox (allow once, or reject).
 	// Yolo never answers it.
 	Unsandboxed bool
+	// Sandbox, if set, is what the executor's sandbox allows: with
+	// Unsandboxed, the argument's description says it (see
+	// toolbash.Options.Sandbox).
+	Sandbox *toolbash.SandboxFacts
 }
 
 const defaultSystemPrompt = `You are a coding agent working in the directory %s on the user's machine.
@@ -152,7 +156,7 @@ func New(exec bash.Executor, opts *Options) (*Agent, error) {
 	}
 	to := &toolbash.Options{MaxResultChars: opts.MaxResultChars}
 	if opts.Unsandboxed {
-		to.AskUnsandboxed = a.askUnsandboxed
+		to.AskUnsandboxed, to.Sandbox = a.askUnsandboxed, opts.Sandbox
 	}
 	a.tb = toolbash.New(exec, to)
 	if err := a.tb.Register(a.reg); err != nil {

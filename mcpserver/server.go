@@ -69,6 +69,10 @@ type Options struct {
 	// run that one call outside the sandbox; a client that cannot be asked
 	// has it refused.
 	Unsandboxed bool
+	// Sandbox, if set, is what the executor's sandbox allows: with
+	// Unsandboxed, the argument's description says it (see
+	// toolbash.Options.Sandbox).
+	Sandbox *toolbash.SandboxFacts
 }
 
 // Server is an MCP server for the shell tools over one executor. Make it with
@@ -115,7 +119,7 @@ func New(exec bash.Executor, opts *Options) (*Server, error) {
 	}
 	to := &toolbash.Options{Notify: s.notify, MaxResultChars: opts.MaxResultChars}
 	if opts.Unsandboxed {
-		to.AskUnsandboxed = s.elicit
+		to.AskUnsandboxed, to.Sandbox = s.elicit, opts.Sandbox
 	}
 	s.tb = toolbash.New(exec, to)
 	s.unsandboxed = opts.Unsandboxed

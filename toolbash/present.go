@@ -65,7 +65,7 @@ func presentBashResult(args json.RawMessage, res *tools.Result) tools.ResultPres
 
 // bashArgsSchema is the bash tool's input schema, resolved once.
 var bashArgsSchema = sync.OnceValue(func() *jsonschema.Resolved {
-	rs, err := bashSchema(true).Resolve(nil) // with every argument the tool may have
+	rs, err := bashSchema(unsandboxedDescription).Resolve(nil) // with every argument the tool may have
 	if err != nil {
 		panic(err) // a fixed schema: tested
 	}

@@ -22,6 +22,9 @@ type SandboxFacts struct {
 	// Landlock: the sandbox is the Landlock layer, without a jail: /tmp
 	// is read-only (TMPDIR is the session's), and .git is not protected.
 	Landlock bool
+	// Unsandboxed: the model's bash calls may ask the user to run outside
+	// the sandbox (the argument of Options.AskUnsandboxed).
+	Unsandboxed bool
 }
 
 // SandboxText tells the model what the sandbox its commands run in allows,
@@ -54,7 +57,11 @@ func SandboxText(f SandboxFacts) string {
 	} else {
 		b.WriteString("Writes elsewhere fail with \"Permission denied\". ")
 	}
-	b.WriteString("Do not retry or work around such a refusal: ask the user to run that command. ")
+	if f.Unsandboxed {
+		b.WriteString("Do not retry or work around such a refusal: if the user wants it done, call bash again with unsandboxed: true, which asks the user to run that one call outside the sandbox (never set it first, or after other errors), or ask the user to run that command. ")
+	} else {
+		b.WriteString("Do not retry or work around such a refusal: ask the user to run that command. ")
+	}
 	switch {
 	case f.Allowlist != nil:
 		b.WriteString(allowlistText(f))
@@ -78,4 +85,28 @@ func allowlistText(f SandboxFacts) string {
 	}
 	return "The network goes only through the sandbox's proxy, which HTTP_PROXY, HTTPS_PROXY and ALL_PROXY name (curl, git over HTTPS, npm, pip, go and cargo use it; git over SSH does not work): it lets through the hosts on the allowlist (" + hosts + "); " + others +
 		"; loopback, private and link-local addresses (services on the host, cloud metadata) are refused, and localhost is the sandbox's own (servers you start there). A refused connection fails (HTTP 403 from the proxy) and a note beside the result says why: do not try to reach the host another way, ask the user to allow it."
+}
+
+// allows says in a sentence what the sandbox already lets commands do, for
+// the unsandboxed argument's description: what needs no escape.
+func (f SandboxFacts) allows() string {
+	places := []string{"the workspace", "/tmp"}
+	if f.Landlock {
+		places[1] = "$TMPDIR"
+	}
+	if !f.LockCaches {
+		places = append(places, "the tool caches")
+	}
+	places = append(places, f.Writable...)
+	net := "reach the network"
+	switch {
+	case f.Allowlist != nil && f.AsksNetwork:
+		net = "reach the network through its proxy, which lets the hosts of its allowlist through and asks the user about others"
+	case f.Allowlist != nil:
+		net = "reach the network through its proxy, which lets only the hosts of its allowlist through"
+	case f.NetworkOff:
+		net = "reach only their own loopback, no network"
+	}
+	last := len(places) - 1
+	return "The sandbox already lets commands write to " + strings.Join(places[:last], ", ") + " and " + places[last] + ", and " + net + ": none of that needs this argument."
 }

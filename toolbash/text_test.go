@@ -288,12 +288,29 @@ func TestSandboxTextGolden(t *testing.T) {
 		{"extra-paths", SandboxFacts{Writable: []string{"/data"}, ReadOnly: []string{"/w/.env"}}},
 		{"allowlist-asks", SandboxFacts{Allowlist: []string{"proxy.golang.org", "*.github.com"}, AsksNetwork: true}},
 		{"allowlist-empty", SandboxFacts{Allowlist: []string{}}},
+		{"unsandboxed", SandboxFacts{Unsandboxed: true}},
 	}
 	got := map[string]string{}
 	var names []string
 	for _, c := range cases {
 		names = append(names, c.name)
 		got[c.name] = SandboxText(c.facts)
+	}
+	// The unsandboxed argument's description, which says what needs no
+	// escape.
+	for _, c := range []struct {
+		name  string
+		facts *SandboxFacts
+	}{
+		{"argument", nil},
+		{"argument-default", &SandboxFacts{}},
+		{"argument-landlock-locked-extra", &SandboxFacts{Landlock: true, LockCaches: true, Writable: []string{"/data", "/srv"}}},
+		{"argument-network-off", &SandboxFacts{NetworkOff: true}},
+		{"argument-allowlist-asks", &SandboxFacts{Allowlist: []string{"proxy.golang.org"}, AsksNetwork: true}},
+		{"argument-allowlist", &SandboxFacts{Allowlist: []string{}}},
+	} {
+		names = append(names, c.name)
+		got[c.name] = describeUnsandboxed(c.facts)
 	}
 	golden(t, "sandbox.txtar", names, got)
 }

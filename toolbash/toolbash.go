@@ -58,6 +58,11 @@ type Options struct {
 	// (ErrCannotAsk) refuses it. Set it only where the executor sandboxes
 	// and the front end can ask its user.
 	AskUnsandboxed Asker
+	// Sandbox, if set, is what the executor's sandbox allows; with
+	// AskUnsandboxed, the argument's description says it, so that the
+	// model knows what needs no escape. Nil: the description names no
+	// place.
+	Sandbox *SandboxFacts
 }
 
 // Tools is the three shell tools over one executor. Make it with New and
@@ -71,6 +76,7 @@ type Tools struct {
 	notices  noticeBox
 	netNotes netNotes // the network proxy's refusals (EgressRefused)
 	askOut   Asker    // Options.AskUnsandboxed
+	outDesc  string   // the unsandboxed argument's description, where askOut is set
 }
 
 // Executor is what the tools need of an executor. Every bash.Executor is
@@ -99,6 +105,9 @@ func New(exec Executor, opts *Options) *Tools {
 		opts = &Options{}
 	}
 	t := &Tools{exec: exec, maxChars: opts.MaxResultChars, notify: opts.Notify, askOut: opts.AskUnsandboxed}
+	if t.askOut != nil {
+		t.outDesc = describeUnsandboxed(opts.Sandbox)
+	}
 	if t.maxChars == 0 {
 		t.maxChars = DefaultMaxResultChars
 	}
@@ -142,7 +151,7 @@ func (t *Tools) List() []*tools.Tool {
 		{
 			Name:          BashName,
 			Description:   bashDescription,
-			InputSchema:   bashSchema(t.askOut != nil),
+			InputSchema:   bashSchema(t.outDesc),
 			Annotations:   tools.Annotations{Destructive: &yes, OpenWorld: &yes},
 			AskPermission: true,
 			Execute:       t.bash,
@@ -216,7 +225,9 @@ func (t *Tools) EndSession(ctx context.Context, sessionID string) {
 // Register adds the tools to r.
 func (t *Tools) Register(r *tools.Registry) error { return r.Register(t.List()...) }
 
-func bashSchema(unsandboxed bool) *jsonschema.Schema {
+// bashSchema is the bash tool's input schema; it has the argument
+// unsandboxed, so described, where unsandboxed is not "".
+func bashSchema(unsandboxed string) *jsonschema.Schema {
 	zero := 0.0
 	s := &jsonschema.Schema{
 		Type:     "object",
@@ -238,8 +249,8 @@ func bashSchema(unsandboxed bool) *jsonschema.Schema {
 				Description: "As input, in a terminal (24x80): for programs that need one (prompts that read from the terminal, git add -p, a REPL's line editing, Ctrl-C). Their output reads as plain text, and the terminal echoes what you type."},
 		},
 	}
-	if unsandboxed {
-		s.Properties["unsandboxed"] = &jsonschema.Schema{Type: "boolean", Description: unsandboxedDescription}
+	if unsandboxed != "" {
+		s.Properties["unsandboxed"] = &jsonschema.Schema{Type: "boolean", Description: unsandboxed}
 	}
 	return s
 }

@@ -12,6 +12,15 @@ import (
 // it (Options.AskUnsandboxed).
 const unsandboxedDescription = "Ask the user to run this one call outside the sandbox. Only after the sandbox refused something this call needs and the user wants done (\"Permission denied\" or \"Read-only file system\" on a path the sandbox keeps, a host service it hides): never first, never to retry after other errors. The user is asked every time and sees the command and your description as the reason."
 
+// describeUnsandboxed is the argument's description: what it is for, and
+// what the sandbox (where known) already allows.
+func describeUnsandboxed(sandbox *SandboxFacts) string {
+	if sandbox == nil {
+		return unsandboxedDescription
+	}
+	return unsandboxedDescription + " " + sandbox.allows()
+}
+
 // Texts the model reads when a call asked to run outside the sandbox and
 // did not.
 const (

@@ -55,7 +55,7 @@ func acpCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		func(r *egress.Refusal, how func(string) string) { agent.EgressRefused(r, how) })
 	agent, err = acpagent.New(exec, &acpagent.Options{Instructions: ef.instructions(exec), Model: *model, BaseURL: *baseURL, APIKey: key, Yolo: *yolo,
 		MaxResultChars: ef.maxResultChars, Logger: warnLogger(stderr), Version: version(), Permissions: perm,
-		Unsandboxed: ef.sandbox.offersEscape()})
+		Unsandboxed: ef.sandbox.offersEscape(), Sandbox: ef.sandbox.facts()})
 	if err != nil {
 		fmt.Fprintf(stderr, "dsh-bash acp: %v\n", err)
 		return 2

@@ -139,12 +139,15 @@ func TestACPUnsandboxedCall(t *testing.T) {
 			if wrote := err == nil; wrote != (escape == "ask") {
 				t.Errorf("--sandbox-escape=%s: the call wrote outside the sandbox: %v (model read %q)", escape, wrote, model.Request(1).MessageTexts())
 			}
-			offered := false
+			offered, told := false, false
 			for _, tool := range model.Request(0).Tools {
-				offered = offered || tool.Function.Name == "bash" && strings.Contains(string(tool.Function.Parameters), `"unsandboxed"`)
+				p := string(tool.Function.Parameters)
+				offered = offered || tool.Function.Name == "bash" && strings.Contains(p, `"unsandboxed"`)
+				told = told || strings.Contains(p, "The sandbox already lets commands write to the workspace, /tmp and the tool caches, and reach the network")
 			}
-			if offered != (escape == "ask") {
-				t.Errorf("--sandbox-escape=%s: the argument offered: %v", escape, offered)
+			prompt := strings.Join(model.Request(0).MessageTexts(), "\n")
+			if offered != (escape == "ask") || told != offered || strings.Contains(prompt, "unsandboxed: true") != offered {
+				t.Errorf("--sandbox-escape=%s: the argument offered: %v, its description says what the sandbox allows: %v; the system prompt:\n%s", escape, offered, told, prompt)
 			}
 		})
 	}

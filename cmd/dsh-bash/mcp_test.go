@@ -4,6 +4,8 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -216,5 +218,50 @@ func TestMCPInteractive(t *testing.T) {
 	bye := callText(t, cs, "bash_input", map[string]any{"task_id": "bash-1", "input": "", "eof": true})
 	if !strings.HasSuffix(bye, "[status: completed, exit code: 0]") {
 		t.Errorf("eof to the REPL: %q", bye)
+	}
+}
+
+// TestMCPUnsandboxedOffered: the MCP server offers the bash argument
+// unsandboxed where the sandbox is active and escape is "ask" (the
+// default), with a description that says what the sandbox already
+// allows, and tells the model in its instructions how to use it; the flag
+// or the config file's "escape": "off" removes both.
+func TestMCPUnsandboxedOffered(t *testing.T) {
+	t.Parallel()
+	requireBwrap(t)
+	conf := filepath.Join(t.TempDir(), "config.json")
+	if err := os.WriteFile(conf, []byte(`{"sandbox": {"escape": "off"}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		offer bool
+	}{
+		{"default", nil, true},
+		{"flag off", []string{"--sandbox-escape=off"}, false},
+		{"config off", []string{"--config", conf}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			cs, _ := mcpClient(t, append([]string{"--sandbox=on", "--cwd", t.TempDir()}, tc.args...)...)
+			res, err := testwait.Reply("tools/list", func(ctx context.Context) (*mcp.ListToolsResult, error) { return cs.ListTools(ctx, nil) })
+			if err != nil {
+				t.Fatal(err)
+			}
+			desc := ""
+			for _, tool := range res.Tools {
+				if s, _ := json.Marshal(tool.InputSchema); tool.Name == "bash" && strings.Contains(string(s), `"unsandboxed"`) {
+					desc = string(s)
+				}
+			}
+			told := strings.Contains(cs.InitializeResult().Instructions, "unsandboxed: true")
+			if offered := desc != ""; offered != tc.offer || told != tc.offer {
+				t.Errorf("offered %v, told in the instructions %v; want %v", offered, told, tc.offer)
+			}
+			if tc.offer && !strings.Contains(desc, "The sandbox already lets commands write to the workspace") {
+				t.Errorf("the argument's description does not say what the sandbox allows: %s", desc)
+			}
+		})
 	}
 }

@@ -277,22 +277,32 @@ func (f *sandboxFlags) onNetwork() bool {
 	return f.active && (f.network == "on" || f.network == "allowlist" && f.net.reachesLocal())
 }
 
+// facts are what the sandbox lets commands do, for the model; nil where
+// commands are not sandboxed here.
+func (f *sandboxFlags) facts() *toolbash.SandboxFacts {
+	if !f.active {
+		return nil
+	}
+	facts := &toolbash.SandboxFacts{NetworkOff: f.network == "off", LockCaches: f.lockCaches,
+		Writable: f.writable, ReadOnly: f.readOnly, Landlock: f.layer == sandbox.LayerLandlock,
+		Unsandboxed: f.offersEscape()}
+	if f.tmpSize > 0 {
+		facts.TmpSize = sandbox.ByteSize(f.tmpSize)
+	}
+	if f.network == "allowlist" {
+		allow, _ := f.net.rules()
+		facts.Allowlist = append([]string{}, allow...) // not nil: the mode
+		facts.AsksNetwork = f.net.front.asksNetwork()
+	}
+	return facts
+}
+
 // instructions are the MCP server's instructions: what the sandbox
 // allows, or a warning when commands are not sandboxed.
 func (f *sandboxFlags) instructions() string {
 	switch {
 	case f.active:
-		facts := toolbash.SandboxFacts{NetworkOff: f.network == "off", LockCaches: f.lockCaches,
-			Writable: f.writable, ReadOnly: f.readOnly, Landlock: f.layer == sandbox.LayerLandlock}
-		if f.tmpSize > 0 {
-			facts.TmpSize = sandbox.ByteSize(f.tmpSize)
-		}
-		if f.network == "allowlist" {
-			allow, _ := f.net.rules()
-			facts.Allowlist = append([]string{}, allow...) // not nil: the mode
-			facts.AsksNetwork = f.net.front.asksNetwork()
-		}
-		return toolbash.SandboxText(facts)
+		return toolbash.SandboxText(*f.facts())
 	case f.mode == "off":
 		return ""
 	}
