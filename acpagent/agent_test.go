@@ -692,7 +692,8 @@ func TestUnsandboxedCallAsks(t *testing.T) {
 			q := asked[0]
 			content, _ := json.Marshal(q.ToolCall.Content)
 			if !strings.HasPrefix(*q.ToolCall.Title, "Run OUTSIDE the sandbox: ") || len(q.Options) != 2 ||
-				q.Options[0].Kind != acp.PermissionOptionKindAllowOnce || !strings.Contains(string(content), "write the user's file") {
+				q.Options[0].Kind != acp.PermissionOptionKindAllowOnce || !strings.Contains(string(content), "write the user's file") ||
+				!strings.Contains(*q.ToolCall.Title+string(content), "echo out") {
 				t.Errorf("the question: %+v", q)
 			}
 			msgs := r.model.Request(1).MessageTexts()

@@ -108,6 +108,7 @@ func TestElicitUnsandboxed(t *testing.T) {
 			r := newRig(t, o)
 			var mu sync.Mutex
 			var outside, perms int
+			var questions []string
 			answer := choiceOutside
 			cs := r.connect(t, &mcp.ClientOptions{
 				Capabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}}},
@@ -116,6 +117,7 @@ func TestElicitUnsandboxed(t *testing.T) {
 					defer mu.Unlock()
 					if strings.Contains(req.Params.Message, "OUTSIDE the sandbox") {
 						outside++
+						questions = append(questions, req.Params.Message)
 						return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": answer}}, nil
 					}
 					perms++
@@ -128,6 +130,20 @@ func TestElicitUnsandboxed(t *testing.T) {
 			}
 			if outside != 2 || perms != 2 {
 				t.Errorf("asked %d times to run outside, %d times to run: want each twice", outside, perms)
+			}
+			if !strings.Contains(questions[0], "mkdir a") || !strings.Contains(questions[1], "mkdir b") {
+				t.Errorf("the questions do not show the command: %q", questions)
+			}
+			// A deny rule holds: the call is refused before anyone is asked.
+			planted := filepath.Join(r.cwd, "planted")
+			if err := os.WriteFile(planted, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if res := call(t, cs, "bash", bashArgs("rm "+planted, "unsandboxed", true)); !res.IsError || !strings.HasPrefix(text(res), "permission denied") || outside != 2 {
+				t.Errorf("a denied command asking to run outside: %s (asked %d times)", text(res), outside)
+			}
+			if _, err := os.Stat(planted); err != nil {
+				t.Errorf("the denied command ran: %v", err)
 			}
 			answer = choiceReject
 			if res := call(t, cs, "bash", bashArgs("echo hi", "unsandboxed", true)); !res.IsError || text(res) != toolbash.UnsandboxedDeclinedText {

@@ -186,7 +186,8 @@ func TestDoctor(t *testing.T) {
 	requireBwrap(t)
 	ws, hide := t.TempDir(), t.TempDir()
 	out, errOut, code := dshBash(t, ws, "doctor", "--sandbox=on", "--sandbox-network=off", "--sandbox-hide", hide)
-	for _, want := range []string{"dsh-bash ", "sandbox: active (--sandbox=on)", "network: off", "writable:\n  " + ws + "\n", "hidden:\n", "  " + hide + "\n"} {
+	for _, want := range []string{"dsh-bash ", "sandbox: active (--sandbox=on)", "network: off", "writable:\n  " + ws + "\n", "hidden:\n", "  " + hide + "\n",
+		"outside the sandbox: a call of acp or mcp may ask the user"} {
 		if code != 0 || !strings.Contains(out, want) {
 			t.Errorf("doctor: exit %d, no %q in stdout %q (stderr %q)", code, want, out, errOut)
 		}
@@ -205,8 +206,9 @@ func TestDoctor(t *testing.T) {
 	}
 	// The allowlist: its rules, the defaults among them; and with the
 	// Landlock layer, a refusal to start rather than an open network.
-	out, errOut, code = dshBash(t, ws, "doctor", "--sandbox=jail", "--sandbox-network=allowlist", "--allow-domain", "*.corp.example", "--deny-domain", "gist.github.com")
-	for _, want := range []string{"network: allowlist\n", "through 127.0.0.1:3128", "  proxy.golang.org\n", "  *.corp.example\n", "and refuses:\n  gist.github.com\n"} {
+	out, errOut, code = dshBash(t, ws, "doctor", "--sandbox=jail", "--sandbox-network=allowlist", "--allow-domain", "*.corp.example", "--deny-domain", "gist.github.com", "--sandbox-escape=off")
+	for _, want := range []string{"network: allowlist\n", "through 127.0.0.1:3128", "  proxy.golang.org\n", "  *.corp.example\n", "and refuses:\n  gist.github.com\n",
+		"outside the sandbox: never (--sandbox-escape=off)\n"} {
 		if code != 0 || !strings.Contains(out, want) {
 			t.Errorf("doctor --sandbox-network=allowlist: exit %d, no %q in stdout %q (stderr %q)", code, want, out, errOut)
 		}
