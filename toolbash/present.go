@@ -30,7 +30,7 @@ func presentBashCall(args json.RawMessage) tools.CallPresentation {
 	}
 	p := tools.CallPresentation{Title: a.Command, Kind: tools.KindExecute, RawInput: a.Command,
 		Content: []tools.Content{tools.Text(a.Description)}}
-	if !a.Background && !a.Input {
+	if !a.inBackground() {
 		p.Terminal = &tools.Terminal{}
 		if a.Workdir != nil {
 			p.Terminal.Cwd = *a.Workdir
@@ -52,7 +52,7 @@ func presentBashResult(args json.RawMessage, res *tools.Result) tools.ResultPres
 	}
 	text := res.Text()
 	p := tools.ResultPresentation{Content: []tools.Content{tools.Text(tools.Fence("console", text))}}
-	if a.Background || a.Input || res.IsError {
+	if a.inBackground() || res.IsError {
 		return p
 	}
 	code, sig, ok := metaExit(res.Meta)

@@ -24,6 +24,9 @@ var bashCallCases = []struct {
 	{"input: a background task, no terminal", `{"command":"python3 -u -i -q","description":"Start Python","input":true}`,
 		tools.CallPresentation{Title: "python3 -u -i -q", Kind: tools.KindExecute, RawInput: "python3 -u -i -q",
 			Content: []tools.Content{tools.Text("Start Python")}}},
+	{"tty: a background task, not the editor's terminal", `{"command":"git add -p","description":"Stage hunks","tty":true}`,
+		tools.CallPresentation{Title: "git add -p", Kind: tools.KindExecute, RawInput: "git add -p",
+			Content: []tools.Content{tools.Text("Stage hunks")}}},
 	{"foreground", `{"command":"ls -la src","description":"List the source files"}`,
 		tools.CallPresentation{Title: "ls -la src", Kind: tools.KindExecute, RawInput: "ls -la src",
 			Content: []tools.Content{tools.Text("List the source files")}, Terminal: &tools.Terminal{}}},
@@ -199,6 +202,10 @@ func TestPresentResultWithoutExit(t *testing.T) {
 		res  *tools.Result
 	}{
 		{"background start", `{"command":"x","description":"d","run_in_background":true}`, tools.TextResult("started background task bash-1")},
+		{"start with input", `{"command":"x","description":"d","input":true}`,
+			tools.TextResult("started background task bash-1; its input is open: write to it with bash_input")},
+		{"start in a terminal", `{"command":"x","description":"d","tty":true}`,
+			tools.TextResult("started background task bash-1 in a terminal; write to it with bash_input")},
 		{"error result", `{"command":"x","description":"d"}`, tools.ErrorResult("command aborted")},
 		{"error with marker-like text", `{"command":"x","description":"d"}`, tools.ErrorResult("x\n[exit code: 3]")},
 	}

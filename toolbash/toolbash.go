@@ -276,6 +276,10 @@ type bashArgs struct {
 	Unsandboxed bool     `json:"unsandboxed"`
 }
 
+// inBackground reports whether the call starts a background task: with
+// run_in_background, input or tty.
+func (a bashArgs) inBackground() bool { return a.Background || a.Input || a.TTY }
+
 func (t *Tools) bash(ctx context.Context, call *tools.Call) (*tools.Result, error) {
 	var a bashArgs
 	if err := json.Unmarshal(call.Args, &a); err != nil {
@@ -298,7 +302,7 @@ func (t *Tools) bash(ctx context.Context, call *tools.Call) (*tools.Result, erro
 		}
 		spec.Unsandboxed = true
 	}
-	if a.Background || a.Input || a.TTY {
+	if a.inBackground() {
 		spec.Input = a.Input || a.TTY
 		if a.TTY {
 			size := bash.DefaultTermSize
