@@ -156,10 +156,14 @@ func (s *suite) inputFlood(t *testing.T) {
 
 func (s *suite) inputRun(t *testing.T) {
 	h := s.harness(t, nil)
-	spec := h.resolve(bash.ExecRequest{Command: "cat"})
-	spec.Input = true
-	if _, err := h.e.Run(h.ctx(), spec); err == nil {
-		t.Error("Run with Input: no error")
+	for _, term := range []*bash.TermSize{nil, {}} {
+		// cat would wait for input until the timeout: a refusal comes at
+		// once, as an error of its own, not as a run timed out or aborted.
+		spec := h.resolve(bash.ExecRequest{Command: "cat", Timeout: time.Second})
+		spec.Input, spec.Terminal = true, term
+		if r, err := h.e.Run(h.ctx(), spec); err == nil || errors.Is(err, bash.ErrAborted) {
+			t.Errorf("Run with Input (terminal %v): %+v, %v; want it refused", term != nil, r, err)
+		}
 	}
 }
 
@@ -184,6 +188,19 @@ func (s *suite) terminalTests(t *testing.T) {
 	parallel(t, "Ctrl-C to a running program", s.terminalCtrlC)
 	parallel(t, "EOF types Ctrl-D", s.terminalEOF)
 	parallel(t, "a terminal not read: the write gives up, Kill works", s.terminalBlocked)
+	parallel(t, "the command holds no controlling side of a terminal", s.terminalNoMaster)
+}
+
+// terminalNoMaster: the command has its terminal's own side only; a
+// descriptor of the controlling side (ptmx) would let it read and type
+// into its own terminal, or, in a sandbox, hold the server's.
+func (s *suite) terminalNoMaster(t *testing.T) {
+	h := s.harness(t, nil)
+	task := h.startTerminal(`for f in /proc/$$/fd/*; do readlink "$f"; done; echo listed`)
+	out, _ := h.readUntil(task.ID, func(out, _ string) bool { return strings.Contains(out, "listed") })
+	if strings.Contains(out, "ptmx") || !strings.Contains(out, "/dev/") {
+		t.Errorf("the command's descriptors:\n%s\nwant its terminal's side only", out)
+	}
 }
 
 // terminalBlocked: a program that puts its terminal in raw mode and
