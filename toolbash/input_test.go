@@ -1,12 +1,21 @@
+//go:build linux
+
 package toolbash
 
 import (
+	"context"
+	"encoding/json"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/dshgo/dsh/bash"
+	"github.com/dshgo/dsh/bash/local"
+	"github.com/dshgo/dsh/internal/testwait"
 	"github.com/dshgo/dsh/session"
+	"github.com/dshgo/dsh/tools"
 )
 
 // TestInput: a REPL across three calls, a prompt answered, the refusals
@@ -46,10 +55,25 @@ func TestInput(t *testing.T) {
 	step("start-tty", bob, BashName, args{"command": `read -r -p "Continue? [y/N] " a; echo "answered $a"`, "description": "d", "tty": true})
 	step("tty-prompt", bob, InputName, args{"task_id": "bash-4", "input": ""})
 	step("tty-answer", bob, InputName, args{"task_id": "bash-4", "input": "y\n"})
+	ended := make(chan bash.Task, 10)
+	defer r.exec.OnTaskDone(func(tk bash.Task) { ended <- tk })()
+	step("start-short", alice, BashName, args{"command": "echo done", "description": "d", "input": true})
+	for testwait.Recv(t, ended, "the end of bash-5").ID != "bash-5" {
+	}
+	step("ended", alice, InputName, args{"task_id": "bash-5", "input": "x\n"})
+	step("start-raw", alice, BashName, args{"command": "stty raw -echo; echo raw; sleep 30", "description": "d", "tty": true})
+	step("raw-read", alice, InputName, args{"task_id": "bash-6", "input": ""})
+	step("not-reading", alice, InputName, args{"task_id": "bash-6", "input": strings.Repeat("x", MaxInputBytes), "wait_ms": 300})
 	r.call(t, alice, KillName, args{"task_id": "bash-3"})
+	r.call(t, alice, KillName, args{"task_id": "bash-6"})
 	got["tasks-while-running"] = stripAges(got["tasks-while-running"])
+	got["not-reading"] = writtenBytes.ReplaceAllString(got["not-reading"], ": N bytes of it")
 	golden(t, "input.txtar", names, got)
 }
+
+// writtenBytes is how much of a write a terminal took before it stopped
+// reading, which depends on the kernel's buffers.
+var writtenBytes = regexp.MustCompile(`: \d+ bytes of it`)
 
 // stripAges replaces the list's ages, which depend on the clock.
 func stripAges(s string) string {
@@ -84,5 +108,53 @@ func TestTasksText(t *testing.T) {
 	}
 	if got := tasksText(nil, now); got != "(no background tasks)" {
 		t.Errorf("no tasks: %q", got)
+	}
+}
+
+// inputRecorder is a local executor that records the Input of each write.
+type inputRecorder struct {
+	*local.Executor
+	waits []time.Duration
+}
+
+func (r *inputRecorder) WriteInput(ctx context.Context, id bash.TaskID, in bash.Input) (bash.TaskRead, error) {
+	r.waits = append(r.waits, in.Wait)
+	return r.Executor.WriteInput(ctx, id, in)
+}
+
+// TestInputWait: wait_ms is passed on in milliseconds, capped at 30 s
+// (a model's wait_ms of a day must not hold the call), and left to the
+// executor's default where it is not given.
+func TestInputWait(t *testing.T) {
+	le, err := local.New(&local.Options{SpillDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { le.Close() })
+	rec := &inputRecorder{Executor: le}
+	tb := New(rec, nil)
+	t.Cleanup(tb.Close)
+	var reg tools.Registry
+	if err := tb.Register(&reg); err != nil {
+		t.Fatal(err)
+	}
+	s := session.Session{ID: "s", Cwd: t.TempDir()}
+	call := func(tool string, a args) string {
+		b, _ := json.Marshal(a)
+		return execute(t, &reg, &tools.Call{Tool: tool, Args: b, Session: s}).Text()
+	}
+	call(BashName, args{"command": "cat", "description": "d", "input": true})
+	defer call(KillName, args{"task_id": "bash-1"})
+	for _, ms := range []any{1500, 86400000, nil} {
+		a := args{"task_id": "bash-1", "input": "x\n"}
+		if ms != nil {
+			a["wait_ms"] = ms
+		}
+		if got := call(InputName, a); !strings.HasPrefix(got, "x\n") {
+			t.Fatalf("wait_ms %v: %q", ms, got)
+		}
+	}
+	if want := []time.Duration{1500 * time.Millisecond, 30 * time.Second, 0}; !slices.Equal(rec.waits, want) {
+		t.Errorf("waits passed on: %v, want %v", rec.waits, want)
 	}
 }
