@@ -65,6 +65,12 @@ func probe(args []string, w io.Writer) int {
 		probeMPTCP(w, args[1])
 	case args[0] == "shm" && len(args) == 2:
 		probeShm(w, args[1])
+	case args[0] == "tiocsti":
+		// Type a character into the terminal on stdin, the command's own
+		// controlling terminal where it runs in one.
+		c := byte('#')
+		_, _, errno := unix.Syscall(unix.SYS_IOCTL, 0, unix.TIOCSTI, uintptr(unsafe.Pointer(&c)))
+		fmt.Fprintf(w, "tiocsti: %v\n", errorText(errno))
 	case args[0] == "pty" && len(args) == 2:
 		f, err := os.OpenFile(args[1], os.O_RDONLY|unix.O_NOCTTY, 0) // to read its keystrokes
 		if err != nil {
