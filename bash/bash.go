@@ -293,7 +293,8 @@ type Input struct {
 	Settle time.Duration
 }
 
-// TermSize is a terminal's size in character cells.
+// TermSize is a terminal's size in character cells. A side below 1 or
+// above 65535 (what the kernel holds) means DefaultTermSize.
 type TermSize struct {
 	Rows, Cols int
 }

@@ -171,8 +171,14 @@ func (s *suite) inputRun(t *testing.T) {
 // default size.
 func (h *harness) startTerminal(cmd string) bash.Task {
 	h.t.Helper()
+	return h.startTerminalSized(cmd, bash.TermSize{})
+}
+
+// startTerminalSized starts cmd in the background in a terminal of size.
+func (h *harness) startTerminalSized(cmd string, size bash.TermSize) bash.Task {
+	h.t.Helper()
 	spec := h.resolve(bash.ExecRequest{Command: cmd})
-	spec.Terminal = &bash.TermSize{}
+	spec.Terminal = &size
 	task, err := h.e.Start(h.ctx(), spec)
 	if err != nil {
 		h.t.Fatalf("Start(%q) in a terminal: %v", cmd, err)
@@ -189,6 +195,24 @@ func (s *suite) terminalTests(t *testing.T) {
 	parallel(t, "EOF types Ctrl-D", s.terminalEOF)
 	parallel(t, "a terminal not read: the write gives up, Kill works", s.terminalBlocked)
 	parallel(t, "the command holds no controlling side of a terminal", s.terminalNoMaster)
+	parallel(t, "a terminal of a given size; a size out of range is the default", s.terminalSize)
+}
+
+func (s *suite) terminalSize(t *testing.T) {
+	h := s.harness(t, nil)
+	for _, c := range []struct {
+		size bash.TermSize
+		want string
+	}{
+		{bash.TermSize{Rows: 40, Cols: 132}, "40 132"},
+		{bash.TermSize{Rows: 65536, Cols: 132}, "24 80"},
+		{bash.TermSize{Rows: 40, Cols: -1}, "24 80"},
+	} {
+		task := h.startTerminalSized("stty size", c.size)
+		if out, _ := h.readUntil(task.ID, func(out, _ string) bool { return strings.Contains(out, "\n") }); out != c.want+"\n" {
+			t.Errorf("a terminal of %+v: stty size says %q, want %q", c.size, out, c.want)
+		}
+	}
 }
 
 // terminalNoMaster: the command has its terminal's own side only; a

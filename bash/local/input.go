@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"sync"
 	"time"
@@ -29,7 +30,7 @@ func (p *proc) openInput(spec bash.ExecSpec) (*os.File, error) {
 		return p.input.open()
 	}
 	size := *spec.Terminal
-	if size.Rows <= 0 || size.Cols <= 0 {
+	if !inTermRange(size.Rows) || !inTermRange(size.Cols) {
 		size = bash.DefaultTermSize
 	}
 	master, in, tty, err := openTerminal(size.Rows, size.Cols)
@@ -42,6 +43,10 @@ func (p *proc) openInput(spec bash.ExecSpec) (*os.File, error) {
 	p.input.w, p.input.term = in, true
 	return tty, nil
 }
+
+// inTermRange reports whether n can be a side of a terminal's size: the
+// kernel keeps each in 16 bits.
+func inTermRange(n int) bool { return n >= 1 && n <= math.MaxUint16 }
 
 // open makes the pipe and returns the command's end.
 func (in *input) open() (*os.File, error) {

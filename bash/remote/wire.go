@@ -14,8 +14,11 @@ import (
 )
 
 // Version is the protocol version this package speaks. A client and a
-// server of different versions refuse each other in the handshake.
-const Version = 1
+// server of different versions refuse each other in the handshake, so that
+// neither drops what the other's messages carry. Version 2 added a spec's
+// unsandboxed, input and terminal fields and writeInput: a version 1 far
+// side would have run such a task with no input and no terminal.
+const Version = 2
 
 // The methods of the protocol. Calls go from the client to the server;
 // methodOutput and methodTaskDone are notifications from the server;
