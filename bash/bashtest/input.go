@@ -196,6 +196,27 @@ func (s *suite) terminalTests(t *testing.T) {
 	parallel(t, "a terminal not read: the write gives up, Kill works", s.terminalBlocked)
 	parallel(t, "the command holds no controlling side of a terminal", s.terminalNoMaster)
 	parallel(t, "a terminal of a given size; a size out of range is the default", s.terminalSize)
+	parallel(t, "a terminal's spill file holds its raw bytes", s.terminalSpill)
+}
+
+// terminalSpill: the text is stripped of the terminal's sequences, the
+// spill file keeps every byte the terminal printed.
+func (s *suite) terminalSpill(t *testing.T) {
+	h := s.harness(t, nil)
+	l := h.listen()
+	spec := h.resolve(bash.ExecRequest{Command: `printf '\033[1;31mred\033[0m\n'; seq 100`})
+	spec.Terminal, spec.SpillAfter = &bash.TermSize{}, 10
+	task, err := h.e.Start(h.ctx(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.wait(l, task.ID)
+	r := h.read(task.ID)
+	if want := "red\n" + lines(1, 100); r.Stdout.Text != want {
+		t.Errorf("a terminal's text: %q, want %q", r.Stdout.Text, want)
+	}
+	raw := "\033[1;31mred\033[0m\r\n" + strings.ReplaceAll(lines(1, 100), "\n", "\r\n") // the terminal ends lines with \r\n
+	h.checkSpill("a terminal's output", r.Stdout.SpillPath, raw)
 }
 
 func (s *suite) terminalSize(t *testing.T) {
