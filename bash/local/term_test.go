@@ -1,6 +1,9 @@
 package local
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestTermText(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
@@ -38,6 +41,11 @@ func TestEscapeCompleteLen(t *testing.T) {
 		{"t\x1b]0;title\x1b\\", 12},
 		{"t\x1b(", 1},
 		{"t\x1b(B", 4},
+		// An unended sequence longer than maxHeldEscape is not held: a
+		// program that never ends its title would hold back all later
+		// output.
+		{"t\x1b]0;" + strings.Repeat("x", 5000), 5005},
+		{"t\x1b]0;" + strings.Repeat("x", 4000), 1},
 	} {
 		if got := escapeCompleteLen([]byte(tc.in)); got != tc.want {
 			t.Errorf("escapeCompleteLen(%q) = %d, want %d", tc.in, got, tc.want)
