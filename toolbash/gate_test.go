@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/dshgo/dsh/bash/local"
 	"github.com/dshgo/dsh/permission"
 	"github.com/dshgo/dsh/session"
 	"github.com/dshgo/dsh/tools"
@@ -19,11 +18,7 @@ import (
 // that allow ls and echo and deny touch.
 func gated(t *testing.T, ask Asker) (*tools.Registry, *Gate) {
 	t.Helper()
-	e, err := local.New(&local.Options{SpillDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
+	e := newLocal(t)
 	tb := New(e, nil)
 	t.Cleanup(tb.Close)
 	allow, _ := permission.NewRules(permission.Allow, "test", "ls", "echo")

@@ -126,11 +126,7 @@ func (r *inputRecorder) WriteInput(ctx context.Context, id bash.TaskID, in bash.
 // (a model's wait_ms of a day must not hold the call), and left to the
 // executor's default where it is not given.
 func TestInputWait(t *testing.T) {
-	le, err := local.New(&local.Options{SpillDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { le.Close() })
+	le := newLocal(t)
 	rec := &inputRecorder{Executor: le}
 	tb := New(rec, nil)
 	t.Cleanup(tb.Close)

@@ -38,6 +38,18 @@ type rig struct {
 	noticed chan struct{}
 }
 
+// newLocal is a local executor with a spill directory of the test's,
+// closed when the test ends.
+func newLocal(t *testing.T) *local.Executor {
+	t.Helper()
+	e, err := local.New(&local.Options{SpillDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
 func newRig(t *testing.T, o *local.Options) *rig {
 	t.Helper()
 	if o == nil {

@@ -34,11 +34,7 @@ func (r *recording) Run(ctx context.Context, spec bash.ExecSpec) (bash.RunResult
 // AllowOnce marks it; a client that cannot ask refuses it; the argument
 // is in the schema only where it can be asked.
 func TestUnsandboxedAsksEachTime(t *testing.T) {
-	le, err := local.New(&local.Options{SpillDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { le.Close() })
+	le := newLocal(t)
 	exec := &recording{Executor: le}
 	var asked []Question
 	answer, askErr := AllowOnce, error(nil)
