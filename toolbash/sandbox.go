@@ -57,11 +57,11 @@ func SandboxText(f SandboxFacts) string {
 	} else {
 		b.WriteString("Writes elsewhere fail with \"Permission denied\". ")
 	}
+	b.WriteString("Do not retry or work around such a refusal: ")
 	if f.Unsandboxed {
-		b.WriteString("Do not retry or work around such a refusal: if the user wants it done, call bash again with unsandboxed: true, which asks the user to run that one call outside the sandbox (never set it first, or after other errors), or ask the user to run that command. ")
-	} else {
-		b.WriteString("Do not retry or work around such a refusal: ask the user to run that command. ")
+		b.WriteString("if the user wants it done, call bash again with unsandboxed: true, which asks the user to run that one call outside the sandbox (never set it first, or after other errors), or ")
 	}
+	b.WriteString("ask the user to run that command. ")
 	switch {
 	case f.Allowlist != nil:
 		b.WriteString(allowlistText(f))

@@ -93,7 +93,7 @@ func describe(w io.Writer, exec bash.Executor, ws string, sf *sandboxFlags) {
 	if v.LimitsMissing != "" {
 		fmt.Fprintf(w, "limits unavailable: %s\n", v.LimitsMissing)
 	}
-	if sf.escape == "ask" {
+	if sf.offersEscape() {
 		fmt.Fprintln(w, "outside the sandbox: a call of acp or mcp may ask the user to run outside it, every time (--sandbox-escape=ask); only the user's yes to that call runs it")
 	} else {
 		fmt.Fprintln(w, "outside the sandbox: never (--sandbox-escape=off)")
