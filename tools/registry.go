@@ -34,7 +34,7 @@ func (r *Registry) Register(tools ...*Tool) error {
 		if r.lookupLocked(t.Name) != nil {
 			return fmt.Errorf("register tool %s: a tool of that name is registered already", t.Name)
 		}
-		args, err := compileArgs(t.InputSchema)
+		args, err := compileArgs(t)
 		if err != nil {
 			return fmt.Errorf("register tool %s: %w", t.Name, err)
 		}
@@ -82,7 +82,7 @@ func (r *Registry) Tools() []*Tool {
 }
 
 // Execute runs a call: it validates the arguments against the tool's
-// schema, passes the call through the middleware, then runs the tool. It
+// schema (exactly: see Tool.InputSchema) and its Validate, passes the call through the middleware, then runs the tool. It
 // always returns a result: an unknown tool, invalid arguments, a tool's
 // error or panic all become error results.
 func (r *Registry) Execute(ctx context.Context, call *Call) *Result {
@@ -95,6 +95,11 @@ func (r *Registry) Execute(ctx context.Context, call *Call) *Result {
 	}
 	if err := t.args.validate(call.Args); err != nil {
 		return ErrorResult(err.Error())
+	}
+	if t.tool.Validate != nil {
+		if err := t.tool.Validate(call.Args); err != nil {
+			return ErrorResult(err.Error())
+		}
 	}
 	h := Handler(func(ctx context.Context, call *Call) *Result {
 		if call.Started != nil {

@@ -37,7 +37,17 @@ func TestPipeline(t *testing.T) {
 	boom := echoTool("boom", func(context.Context, *Call) (*Result, error) { panic("kaboom") })
 	fails := echoTool("fails", func(context.Context, *Call) (*Result, error) { return nil, errors.New("the disk is full") })
 	empty := echoTool("empty", func(context.Context, *Call) (*Result, error) { return nil, nil })
-	if err := r.Register(echoTool("echo", nil), boom, fails, empty); err != nil {
+	echo := echoTool("echo", nil)
+	echo.Withheld = map[string]string{"withheld": "withheld here: the server turned it off"}
+	pair := echoTool("pair", nil)
+	pair.Validate = func(args json.RawMessage) error {
+		if strings.Contains(string(args), `"n"`) {
+			return errors.New("msg and n exclude each other")
+		}
+		return nil
+	}
+	none := &Tool{Name: "nope2", InputSchema: &jsonschema.Schema{Type: "object"}, Execute: echo.Execute}
+	if err := r.Register(echo, pair, none, boom, fails, empty); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
@@ -45,7 +55,22 @@ func TestPipeline(t *testing.T) {
 		isErr            bool
 	}{
 		{"echo", `{"msg":"hi"}`, "hi", false},
-		{"echo", `{"msg":"hi","unknown":true}`, "hi", false},
+		{"echo", `{"msg":"hi","unknown":true}`, "invalid arguments: unknown argument unknown (echo takes msg, n)", true},
+		// Exactly as sent: Go's decoding would take Msg (and the last of
+		// two) for msg, and a client's approval reads the other.
+		{"echo", `{"msg":"shown","Msg":"ran"}`, "invalid arguments: unknown argument Msg (argument names are exact: did you mean msg?)", true},
+		{"echo", `{"MSG":"ran"}`, "invalid arguments: unknown argument MSG (argument names are exact: did you mean msg?)", true},
+		{"echo", `{"msg":"x","\u212a":1}`, `invalid arguments: unknown argument "\u212a" (echo takes msg, n)`, true},
+		{"echo", `{"m\u017fg":"ran"}`, `invalid arguments: unknown argument "m\u017fg" (argument names are exact: did you mean msg?)`, true},
+		{"echo", `{"msg":"shown","msg":"ran"}`, "invalid arguments: argument msg is given twice", true},
+		{"echo", `{"msg":"shown","m\u0073g":"ran"}`, "invalid arguments: argument msg is given twice", true},
+		{"echo", `{"msg":"x"} {"msg":"y"}`, `invalid arguments: expected a JSON object, got {"msg":"x"} {"msg":"y"}`, true},
+		{"echo", `{"msg":"x",}`, `invalid arguments: expected a JSON object, got {"msg":"x",}`, true},
+		{"echo", `["msg"]`, `invalid arguments: expected a JSON object, got ["msg"]`, true},
+		{"echo", `{"msg":"hi","n":2}`, "hi", false},
+		{"echo", `{"msg":"hi","withheld":true}`, "withheld here: the server turned it off", true},
+		{"pair", `{"msg":"x","n":1}`, "msg and n exclude each other", true},
+		{"nope2", `{"Anything":1}`, "invalid arguments: unknown argument Anything (nope2 takes none)", true},
 		{"echo", `{}`, "missing required argument msg", true},
 		{"echo", `{"msg":""}`, `invalid msg: expected a non-empty string, got ""`, true},
 		{"echo", `{"msg":"x","n":-1}`, "invalid n: expected a whole number of at least 0, got -1", true},

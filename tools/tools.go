@@ -24,8 +24,19 @@ type Tool struct {
 	// Description tells the model what the tool does and how to use it.
 	Description string
 	// InputSchema describes the arguments: an object schema whose properties
-	// are validated one by one before Execute runs.
+	// are validated one by one before Execute runs. Arguments are read
+	// exactly: a key that is not a property, spelt exactly, or a key given
+	// twice makes the call invalid, whatever the schema's
+	// additionalProperties says (say false, so that clients know).
 	InputSchema *jsonschema.Schema
+	// Withheld are arguments the tool takes in other configurations and
+	// not in this one, with the text a call that sets one reads (its
+	// error), in place of the generic unknown-argument error.
+	Withheld map[string]string
+	// Validate, if set, checks the arguments beyond what the schema says
+	// (arguments that exclude each other), after the schema and before any
+	// middleware: a call it refuses reaches no middleware and asks nobody.
+	Validate func(args json.RawMessage) error
 	// Annotations are hints for clients (MCP tool annotations).
 	Annotations Annotations
 	// AskPermission says a front end that asks its user before running
