@@ -27,6 +27,10 @@ type Question struct {
 	// Options.AskUnsandboxed), a question of its own: only AllowOnce runs
 	// it, and nothing of the answer is remembered.
 	Unsandboxed bool
+	// Background: the command starts as a background task, and runs on
+	// after the call returns, until it ends or is killed (a question
+	// should say so).
+	Background bool
 }
 
 // Answer is the user's answer.
@@ -49,6 +53,12 @@ type Asker func(ctx context.Context, q Question) (Answer, error)
 
 // ErrCannotAsk is an Asker's error for a client that cannot ask its user.
 var ErrCannotAsk = errors.New("this client cannot ask the user")
+
+// ErrNoAnswer is an Asker's error for a question nobody answered: the
+// client dismissed it without the user's answer (an MCP elicitation's
+// "cancel"). It is no decision of the user's: nothing is remembered, and
+// the model reads how the user can allow the command.
+var ErrNoAnswer = errors.New("nobody answered the question")
 
 // GateOptions configure a Gate. A nil *GateOptions checks nothing.
 type GateOptions struct {
@@ -135,12 +145,14 @@ func (g *Gate) policyFor(call *tools.Call) *permission.Policy {
 
 func (g *Gate) ask(ctx context.Context, next tools.Handler, call *tools.Call, q Question) *tools.Result {
 	if g.opts.Ask == nil {
-		return tools.ErrorResult(unapprovedText(q.Verdict, g.opts.HowToAllow))
+		return tools.ErrorResult(unapprovedText(q.Verdict, "this client cannot ask the user", g.opts.HowToAllow))
 	}
 	ans, err := g.opts.Ask(ctx, q)
 	switch {
 	case errors.Is(err, ErrCannotAsk):
-		return tools.ErrorResult(unapprovedText(q.Verdict, g.opts.HowToAllow))
+		return tools.ErrorResult(unapprovedText(q.Verdict, "this client cannot ask the user", g.opts.HowToAllow))
+	case errors.Is(err, ErrNoAnswer):
+		return tools.ErrorResult(unapprovedText(q.Verdict, "nobody answered the question (the client dismissed it without the user's answer)", g.opts.HowToAllow))
 	case ctx.Err() != nil:
 		return tools.ErrorResult("command aborted")
 	case err != nil:
@@ -181,9 +193,9 @@ func deniedText(v permission.Verdict) string {
 const RejectedText = "the user declined to run this command; it did not run. Ask the user how to proceed."
 
 // unapprovedText is what the model reads for a command that needed
-// approval where nobody could give it.
-func unapprovedText(v permission.Verdict, howToAllow func(string) string) string {
-	s := fmt.Sprintf("this command needs the user's approval (%s), and this client cannot ask the user; it did not run.", v.Reason)
+// approval where nobody gave it, and why not.
+func unapprovedText(v permission.Verdict, why string, howToAllow func(string) string) string {
+	s := fmt.Sprintf("this command needs the user's approval (%s), and %s; it did not run.", v.Reason, why)
 	switch {
 	case v.Rule != nil && v.Rule.Decision == permission.Ask:
 		// An allow rule would not win over it: the user asked to be asked.

@@ -21,16 +21,12 @@ const maxInputWait = 30 * time.Second
 
 func inputSchema() *jsonschema.Schema {
 	one, zero := 1, 0.0
-	return &jsonschema.Schema{
-		Type:     "object",
-		Required: []string{"task_id", "input"},
-		Properties: map[string]*jsonschema.Schema{
-			"task_id": {Type: "string", MinLength: &one, Description: "The id of a background task started with input: true (e.g. bash-3)."},
-			"input":   {Type: "string", Description: "The text to write, exactly; end a line with \\n to send it. May be empty (with eof, or to read what the task printed since)."},
-			"eof":     {Type: "boolean", Description: "Close the task's input after this text (the program reads end of file)."},
-			"wait_ms": {Type: "number", ExclusiveMinimum: &zero, Description: "Longest wait for the task's response, in milliseconds; default 2000, at most 30000."},
-		},
-	}
+	return objectSchema([]string{"task_id", "input"}, map[string]*jsonschema.Schema{
+		"task_id": {Type: "string", MinLength: &one, Description: "The id of a background task started with input: true (e.g. bash-3)."},
+		"input":   {Type: "string", Description: "The text to write, exactly; end a line with \\n to send it. May be empty (with eof, or to read what the task printed since)."},
+		"eof":     {Type: "boolean", Description: "Close the task's input after this text (the program reads end of file)."},
+		"wait_ms": {Type: "number", ExclusiveMinimum: &zero, Description: "Longest wait for the task's response, in milliseconds; default 2000, at most 30000."},
+	})
 }
 
 type inputArgs struct {
@@ -96,7 +92,7 @@ func presentInputCall(args json.RawMessage) tools.CallPresentation {
 	if json.Unmarshal(args, &a) != nil || a.TaskID == nil || a.Input == nil {
 		return tools.GenericCall(InputName, args)
 	}
-	return tools.CallPresentation{Title: "Write to background task " + *a.TaskID, Kind: tools.KindExecute, RawInput: *a.Input}
+	return tools.CallPresentation{Title: "Write to background task " + Visible(*a.TaskID), Kind: tools.KindExecute, RawInput: *a.Input}
 }
 
 // tasks lists the caller's own tasks.

@@ -16,8 +16,9 @@ import (
 // with arguments of any shape (they also run when a logged session is
 // replayed): what they cannot read gets the generic presentation.
 
-// presentBashCall draws a bash call: the exact command as the title and the
-// raw input, kind execute, the description as a content block, and, for a
+// presentBashCall draws a bash call: the command as the title (Visible:
+// what a terminal would act on is escaped) and exactly as the raw input,
+// kind execute, the description as a content block, and, for a
 // foreground call, a request for a terminal in the call's workdir (as the
 // model gave it; empty for the session cwd). Arguments the bash tool would
 // refuse (not an object, a blank or missing command or description, a
@@ -28,8 +29,8 @@ func presentBashCall(args json.RawMessage) tools.CallPresentation {
 	if !ok {
 		return tools.GenericCall(BashName, args)
 	}
-	p := tools.CallPresentation{Title: a.Command, Kind: tools.KindExecute, RawInput: a.Command,
-		Content: []tools.Content{tools.Text(a.Description)}}
+	p := tools.CallPresentation{Title: Visible(a.Command), Kind: tools.KindExecute, RawInput: a.Command,
+		Content: []tools.Content{tools.Text(Visible(a.Description))}}
 	if !a.inBackground() {
 		p.Terminal = &tools.Terminal{}
 		if a.Workdir != nil {
@@ -73,7 +74,7 @@ var bashArgsSchema = sync.OnceValue(func() *jsonschema.Resolved {
 })
 
 // readBashArgs reads bash arguments that the tool accepts: a JSON object
-// valid against its schema (unknown keys allowed).
+// valid against its schema (no unknown keys).
 func readBashArgs(args json.RawMessage) (a bashArgs, ok bool) {
 	var v map[string]any
 	if json.Unmarshal(args, &v) != nil || v == nil || bashArgsSchema().Validate(v) != nil {
@@ -98,7 +99,7 @@ func presentTaskCall(name, title string) func(json.RawMessage) tools.CallPresent
 		if json.Unmarshal(args, &a) != nil || a.TaskID == nil {
 			return tools.GenericCall(name, args)
 		}
-		return tools.CallPresentation{Title: title + *a.TaskID, Kind: tools.KindExecute, RawInput: *a.TaskID}
+		return tools.CallPresentation{Title: title + Visible(*a.TaskID), Kind: tools.KindExecute, RawInput: *a.TaskID}
 	}
 }
 

@@ -39,9 +39,21 @@ var bashCallCases = []struct {
 	{"background is not a terminal", `{"command":"npm run dev","description":"Start the dev server","run_in_background":true}`,
 		tools.CallPresentation{Title: "npm run dev", Kind: tools.KindExecute, RawInput: "npm run dev",
 			Content: []tools.Content{tools.Text("Start the dev server")}}},
-	{"every argument, and an unknown one", `{"command":"make","description":"Build","timeoutMs":1500.5,"workdir":"","run_in_background":false,"color":"red"}`,
+	{"every argument", `{"command":"make","description":"Build","timeoutMs":1500.5,"workdir":"","run_in_background":false}`,
 		tools.CallPresentation{Title: "make", Kind: tools.KindExecute, RawInput: "make",
 			Content: []tools.Content{tools.Text("Build")}, Terminal: &tools.Terminal{}}},
+	{"an unknown argument", `{"command":"make","description":"Build","color":"red"}`,
+		tools.GenericCall(BashName, json.RawMessage(`{"command":"make","description":"Build","color":"red"}`))},
+	// Go's decoding would run the second spelling; the card would show
+	// the first.
+	{"an argument spelt twice", `{"command":"echo SHOWN","description":"x","Command":"echo RAN"}`,
+		tools.GenericCall(BashName, json.RawMessage(`{"command":"echo SHOWN","description":"x","Command":"echo RAN"}`))},
+	// What a terminal would act on is escaped in the title; the raw input
+	// is the command exactly.
+	{"control characters", `{"command":"touch /x #\u001b[2K\r\u001b[1Aecho hello\u202e","description":"Say \u001b[8mhello"}`,
+		tools.CallPresentation{Title: `touch /x #\x1b[2K\r\x1b[1Aecho hello\u202e`, Kind: tools.KindExecute,
+			RawInput: "touch /x #\x1b[2K\r\x1b[1Aecho hello\u202e",
+			Content:  []tools.Content{tools.Text(`Say \x1b[8mhello`)}, Terminal: &tools.Terminal{}}},
 	{"command not a string", `{"command":5,"description":"d"}`,
 		tools.CallPresentation{Title: "bash", Kind: tools.KindOther, RawInput: map[string]any{"command": 5.0, "description": "d"}}},
 	{"not an object", `[1,2]`,

@@ -211,6 +211,14 @@ func TestBadInput(t *testing.T) {
 		{BashName, `{"command":"` + cmd + `","description":"d","workdir":"/nonexistent/dsh"}`, "working directory /nonexistent/dsh does not exist"},
 		{BashName, `{"command":"` + cmd + `\u0000; true","description":"d"}`, "invalid command: it contains a NUL byte, which bash cannot run"},
 		{BashName, `{"command":"` + cmd + `\u0000","description":"d","run_in_background":true}`, "invalid command: it contains a NUL byte, which bash cannot run"},
+		// Arguments are read exactly: what a client's approval reads is
+		// what runs.
+		{BashName, `{"command":"echo SHOWN","description":"d","Command":"` + cmd + `"}`, "invalid arguments: unknown argument Command (argument names are exact: did you mean command?)"},
+		{BashName, `{"command":"echo SHOWN","description":"d","command":"` + cmd + `"}`, "invalid arguments: argument command is given twice"},
+		{BashName, `{"command":"` + cmd + `","description":"d","extra":[1]}`, "invalid arguments: unknown argument extra (bash takes command, description, input, run_in_background, timeoutMs, tty, workdir)"},
+		{BashName, `{"command":"` + cmd + `","description":"d","unsandboxed":true}`, unsandboxedNoSandbox},
+		{OutputName, `{"task_id":"bash-1","Task_id":"bash-2"}`, "invalid arguments: unknown argument Task_id (argument names are exact: did you mean task_id?)"},
+		{TasksName, `{"all":true}`, "invalid arguments: unknown argument all (bash_tasks takes none)"},
 		{OutputName, `{}`, "missing required argument task_id"},
 		{OutputName, `{"task_id":""}`, `invalid task_id: expected a non-empty string, got ""`},
 		{KillName, `{"task_id":3}`, "invalid task_id: expected a non-empty string, got 3"},
@@ -230,8 +238,8 @@ func TestBadInput(t *testing.T) {
 	if n := len(listTasks(r.exec)); n != 0 {
 		t.Errorf("rejected calls left %d tasks", n)
 	}
-	// Unknown arguments are ignored, and the tools still work.
-	if res := r.call(t, s, BashName, `{"command":"echo ok","description":"d","extra":[1]}`); res.IsError || res.Text() != "ok\n" {
+	// The tools still work.
+	if res := r.call(t, s, BashName, `{"command":"echo ok","description":"d"}`); res.IsError || res.Text() != "ok\n" {
 		t.Errorf("after bad input: %q", res.Text())
 	}
 }

@@ -58,10 +58,10 @@ type Options struct {
 	// (ErrCannotAsk) refuses it. Set it only where the executor sandboxes
 	// and the front end can ask its user.
 	AskUnsandboxed Asker
-	// Sandbox, if set, is what the executor's sandbox allows; with
-	// AskUnsandboxed, the argument's description says it, so that the
-	// model knows what needs no escape. Nil: the description names no
-	// place.
+	// Sandbox, if set, says that the executor sandboxes commands, and what
+	// its sandbox allows; with AskUnsandboxed, the argument's description
+	// says it, so that the model knows what needs no escape. Nil: commands
+	// are not sandboxed (a call that sets unsandboxed is told so).
 	Sandbox *SandboxFacts
 }
 
@@ -77,6 +77,7 @@ type Tools struct {
 	netNotes netNotes // the network proxy's refusals (EgressRefused)
 	askOut   Asker    // Options.AskUnsandboxed
 	outDesc  string   // the unsandboxed argument's description, where askOut is set
+	sandbox  bool     // Options.Sandbox is set
 }
 
 // Executor is what the tools need of an executor. Every bash.Executor is
@@ -104,7 +105,7 @@ func New(exec Executor, opts *Options) *Tools {
 	if opts == nil {
 		opts = &Options{}
 	}
-	t := &Tools{exec: exec, maxChars: opts.MaxResultChars, notify: opts.Notify, askOut: opts.AskUnsandboxed}
+	t := &Tools{exec: exec, maxChars: opts.MaxResultChars, notify: opts.Notify, askOut: opts.AskUnsandboxed, sandbox: opts.Sandbox != nil}
 	if t.askOut != nil {
 		t.outDesc = describeUnsandboxed(opts.Sandbox)
 	}
@@ -152,6 +153,8 @@ func (t *Tools) List() []*tools.Tool {
 			Name:          BashName,
 			Description:   bashDescription,
 			InputSchema:   bashSchema(t.outDesc),
+			Withheld:      t.withheld(),
+			Validate:      validateBash,
 			Annotations:   tools.Annotations{Destructive: &yes, OpenWorld: &yes},
 			AskPermission: true,
 			Execute:       t.bash,
@@ -189,7 +192,7 @@ func (t *Tools) List() []*tools.Tool {
 		{
 			Name:        TasksName,
 			Description: bashTasksDescription,
-			InputSchema: &jsonschema.Schema{Type: "object", Properties: map[string]*jsonschema.Schema{}},
+			InputSchema: objectSchema(nil, map[string]*jsonschema.Schema{}),
 			Annotations: tools.Annotations{ReadOnly: true, OpenWorld: &no},
 			Execute:     t.tasks,
 			PresentCall: func(json.RawMessage) tools.CallPresentation {
@@ -229,26 +232,22 @@ func (t *Tools) Register(r *tools.Registry) error { return r.Register(t.List()..
 // unsandboxed, so described, where unsandboxed is not "".
 func bashSchema(unsandboxed string) *jsonschema.Schema {
 	zero := 0.0
-	s := &jsonschema.Schema{
-		Type:     "object",
-		Required: []string{"command", "description"},
-		Properties: map[string]*jsonschema.Schema{
-			"command": {Type: "string", Pattern: `\S`,
-				Description: "The command, run as `bash -c COMMAND`. Nothing persists between calls: use workdir, not cd."},
-			"description": {Type: "string", Pattern: `\S`,
-				Description: "What the command does, in 5-10 words of active voice (\"List files in src\"). Shown to the user; it does not affect the run."},
-			"timeoutMs": {Type: "number", ExclusiveMinimum: &zero,
-				Description: "Timeout in milliseconds for a foreground run. The executor applies its default when omitted and caps it at its maximum."},
-			"workdir": {Type: "string",
-				Description: "Working directory for this call. Default: the session's directory; a relative path is taken from there."},
-			"run_in_background": {Type: "boolean",
-				Description: "Return a task id at once and run without a timeout; read output with bash_output, stop with bash_kill."},
-			"input": {Type: "boolean",
-				Description: "Start in the background (as run_in_background) with stdin open, for a program that asks questions or a REPL: write to it with bash_input."},
-			"tty": {Type: "boolean",
-				Description: "As input, in a terminal (24x80): for programs that need one (prompts that read from the terminal, git add -p, a REPL's line editing, Ctrl-C). Their output reads as plain text, and the terminal echoes what you type."},
-		},
-	}
+	s := objectSchema([]string{"command", "description"}, map[string]*jsonschema.Schema{
+		"command": {Type: "string", Pattern: `\S`,
+			Description: "The command, run as `bash -c COMMAND`. Nothing persists between calls: use workdir, not cd."},
+		"description": {Type: "string", Pattern: `\S`,
+			Description: "What the command does, in 5-10 words of active voice (\"List files in src\"). Shown to the user; it does not affect the run."},
+		"timeoutMs": {Type: "number", ExclusiveMinimum: &zero,
+			Description: "Timeout in milliseconds for a foreground run. The executor applies its default when omitted and caps it at its maximum."},
+		"workdir": {Type: "string",
+			Description: "Working directory for this call. Default: the session's directory; a relative path is taken from there."},
+		"run_in_background": {Type: "boolean",
+			Description: "Return a task id at once and run without a timeout; read output with bash_output, stop with bash_kill."},
+		"input": {Type: "boolean",
+			Description: "Start in the background (as run_in_background) with stdin open, for a program that asks questions or a REPL: write to it with bash_input."},
+		"tty": {Type: "boolean",
+			Description: "As input, in a terminal (24x80): for programs that need one (prompts that read from the terminal, git add -p, a REPL's line editing, Ctrl-C). Their output reads as plain text, and the terminal echoes what you type."},
+	})
 	if unsandboxed != "" {
 		s.Properties["unsandboxed"] = &jsonschema.Schema{Type: "boolean", Description: unsandboxed}
 	}
@@ -257,11 +256,14 @@ func bashSchema(unsandboxed string) *jsonschema.Schema {
 
 func taskSchema(desc string) *jsonschema.Schema {
 	one := 1
-	return &jsonschema.Schema{
-		Type:       "object",
-		Required:   []string{"task_id"},
-		Properties: map[string]*jsonschema.Schema{"task_id": {Type: "string", MinLength: &one, Description: desc}},
-	}
+	return objectSchema([]string{"task_id"}, map[string]*jsonschema.Schema{"task_id": {Type: "string", MinLength: &one, Description: desc}})
+}
+
+// objectSchema is a tool's input schema: an object of these properties
+// and no other (the registry reads arguments exactly).
+func objectSchema(required []string, props map[string]*jsonschema.Schema) *jsonschema.Schema {
+	return &jsonschema.Schema{Type: "object", Required: required, Properties: props,
+		AdditionalProperties: &jsonschema.Schema{Not: &jsonschema.Schema{}}}
 }
 
 // bashArgs are the bash tool's arguments, after schema validation.

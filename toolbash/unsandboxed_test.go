@@ -5,6 +5,7 @@ package toolbash
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -87,5 +88,74 @@ func TestUnsandboxedAsksEachTime(t *testing.T) {
 	}
 	if _, ok := (&Tools{}).List()[0].InputSchema.Properties["unsandboxed"]; ok {
 		t.Error("the argument is in the schema of tools that cannot ask")
+	}
+}
+
+// TestUnsandboxedIsOneCall: one yes is one call. A call that would keep a
+// program reading input outside the sandbox (input or tty) is refused
+// before anyone is asked, whatever the gate would ask; a background
+// command's question says it runs on; the argument where it is not offered
+// says why, and nothing runs.
+func TestUnsandboxedIsOneCall(t *testing.T) {
+	var asked []Question
+	ask := func(_ context.Context, q Question) (Answer, error) {
+		asked = append(asked, q)
+		return AllowOnce, nil
+	}
+	mk := func(o *Options) *tools.Registry {
+		tb := New(newLocal(t), o)
+		t.Cleanup(tb.Close)
+		g := NewGate(&GateOptions{Policy: &permission.Policy{Unmatched: permission.Ask}, Ask: ask})
+		var reg tools.Registry
+		reg.Use(g.Middleware)
+		if err := tb.Register(&reg); err != nil {
+			t.Fatal(err)
+		}
+		return &reg
+	}
+	dir := t.TempDir()
+	marker := dir + "/ran"
+	call := func(reg *tools.Registry, extra map[string]any) *tools.Result {
+		a := map[string]any{"command": "touch " + marker, "description": "make a file"}
+		for k, v := range extra {
+			a[k] = v
+		}
+		args, _ := json.Marshal(a)
+		return execute(t, reg, &tools.Call{Tool: BashName, Args: args, Session: session.Session{ID: "s", Cwd: dir}})
+	}
+	offered := mk(&Options{AskUnsandboxed: ask, Sandbox: &SandboxFacts{}})
+	for _, extra := range []map[string]any{
+		{"unsandboxed": true, "input": true},
+		{"unsandboxed": true, "tty": true},
+		{"unsandboxed": true, "input": true, "tty": true, "run_in_background": true},
+	} {
+		if res := call(offered, extra); !res.IsError || res.Text() != unsandboxedInteractive {
+			t.Errorf("%v: %q", extra, res.Text())
+		}
+	}
+	if len(asked) != 0 {
+		t.Errorf("asked %d questions about calls refused at once", len(asked))
+	}
+	for _, tc := range []struct {
+		name string
+		o    *Options
+		want string
+	}{
+		{"turned off", &Options{Sandbox: &SandboxFacts{}}, unsandboxedOff},
+		{"no sandbox", nil, unsandboxedNoSandbox},
+	} {
+		if res := call(mk(tc.o), map[string]any{"unsandboxed": true}); !res.IsError || res.Text() != tc.want {
+			t.Errorf("%s: %q", tc.name, res.Text())
+		}
+	}
+	if len(asked) != 0 {
+		t.Errorf("asked %d questions about an argument not offered", len(asked))
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("a refused call ran")
+	}
+	res := call(offered, map[string]any{"unsandboxed": true, "run_in_background": true})
+	if res.IsError || len(asked) != 2 || !asked[1].Unsandboxed || !asked[1].Background || asked[0].Background {
+		t.Errorf("a background call outside the sandbox: %q; asked %+v", res.Text(), asked)
 	}
 }
