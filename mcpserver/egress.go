@@ -30,13 +30,13 @@ func (s *Server) AskEgress(ctx context.Context, q egress.Question) (egress.Decis
 	s.mu.Lock()
 	st := s.owners[q.Owner]
 	s.mu.Unlock()
-	if st == nil || !canElicit(st.ss) {
+	if st == nil {
 		return egress.Deny, toolbash.ErrCannotAsk
 	}
-	if p := st.ss.InitializeParams(); p == nil || p.ProtocolVersion >= newProtocol {
+	if p := st.ss.InitializeParams(); p == nil || p.ProtocolVersion >= newProtocol || !canElicit(p.Capabilities) {
 		return egress.Deny, toolbash.ErrCannotAsk
 	}
-	dest := net.JoinHostPort(q.Host, strconv.Itoa(q.Port))
+	dest := toolbash.Visible(net.JoinHostPort(q.Host, strconv.Itoa(q.Port)))
 	res, err := st.ss.Elicit(ctx, &mcp.ElicitParams{
 		Mode:    "form",
 		Message: fmt.Sprintf("A command in the sandbox wants to connect to %s, which is not on the network allowlist.", dest),
@@ -51,15 +51,32 @@ func (s *Server) AskEgress(ctx context.Context, q egress.Question) (egress.Decis
 	if err != nil {
 		return egress.Deny, err
 	}
-	if res.Action == "accept" {
-		switch res.Content["decision"] {
-		case netOnce:
-			return egress.AllowOnce, nil
-		case netSession:
-			return egress.AllowSession, nil
+	return netAnswer(res)
+}
+
+// netAnswer reads the answer to a network question: "decline" and the
+// choice Deny are the user's no; "cancel" is no answer
+// (toolbash.ErrNoAnswer: the client dismissed the question, and nothing is
+// remembered); an answer that is none of the choices is an error.
+func netAnswer(res *mcp.ElicitResult) (egress.Decision, error) {
+	switch res.Action {
+	case "decline":
+		return egress.Deny, nil
+	case "cancel":
+		return egress.Deny, toolbash.ErrNoAnswer
+	case "accept":
+		if len(res.Content) == 1 {
+			switch res.Content["decision"] {
+			case netOnce:
+				return egress.AllowOnce, nil
+			case netSession:
+				return egress.AllowSession, nil
+			case netDeny:
+				return egress.Deny, nil
+			}
 		}
 	}
-	return egress.Deny, nil
+	return egress.Deny, errNotAChoice
 }
 
 // EgressRefused tells the model of the session the refusal names, beside

@@ -54,6 +54,22 @@ func TestAskEgress(t *testing.T) {
 			t.Errorf("answer %+v: %v, %v; want %v", c.res, d, err, c.want)
 		}
 	}
+	// No answer is no decision: the client dismissed the question
+	// (cancel), or answered with what the question did not offer (the
+	// SDK's own check of the form may say so first).
+	for _, c := range []struct {
+		res  *mcp.ElicitResult
+		want error
+	}{
+		{&mcp.ElicitResult{Action: "cancel"}, toolbash.ErrNoAnswer},
+		{&mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": choiceOnce}}, errNotAChoice},
+		{&mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": netSession, "also": "x"}}, errNotAChoice},
+		{&mcp.ElicitResult{Action: "accept"}, errNotAChoice},
+	} {
+		if _, err := ask(t, []string{legacy}, elicits, c.res); err == nil || c.want == toolbash.ErrNoAnswer && !errors.Is(err, c.want) {
+			t.Errorf("answer %+v: %v; want %v", c.res, err, c.want)
+		}
+	}
 	once := &mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": netOnce}}
 	if _, err := ask(t, []string{legacy}, nil, once); !errors.Is(err, toolbash.ErrCannotAsk) {
 		t.Errorf("a client without elicitation: %v, want ErrCannotAsk", err)

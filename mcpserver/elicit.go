@@ -5,13 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/dshgo/dsh/toolbash"
-	"github.com/dshgo/dsh/tools"
 )
 
 // The choices of a permission elicitation.
@@ -34,10 +34,11 @@ const (
 	choiceOutside = "run outside the sandbox, this once"
 )
 
-// callState carries a tool call's MCP request to the asker, and the
-// questions it could not ask within the call.
+// callState carries a tool call's MCP request and the answers it brought
+// to the asker, and the questions it could not ask within the call.
 type callState struct {
 	req       *mcp.CallToolRequest
+	answers   callAnswers
 	needInput mcp.InputRequestMap
 }
 
@@ -49,24 +50,30 @@ type callStateKey struct{}
 // elicitation request within the call.
 func (s *Server) elicit(ctx context.Context, q toolbash.Question) (toolbash.Answer, error) {
 	cs, _ := ctx.Value(callStateKey{}).(*callState)
-	if cs == nil || !canElicit(cs.req.Session) {
+	if cs == nil || !canElicit(cs.req.ClientCapabilities()) {
 		return toolbash.Reject, toolbash.ErrCannotAsk
 	}
 	key, params := permissionInput, elicitParams(q)
 	if q.Unsandboxed {
 		key, params = unsandboxedInput, unsandboxedParams(q)
 	}
-	if res, ok := cs.req.Params.InputResponses[key].(*mcp.ElicitResult); ok {
-		return answerOf(res), nil
+	if res, ok := cs.answers.responses[key].(*mcp.ElicitResult); ok {
+		asked, _ := cs.answers.asked[key].(*mcp.ElicitParams)
+		if asked == nil || sameForm(asked, params) {
+			return answerTo(params, res)
+		}
+		// The answer was to another question (the rules changed between
+		// the rounds): ask this one.
 	}
 	if cs.req.ProtocolVersion() >= newProtocol {
 		cs.needInput = mcp.InputRequestMap{key: params}
-		if !q.Unsandboxed && s.unsandboxed && asksUnsandboxed(q.Call) {
-			// Both questions at once: the client's next call brings both
-			// answers (the second would otherwise come without the first).
-			uq := q
-			uq.Unsandboxed = true
-			cs.needInput[unsandboxedInput] = unsandboxedParams(uq)
+		if !q.Unsandboxed && s.unsandboxed {
+			if uq, ok := unsandboxedQuestion(q); ok {
+				// Both questions at once: the client's next call brings
+				// both answers (the second would otherwise come without
+				// the first).
+				cs.needInput[unsandboxedInput] = unsandboxedParams(uq)
+			}
 		}
 		return toolbash.Reject, errInputNeeded
 	}
@@ -74,32 +81,35 @@ func (s *Server) elicit(ctx context.Context, q toolbash.Question) (toolbash.Answ
 	if err != nil {
 		return toolbash.Reject, err
 	}
-	return answerOf(res), nil
+	return answerTo(params, res)
 }
 
-// asksUnsandboxed reports whether a bash call sets unsandboxed.
-func asksUnsandboxed(call *tools.Call) bool {
+// unsandboxedQuestion is the question whether q's bash call may run
+// outside the sandbox, where the call asks for that.
+func unsandboxedQuestion(q toolbash.Question) (toolbash.Question, bool) {
 	var a struct {
 		Unsandboxed bool `json:"unsandboxed"`
+		Background  bool `json:"run_in_background"`
 	}
-	_ = json.Unmarshal(call.Args, &a)
-	return a.Unsandboxed
+	if q.Call == nil || json.Unmarshal(q.Call.Args, &a) != nil || !a.Unsandboxed {
+		return q, false
+	}
+	q.Unsandboxed, q.Background = true, a.Background
+	return q, true
 }
 
 // unsandboxedParams is the form that asks whether q's call may run
 // outside the sandbox: this once, or not.
 func unsandboxedParams(q toolbash.Question) *mcp.ElicitParams {
+	runs := ""
+	if q.Background {
+		runs = "\n\nIt starts in the background and keeps running, outside the sandbox, until it ends or is stopped."
+	}
 	return &mcp.ElicitParams{
 		Mode: "form",
-		Message: fmt.Sprintf("The agent asks to run this command OUTSIDE the sandbox, with your full access:\n\n%s\n\nin %s\n\nIts reason: %s",
-			q.Command, q.Workdir, q.Description),
-		RequestedSchema: &jsonschema.Schema{
-			Type:     "object",
-			Required: []string{"decision"},
-			Properties: map[string]*jsonschema.Schema{"decision": {
-				Type: "string", Title: "Run it outside the sandbox?", Enum: anySlice([]string{choiceOutside, choiceReject}),
-			}},
-		},
+		Message: fmt.Sprintf("The agent asks to run this command OUTSIDE the sandbox, with your full access:\n\n%s\n\nin %s%s\n\nIts reason: %s",
+			toolbash.Visible(q.Command), toolbash.Visible(q.Workdir), runs, toolbash.Visible(q.Description)),
+		RequestedSchema: decisionForm("Run it outside the sandbox?", "", []string{choiceOutside, choiceReject}),
 	}
 }
 
@@ -112,47 +122,84 @@ func elicitParams(q toolbash.Question) *mcp.ElicitParams {
 	desc := "allow once, or reject"
 	if len(q.Verdict.Prefixes) > 0 {
 		choices = append(choices, choiceAlways)
-		desc = "always allow in this session: " + strings.Join(q.Verdict.Prefixes, ", ")
+		desc = "always allow in this session: " + toolbash.Visible(strings.Join(q.Verdict.Prefixes, ", "))
 	}
 	choices = append(choices, choiceReject)
 	return &mcp.ElicitParams{
-		Mode:    "form",
-		Message: elicitMessage(q),
-		RequestedSchema: &jsonschema.Schema{
-			Type:     "object",
-			Required: []string{"decision"},
-			Properties: map[string]*jsonschema.Schema{"decision": {
-				Type: "string", Title: "Run this command?", Enum: anySlice(choices), Description: desc,
-			}},
-		},
+		Mode:            "form",
+		Message:         elicitMessage(q),
+		RequestedSchema: decisionForm("Run this command?", desc, choices),
 	}
 }
 
-// answerOf reads the user's answer.
-func answerOf(res *mcp.ElicitResult) toolbash.Answer {
-	if res.Action != "accept" {
-		return toolbash.Reject
+// decisionForm is a form of one required choice, "decision".
+func decisionForm(title, desc string, choices []string) *jsonschema.Schema {
+	return &jsonschema.Schema{
+		Type:     "object",
+		Required: []string{"decision"},
+		Properties: map[string]*jsonschema.Schema{"decision": {
+			Type: "string", Title: title, Enum: anySlice(choices), Description: desc,
+		}},
 	}
-	switch res.Content["decision"] {
+}
+
+// formChoices are the choices of a decision form.
+func formChoices(p *mcp.ElicitParams) []any {
+	s, _ := p.RequestedSchema.(*jsonschema.Schema)
+	if s == nil || s.Properties["decision"] == nil {
+		return nil
+	}
+	return s.Properties["decision"].Enum
+}
+
+// sameForm reports whether two questions are the same to the user.
+func sameForm(a, b *mcp.ElicitParams) bool {
+	return a.Message == b.Message && slices.Equal(formChoices(a), formChoices(b))
+}
+
+// errNotAChoice: an answer that is none of its question's choices.
+var errNotAChoice = errors.New("the client's answer is not one of the question's choices")
+
+// answerTo reads the user's answer to the question form asked: "decline"
+// is a no; "cancel" is no answer (the client dismissed the question
+// without the user's answer: toolbash.ErrNoAnswer, which nothing
+// remembers); "accept" must pick one of the form's own choices, and
+// nothing else.
+func answerTo(form *mcp.ElicitParams, res *mcp.ElicitResult) (toolbash.Answer, error) {
+	switch res.Action {
+	case "decline":
+		return toolbash.Reject, nil
+	case "cancel":
+		return toolbash.Reject, toolbash.ErrNoAnswer
+	case "accept":
+	default:
+		return toolbash.Reject, errNotAChoice
+	}
+	d, ok := res.Content["decision"].(string)
+	if !ok || len(res.Content) != 1 || !slices.Contains(formChoices(form), any(d)) {
+		return toolbash.Reject, errNotAChoice
+	}
+	switch d {
 	case choiceOnce, choiceOutside:
-		return toolbash.AllowOnce
+		return toolbash.AllowOnce, nil
 	case choiceAlways:
-		return toolbash.AllowPrefixes
+		return toolbash.AllowPrefixes, nil
 	}
-	return toolbash.Reject
+	return toolbash.Reject, nil
 }
 
-func canElicit(ss *mcp.ServerSession) bool {
-	p := ss.InitializeParams()
-	if p == nil || p.Capabilities == nil || p.Capabilities.Elicitation == nil {
+// canElicit reports whether a client declared it can be asked by a form.
+func canElicit(caps *mcp.ClientCapabilities) bool {
+	if caps == nil || caps.Elicitation == nil {
 		return false
 	}
-	e := p.Capabilities.Elicitation
+	e := caps.Elicitation
 	return e.Form != nil || e.URL == nil // an empty object means form
 }
 
 func elicitMessage(q toolbash.Question) string {
-	return fmt.Sprintf("The agent wants to run a command that needs your approval (%s):\n\n%s\n\nin %s", q.Verdict.Reason, q.Command, q.Workdir)
+	return fmt.Sprintf("The agent wants to run a command that needs your approval (%s):\n\n%s\n\nin %s",
+		toolbash.Visible(q.Verdict.Reason), toolbash.Visible(q.Command), toolbash.Visible(q.Workdir))
 }
 
 func anySlice(ss []string) []any {
@@ -161,4 +208,73 @@ func anySlice(ss []string) []any {
 		out[i] = s
 	}
 	return out
+}
+
+// withoutUnsandboxed is a tools/list result for a client that cannot be
+// asked: the bash tool without the argument unsandboxed, whose every call
+// would be refused there.
+func withoutUnsandboxed(res *mcp.ListToolsResult) *mcp.ListToolsResult {
+	out := *res
+	out.Tools = slices.Clone(res.Tools)
+	for i, t := range out.Tools {
+		s, ok := t.InputSchema.(*jsonschema.Schema)
+		if t.Name != toolbash.BashName || !ok || s.Properties["unsandboxed"] == nil {
+			continue
+		}
+		ns := *s
+		ns.Properties = map[string]*jsonschema.Schema{}
+		for k, v := range s.Properties {
+			if k != "unsandboxed" {
+				ns.Properties[k] = v
+			}
+		}
+		nt := *t
+		nt.InputSchema = &ns
+		out.Tools[i] = &nt
+	}
+	return &out
+}
+
+// perSession gives each session what works for its client: the bash
+// argument unsandboxed, and instructions that tell of it, only where the
+// client declared it can be asked.
+func (s *Server) perSession(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if err != nil || !s.unsandboxed || canElicit(clientCaps(req)) {
+			return res, err
+		}
+		switch r := res.(type) {
+		case *mcp.ListToolsResult:
+			return withoutUnsandboxed(r), nil
+		case *mcp.InitializeResult:
+			if s.mute != "" {
+				c := *r
+				c.Instructions = s.mute
+				return &c, nil
+			}
+		case *mcp.DiscoverResult:
+			if s.mute != "" {
+				c := *r
+				c.Instructions = s.mute
+				return &c, nil
+			}
+		}
+		return res, nil
+	}
+}
+
+// clientCaps are the capabilities a request's client declared: in the
+// request (protocol 2026-07-28), at initialization (before), or in the
+// initialize request itself.
+func clientCaps(req mcp.Request) *mcp.ClientCapabilities {
+	if p, ok := req.GetParams().(*mcp.InitializeParams); ok {
+		return p.Capabilities
+	}
+	if r, ok := req.(interface {
+		ClientCapabilities() *mcp.ClientCapabilities
+	}); ok {
+		return r.ClientCapabilities()
+	}
+	return nil
 }

@@ -58,6 +58,11 @@ type Options struct {
 	// Instructions are sent to clients at initialization (the MCP
 	// server instructions), for example that commands are not sandboxed.
 	Instructions string
+	// CannotAskInstructions, if set, are the instructions of a session
+	// whose client did not declare elicitation, where they differ: they
+	// must not tell the model to set unsandboxed, which is not listed to
+	// such a session (see Unsandboxed). Empty: Instructions.
+	CannotAskInstructions string
 	// Permissions, if set, checks each bash call against rules (see
 	// toolbash.Gate). Where its Ask is nil, the server asks the user by
 	// elicitation when the client declared it, and otherwise answers an
@@ -66,12 +71,13 @@ type Options struct {
 	// Unsandboxed offers the model the bash argument "unsandboxed" (see
 	// toolbash.Options.AskUnsandboxed), for an executor that sandboxes:
 	// each call that sets it asks the user by elicitation, every time, to
-	// run that one call outside the sandbox; a client that cannot be asked
-	// has it refused.
+	// run that one call outside the sandbox. The argument is listed only
+	// to sessions whose client declared elicitation; a call that sets it
+	// anyway is refused.
 	Unsandboxed bool
-	// Sandbox, if set, is what the executor's sandbox allows: with
-	// Unsandboxed, the argument's description says it (see
-	// toolbash.Options.Sandbox).
+	// Sandbox, if set, says that the executor sandboxes commands and what
+	// its sandbox allows: with Unsandboxed, the argument's description
+	// says it (see toolbash.Options.Sandbox).
 	Sandbox *toolbash.SandboxFacts
 }
 
@@ -83,6 +89,7 @@ type Server struct {
 	tb          *toolbash.Tools
 	gate        *toolbash.Gate // nil: no permission rules
 	unsandboxed bool           // the bash argument unsandboxed is offered (Options.Unsandboxed)
+	mute        string         // Options.CannotAskInstructions
 	mcp         *mcp.Server
 	cwd         string
 	logger      *slog.Logger
@@ -117,12 +124,12 @@ func New(exec bash.Executor, opts *Options) (*Server, error) {
 		}
 		s.cwd = wd
 	}
-	to := &toolbash.Options{Notify: s.notify, MaxResultChars: opts.MaxResultChars}
+	to := &toolbash.Options{Notify: s.notify, MaxResultChars: opts.MaxResultChars, Sandbox: opts.Sandbox}
 	if opts.Unsandboxed {
-		to.AskUnsandboxed, to.Sandbox = s.elicit, opts.Sandbox
+		to.AskUnsandboxed = s.elicit
 	}
 	s.tb = toolbash.New(exec, to)
-	s.unsandboxed = opts.Unsandboxed
+	s.unsandboxed, s.mute = opts.Unsandboxed, opts.CannotAskInstructions
 	if opts.Permissions != nil {
 		g := *opts.Permissions
 		if g.Ask == nil {
@@ -148,7 +155,7 @@ func New(exec bash.Executor, opts *Options) (*Server, error) {
 		SupportedProtocolVersions: opts.SupportedProtocolVersions,
 		Instructions:              opts.Instructions,
 	})
-	s.mcp.AddReceivingMiddleware(s.trackSessions)
+	s.mcp.AddReceivingMiddleware(s.trackSessions, s.perSession)
 	for _, t := range s.reg.Tools() {
 		s.mcp.AddTool(mcpTool(t), s.handler(t.Name))
 	}
@@ -294,9 +301,14 @@ func (s *Server) handler(name string) mcp.ToolHandler {
 		}
 		ctx, stop := st.callContext(ctx)
 		defer stop()
-		cwd, ask := st.cwdFor(ctx, req)
-		if ask != nil {
-			return ask, nil // the client answers with its roots and calls again
+		cs := &callState{req: req}
+		var err error
+		if cs.answers, err = st.inputs.answersFor(name, req.Params); err != nil {
+			return errorResult(unaskedText(err)), nil
+		}
+		cwd, need := st.cwdFor(ctx, req, cs.answers)
+		if need != nil {
+			return st.askInput(name, req, need, cs.answers), nil // the client answers with its roots and calls again
 		}
 		call := &tools.Call{Tool: name, Args: req.Params.Arguments, Session: session.Session{ID: st.owner, Cwd: cwd}}
 		var progress *coalesce.Sender
@@ -304,14 +316,13 @@ func (s *Server) handler(name string) mcp.ToolHandler {
 			progress = progressSender(ctx, req.Session, tok)
 			call.Output = progress.Add
 		}
-		cs := &callState{req: req}
 		res := s.reg.Execute(context.WithValue(ctx, callStateKey{}, cs), call)
 		if progress != nil {
 			progress.Close() // every progress notification precedes the result
 		}
 		if len(cs.needInput) > 0 {
 			// The user's answers come with the client's next call.
-			return &mcp.CallToolResult{InputRequests: cs.needInput}, nil
+			return st.askInput(name, req, cs.needInput, cs.answers), nil
 		}
 		out := &mcp.CallToolResult{IsError: res.IsError}
 		for _, c := range res.Content {
@@ -328,6 +339,20 @@ func (s *Server) handler(name string) mcp.ToolHandler {
 		}
 		return out, nil
 	}
+}
+
+// askInput is the result of a call that needs the client's answers
+// first: its questions, and the request state under which the session
+// keeps them (with the answers the call brought) for the call that
+// answers.
+func (st *sessionState) askInput(tool string, req *mcp.CallToolRequest, need mcp.InputRequestMap, earlier callAnswers) *mcp.CallToolResult {
+	state := st.inputs.put(tool, req.Params.Arguments, need, earlier.responses)
+	return &mcp.CallToolResult{InputRequests: need, RequestState: state}
+}
+
+// errorResult is an error result of one text block.
+func errorResult(text string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: text}}}
 }
 
 // progressEvery paces progress notifications.

@@ -33,6 +33,8 @@ type sessionState struct {
 	endOnce  sync.Once
 	endTasks chan struct{} // closed once the session's tasks are gone
 
+	inputs inputRounds // questions put within calls, waiting for answers
+
 	mu  sync.Mutex
 	cwd string // "" until known
 }
@@ -70,19 +72,19 @@ func (st *sessionState) end() <-chan struct{} {
 }
 
 // cwdFor returns the session's working directory. The first time, it asks
-// the client for its roots: a client on protocol 2026-07-28 or later gets a
-// result asking for them as input (it calls again with the answer, and the
-// command runs only then); an older client gets a roots/list request.
+// the client for its roots: a client on protocol 2026-07-28 or later gets
+// an input request for them (need: it calls again with the answer, and
+// the command runs only then); an older client gets a roots/list request.
 // Clients without roots, and roots that are not local directories, give
 // the server's default.
-func (st *sessionState) cwdFor(ctx context.Context, req *mcp.CallToolRequest) (string, *mcp.CallToolResult) {
+func (st *sessionState) cwdFor(ctx context.Context, req *mcp.CallToolRequest, answers callAnswers) (cwd string, need mcp.InputRequestMap) {
 	st.mu.Lock()
-	cwd := st.cwd
+	cwd = st.cwd
 	st.mu.Unlock()
 	if cwd != "" {
 		return cwd, nil
 	}
-	if resp, ok := req.Params.InputResponses[rootsInput].(*mcp.ListRootsResult); ok {
+	if resp, ok := answers.responses[rootsInput].(*mcp.ListRootsResult); ok {
 		return st.learn(resp), nil
 	}
 	caps := req.ClientCapabilities()
@@ -90,7 +92,7 @@ func (st *sessionState) cwdFor(ctx context.Context, req *mcp.CallToolRequest) (s
 		return st.learn(nil), nil
 	}
 	if req.ProtocolVersion() >= newProtocol {
-		return "", &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{rootsInput: &mcp.ListRootsParams{}}}
+		return "", mcp.InputRequestMap{rootsInput: &mcp.ListRootsParams{}}
 	}
 	ctx, cancel := context.WithTimeout(ctx, rootsTimeout)
 	defer cancel()
