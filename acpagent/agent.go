@@ -97,9 +97,9 @@ type Options struct {
 	// to run that one call outside the sandbox (allow once, or reject).
 	// Yolo never answers it.
 	Unsandboxed bool
-	// Sandbox, if set, is what the executor's sandbox allows: with
-	// Unsandboxed, the argument's description says it (see
-	// toolbash.Options.Sandbox).
+	// Sandbox, if set, says that the executor sandboxes commands and what
+	// its sandbox allows: with Unsandboxed, the argument's description
+	// says it (see toolbash.Options.Sandbox).
 	Sandbox *toolbash.SandboxFacts
 }
 
@@ -154,9 +154,9 @@ func New(exec bash.Executor, opts *Options) (*Agent, error) {
 	if a.opts.SystemPrompt == "" {
 		a.opts.SystemPrompt = defaultSystemPrompt
 	}
-	to := &toolbash.Options{MaxResultChars: opts.MaxResultChars}
+	to := &toolbash.Options{MaxResultChars: opts.MaxResultChars, Sandbox: opts.Sandbox}
 	if opts.Unsandboxed {
-		to.AskUnsandboxed, to.Sandbox = a.askUnsandboxed, opts.Sandbox
+		to.AskUnsandboxed = a.askUnsandboxed
 	}
 	a.tb = toolbash.New(exec, to)
 	if err := a.tb.Register(a.reg); err != nil {

@@ -369,7 +369,7 @@ func TestPermissions(t *testing.T) {
 		{"allow once asks each time", allowOnce, 2, 2, "x\n"},
 		{"allow always asks once", allowAlways, 1, 2, "x\n"},
 		{"reject", rejectOnce, 2, 0, toolbash.RejectedText},
-		{"cancelled outcome", "", 2, 0, toolbash.RejectedText},
+		{"cancelled outcome: no answer", "", 2, 0, unansweredText},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -23,7 +23,7 @@ func (a *Agent) AskEgress(ctx context.Context, q egress.Question) (egress.Decisi
 	if s == nil {
 		return egress.Deny, toolbash.ErrCannotAsk
 	}
-	dest := net.JoinHostPort(q.Host, strconv.Itoa(q.Port))
+	dest := toolbash.Visible(net.JoinHostPort(q.Host, strconv.Itoa(q.Port)))
 	id := acp.ToolCallId(fmt.Sprintf("dsh-network-%d", a.netCards.Add(1)))
 	title := "Network: connect to " + dest
 	kind := acp.ToolKindFetch
@@ -36,18 +36,19 @@ func (a *Agent) AskEgress(ctx context.Context, q egress.Question) (egress.Decisi
 		ToolCall:  acp.ToolCallUpdate{ToolCallId: id, Title: &title, Kind: &kind, Content: []acp.ToolCallContent{acp.ToolContent(acp.TextBlock(text))}},
 		Options: []acp.PermissionOption{
 			{OptionId: allowOnce, Name: "Allow this connection", Kind: acp.PermissionOptionKindAllowOnce},
-			{OptionId: allowAlways, Name: "Allow " + q.Host + " for this session", Kind: acp.PermissionOptionKindAllowAlways},
+			{OptionId: allowAlways, Name: "Allow " + toolbash.Visible(q.Host) + " for this session", Kind: acp.PermissionOptionKindAllowAlways},
 			{OptionId: rejectOnce, Name: "Deny", Kind: acp.PermissionOptionKindRejectOnce},
 		},
 	})
 	d := egress.Deny
-	if err == nil && resp.Outcome.Selected != nil {
-		switch resp.Outcome.Selected.OptionId {
-		case allowOnce:
-			d = egress.AllowOnce
-		case allowAlways:
-			d = egress.AllowSession
-		}
+	switch {
+	case err != nil:
+	case resp.Outcome.Selected == nil:
+		err = toolbash.ErrNoAnswer // the turn was cancelled: nothing to remember
+	case resp.Outcome.Selected.OptionId == allowOnce:
+		d = egress.AllowOnce
+	case resp.Outcome.Selected.OptionId == allowAlways:
+		d = egress.AllowSession
 	}
 	status := acp.ToolCallStatusCompleted
 	if d == egress.Deny {

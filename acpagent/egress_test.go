@@ -14,7 +14,8 @@ import (
 )
 
 // TestAskEgress: each answer of the editor's user to a network question
-// is the proxy's decision (a cancelled question denies); Yolo answers
+// is the proxy's decision; a cancelled question is no answer
+// (toolbash.ErrNoAnswer: the proxy remembers nothing of it); Yolo answers
 // none of them; a session that is gone cannot be asked.
 func TestAskEgress(t *testing.T) {
 	r := newRigWith(t, rigOptions{yolo: true})
@@ -22,11 +23,12 @@ func TestAskEgress(t *testing.T) {
 	for _, c := range []struct {
 		outcome acp.RequestPermissionOutcome
 		want    egress.Decision
+		err     error
 	}{
-		{acp.NewRequestPermissionOutcomeSelected(allowOnce), egress.AllowOnce},
-		{acp.NewRequestPermissionOutcomeSelected(allowAlways), egress.AllowSession},
-		{acp.NewRequestPermissionOutcomeSelected(rejectOnce), egress.Deny},
-		{acp.NewRequestPermissionOutcomeCancelled(), egress.Deny},
+		{acp.NewRequestPermissionOutcomeSelected(allowOnce), egress.AllowOnce, nil},
+		{acp.NewRequestPermissionOutcomeSelected(allowAlways), egress.AllowSession, nil},
+		{acp.NewRequestPermissionOutcomeSelected(rejectOnce), egress.Deny, nil},
+		{acp.NewRequestPermissionOutcomeCancelled(), egress.Deny, toolbash.ErrNoAnswer},
 	} {
 		r.client.SetAnswer(func(acp.RequestPermissionRequest) acp.RequestPermissionResponse {
 			return acp.RequestPermissionResponse{Outcome: c.outcome}
@@ -35,7 +37,7 @@ func TestAskEgress(t *testing.T) {
 		d, err := testwait.Reply("AskEgress", func(ctx context.Context) (egress.Decision, error) {
 			return r.agent.AskEgress(ctx, egress.Question{Owner: string(sid), Host: "example.org", Port: 443})
 		})
-		if err != nil || d != c.want || len(r.client.Asked()) != before+1 {
+		if !errors.Is(err, c.err) || d != c.want || len(r.client.Asked()) != before+1 {
 			t.Errorf("outcome %+v: %v, %v (asked %d times); want %v, asked once", c.outcome, d, err, len(r.client.Asked())-before, c.want)
 		}
 	}

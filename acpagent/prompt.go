@@ -18,8 +18,9 @@ import (
 
 // Texts the model reads when the user intervenes.
 const (
-	declinedText  = toolbash.RejectedText
-	cancelledText = "cancelled by the user before it ran"
+	declinedText   = toolbash.RejectedText
+	cancelledText  = "cancelled by the user before it ran"
+	unansweredText = "nobody answered the question whether to run this (the prompt turn was cancelled); it did not run."
 )
 
 // Prompt runs one turn: model request, tool calls (in order, through the
@@ -173,7 +174,7 @@ func (a *Agent) permission(next tools.Handler) tools.Handler {
 		case err != nil:
 			return tools.ErrorResult("could not ask the user for permission: " + err.Error())
 		case resp.Outcome.Selected == nil:
-			return tools.ErrorResult(declinedText)
+			return tools.ErrorResult(unansweredText)
 		}
 		switch resp.Outcome.Selected.OptionId {
 		case allowAlways:
@@ -216,7 +217,7 @@ func (a *Agent) askCommand(ctx context.Context, q toolbash.Question) (toolbash.A
 		return toolbash.Reject, err
 	}
 	if resp.Outcome.Selected == nil {
-		return toolbash.Reject, nil
+		return toolbash.Reject, toolbash.ErrNoAnswer // the turn was cancelled: no answer of the user's
 	}
 	switch resp.Outcome.Selected.OptionId {
 	case allowOnce:
@@ -239,7 +240,12 @@ func (a *Agent) askUnsandboxed(ctx context.Context, q toolbash.Question) (toolba
 	p := a.reg.PresentCall(q.Call.Tool, q.Call.Args)
 	kind := acp.ToolKind(p.Kind)
 	title := "Run OUTSIDE the sandbox: " + p.Title
-	reason := fmt.Sprintf("This command asks to run outside the sandbox, with your full access:\n%s\nThe model's reason: %s", q.Command, q.Description)
+	runs := ""
+	if q.Background {
+		runs = "\nIt starts in the background and keeps running, outside the sandbox, until it ends or is stopped."
+	}
+	reason := fmt.Sprintf("This command asks to run outside the sandbox, with your full access:\n%s%s\nThe model's reason: %s",
+		toolbash.Visible(q.Command), runs, toolbash.Visible(q.Description))
 	resp, err := a.conn.RequestPermission(ctx, acp.RequestPermissionRequest{
 		SessionId: s.id,
 		ToolCall: acp.ToolCallUpdate{ToolCallId: acp.ToolCallId(q.Call.ID), Title: &title, Kind: &kind, RawInput: p.RawInput,
@@ -249,10 +255,12 @@ func (a *Agent) askUnsandboxed(ctx context.Context, q toolbash.Question) (toolba
 			{OptionId: rejectOnce, Name: "Reject", Kind: acp.PermissionOptionKindRejectOnce},
 		},
 	})
-	if err != nil {
+	switch {
+	case err != nil:
 		return toolbash.Reject, err
-	}
-	if resp.Outcome.Selected != nil && resp.Outcome.Selected.OptionId == allowOnce {
+	case resp.Outcome.Selected == nil:
+		return toolbash.Reject, toolbash.ErrNoAnswer // the turn was cancelled: no answer of the user's
+	case resp.Outcome.Selected.OptionId == allowOnce:
 		return toolbash.AllowOnce, nil
 	}
 	return toolbash.Reject, nil

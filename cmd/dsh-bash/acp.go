@@ -53,7 +53,7 @@ func acpCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	var agent *acpagent.Agent // the network allowlist asks through it, once it serves
 	ef.sandbox.net.front.set(func(ctx context.Context, q egress.Question) (egress.Decision, error) { return agent.AskEgress(ctx, q) },
 		func(r *egress.Refusal, how func(string) string) { agent.EgressRefused(r, how) })
-	agent, err = acpagent.New(exec, &acpagent.Options{Instructions: ef.instructions(exec), Model: *model, BaseURL: *baseURL, APIKey: key, Yolo: *yolo,
+	agent, err = acpagent.New(exec, &acpagent.Options{Instructions: ef.instructions(exec, true), Model: *model, BaseURL: *baseURL, APIKey: key, Yolo: *yolo,
 		MaxResultChars: ef.maxResultChars, Logger: warnLogger(stderr), Version: version(), Permissions: perm,
 		Unsandboxed: ef.sandbox.offersEscape(), Sandbox: ef.sandbox.facts()})
 	if err != nil {

@@ -259,8 +259,9 @@ func (f *execFlags) makeExecutor(ctx context.Context, name string, opts *local.O
 }
 
 // instructions are the MCP server's instructions: where commands run, and a
-// warning when they are not sandboxed.
-func (f *execFlags) instructions(exec bash.Executor) string {
+// warning when they are not sandboxed; canAsk, for a client that can be
+// asked to run a call outside the sandbox.
+func (f *execFlags) instructions(exec bash.Executor, canAsk bool) string {
 	switch re := exec.(type) {
 	case *remote.Executor:
 		h := re.Hello()
@@ -272,7 +273,7 @@ func (f *execFlags) instructions(exec bash.Executor) string {
 	case *remote.Fleet:
 		return fmt.Sprintf("Commands run on one of %d remote hosts (each session stays on its host), not on the client's machine: paths are that host's. Warning: they may NOT be sandboxed there (each host's dsh-bash executor decides).", len(re.Hosts()))
 	}
-	return f.sandbox.instructions()
+	return f.sandbox.instructions(canAsk)
 }
 
 // usageError marks an error in what the user asked for (exit status 2),

@@ -46,7 +46,8 @@ func mcpCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	ef.sandbox.net.front.set(func(ctx context.Context, q egress.Question) (egress.Decision, error) { return srv.AskEgress(ctx, q) },
 		func(r *egress.Refusal, how func(string) string) { srv.EgressRefused(r, how) })
 	srv, err = mcpserver.New(exec, &mcpserver.Options{Cwd: *cwd, MaxResultChars: ef.maxResultChars, Logger: warnLogger(stderr), Version: version(),
-		Instructions: ef.instructions(exec), Permissions: perm, Unsandboxed: ef.sandbox.offersEscape(), Sandbox: ef.sandbox.facts()})
+		Instructions: ef.instructions(exec, true), CannotAskInstructions: ef.instructions(exec, false),
+		Permissions: perm, Unsandboxed: ef.sandbox.offersEscape(), Sandbox: ef.sandbox.facts()})
 	if err != nil {
 		fmt.Fprintf(stderr, "dsh-bash mcp: %v\n", err)
 		return 2

@@ -22,13 +22,29 @@ import (
 // session is closed when the test ends.
 func mcpClient(t *testing.T, args ...string) (*mcp.ClientSession, *exec.Cmd) {
 	t.Helper()
+	return mcpClientWith(t, nil, args...)
+}
+
+// mcpClientWith is mcpClient with a client of these options.
+func mcpClientWith(t *testing.T, copts *mcp.ClientOptions, args ...string) (*mcp.ClientSession, *exec.Cmd) {
+	t.Helper()
+	return mcpClientOn(t, "", copts, args...)
+}
+
+// mcpClientOn is mcpClientWith on that protocol version ("": the newest).
+func mcpClientOn(t *testing.T, protocol string, copts *mcp.ClientOptions, args ...string) (*mcp.ClientSession, *exec.Cmd) {
+	t.Helper()
 	cmd := execCommand(append([]string{"mcp"}, args...)...)
 	// The SDK sends SIGTERM when the server has not exited 5 s after stdin
 	// closed: wait far longer, so that only the server's own handling of
 	// stdin EOF can pass TestMCPStdioClientGone (which bounds the wait).
 	tr := &mcp.CommandTransport{Command: cmd, TerminateDuration: 10 * time.Minute}
 	cs, err := testwait.Reply("initialize", func(ctx context.Context) (*mcp.ClientSession, error) {
-		return mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(ctx, tr, nil)
+		var sopts *mcp.ClientSessionOptions
+		if protocol != "" {
+			sopts = &mcp.ClientSessionOptions{ProtocolVersion: protocol}
+		}
+		return mcp.NewClient(&mcp.Implementation{Name: "test"}, copts).Connect(ctx, tr, sopts)
 	})
 	if err != nil {
 		if cmd.Process != nil {
@@ -223,9 +239,10 @@ func TestMCPInteractive(t *testing.T) {
 
 // TestMCPUnsandboxedOffered: the MCP server offers the bash argument
 // unsandboxed where the sandbox is active and escape is "ask" (the
-// default), with a description that says what the sandbox already
-// allows, and tells the model in its instructions how to use it; the flag
-// or the config file's "escape": "off" removes both.
+// default) and the client can be asked (it declared elicitation), with a
+// description that says what the sandbox already allows, and tells the
+// model in its instructions how to use it; the flag or the config file's
+// "escape": "off", or a client that cannot be asked, removes both.
 func TestMCPUnsandboxedOffered(t *testing.T) {
 	t.Parallel()
 	requireBwrap(t)
@@ -235,16 +252,22 @@ func TestMCPUnsandboxedOffered(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name  string
+		mute  bool // the client cannot be asked
 		args  []string
 		offer bool
 	}{
-		{"default", nil, true},
-		{"flag off", []string{"--sandbox-escape=off"}, false},
-		{"config off", []string{"--config", conf}, false},
+		{"default", false, nil, true},
+		{"flag off", false, []string{"--sandbox-escape=off"}, false},
+		{"config off", false, []string{"--config", conf}, false},
+		{"a client that cannot be asked", true, nil, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			cs, _ := mcpClient(t, append([]string{"--sandbox=on", "--cwd", t.TempDir()}, tc.args...)...)
+			copts := elicitingClient(func(*mcp.ElicitRequest) *mcp.ElicitResult { return &mcp.ElicitResult{Action: "decline"} })
+			if tc.mute {
+				copts = nil
+			}
+			cs, _ := mcpClientWith(t, copts, append([]string{"--sandbox=on", "--cwd", t.TempDir()}, tc.args...)...)
 			res, err := testwait.Reply("tools/list", func(ctx context.Context) (*mcp.ListToolsResult, error) { return cs.ListTools(ctx, nil) })
 			if err != nil {
 				t.Fatal(err)
@@ -263,5 +286,16 @@ func TestMCPUnsandboxedOffered(t *testing.T) {
 				t.Errorf("the argument's description does not say what the sandbox allows: %s", desc)
 			}
 		})
+	}
+}
+
+// elicitingClient are the options of a client that declares elicitation
+// and answers each question with answer.
+func elicitingClient(answer func(*mcp.ElicitRequest) *mcp.ElicitResult) *mcp.ClientOptions {
+	return &mcp.ClientOptions{
+		Capabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}}},
+		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return answer(req), nil
+		},
 	}
 }

@@ -298,11 +298,14 @@ func (f *sandboxFlags) facts() *toolbash.SandboxFacts {
 }
 
 // instructions are the MCP server's instructions: what the sandbox
-// allows, or a warning when commands are not sandboxed.
-func (f *sandboxFlags) instructions() string {
+// allows, or a warning when commands are not sandboxed. Where the client
+// cannot be asked, they do not offer a call outside the sandbox.
+func (f *sandboxFlags) instructions(canAsk bool) string {
 	switch {
 	case f.active:
-		return toolbash.SandboxText(*f.facts())
+		facts := f.facts()
+		facts.Unsandboxed = facts.Unsandboxed && canAsk
+		return toolbash.SandboxText(*facts)
 	case f.mode == "off":
 		return ""
 	}
