@@ -602,7 +602,7 @@ func TestNoticeReachesItsSession(t *testing.T) {
 	testwait.Recv(t, ended, "end of the background task")
 	r.prompt(t, b, "hello")
 	r.prompt(t, a, "next")
-	notice := "user: [background task notices; no reply needed]\nbackground task bash-1 finished [status: completed, exit code: 7]; read its output with bash_output"
+	notice := "system: [background task notices; no reply needed]\nbackground task bash-1 finished [status: completed, exit code: 7]; read its output with bash_output"
 	find := func(user string) []string {
 		for _, req := range r.model.Requests() {
 			if msgs := req.MessageTexts(); slices.Contains(msgs, "user: "+user) {

@@ -59,12 +59,7 @@ func (a *Agent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptResp
 	s.append(chatapi.UserMessage(promptText(p.Prompt)))
 	bridge := &Bridge{Tools: a.reg, Updates: a.conn, TerminalOutput: s.terminal}
 	for range a.opts.MaxRounds {
-		if notices := a.tb.TakeNotices(s.owner); len(notices) > 0 {
-			s.append(chatapi.UserMessage(toolbash.NoticesText(notices)))
-		}
-		if notices := a.tb.TakeNetworkNotices(s.owner); len(notices) > 0 {
-			s.append(chatapi.UserMessage(toolbash.NetworkNoticesText(notices)))
-		}
+		a.appendNotices(s)
 		msg, err := a.complete(ctx, s)
 		if ctx.Err() != nil {
 			return acp.PromptResponse{StopReason: acp.StopReasonCancelled}, nil
@@ -92,6 +87,20 @@ func (a *Agent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptResp
 		}
 	}
 	return acp.PromptResponse{StopReason: acp.StopReasonMaxTurnRequests}, nil
+}
+
+// appendNotices adds the notices waiting for the session (its background
+// tasks that ended, its connections the sandbox's proxy refused) to its
+// history for the next model request, as system messages: they are this
+// agent's words about the session, never the user's (a refusal names
+// hosts a command chose).
+func (a *Agent) appendNotices(s *agentSession) {
+	if notices := a.tb.TakeNotices(s.owner); len(notices) > 0 {
+		s.append(chatapi.SystemMessage(toolbash.NoticesText(notices)))
+	}
+	if notices := a.tb.TakeNetworkNotices(s.owner); len(notices) > 0 {
+		s.append(chatapi.SystemMessage(toolbash.NetworkNoticesText(notices)))
+	}
 }
 
 // promptText flattens a prompt's blocks into the user message: text as is,
