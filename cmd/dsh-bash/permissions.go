@@ -164,10 +164,11 @@ func readProjectRules(path string) ([]permission.Rule, error) {
 func terminalAsker(in io.Reader, out io.Writer) toolbash.Asker {
 	r := bufio.NewReader(in)
 	return func(ctx context.Context, q toolbash.Question) (toolbash.Answer, error) {
-		fmt.Fprintf(out, "dsh-bash: %s needs approval: %s\n  %s\n", "this command", q.Verdict.Reason, q.Command)
+		// Escaped: the terminal would act on what the command holds.
+		fmt.Fprintf(out, "dsh-bash: this command needs approval: %s\n  %s\n", toolbash.Visible(q.Verdict.Reason), toolbash.Visible(q.Command))
 		prompt := "Run it? [y]es once, [N]o"
 		if len(q.Verdict.Prefixes) > 0 {
-			prompt = fmt.Sprintf("Run it? [y]es once, [a]lways allow %s, [N]o", strings.Join(q.Verdict.Prefixes, ", "))
+			prompt = fmt.Sprintf("Run it? [y]es once, [a]lways allow %s, [N]o", toolbash.Visible(strings.Join(q.Verdict.Prefixes, ", ")))
 		}
 		fmt.Fprint(out, prompt+": ")
 		line, err := r.ReadString('\n')

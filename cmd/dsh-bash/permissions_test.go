@@ -12,6 +12,9 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/dshgo/dsh/permission"
+	"github.com/dshgo/dsh/toolbash"
 )
 
 // TestRunPermissions: rules from flags and the configuration file; a
@@ -111,4 +114,19 @@ func openPTY(t *testing.T) (master, slave *os.File) {
 	}
 	t.Cleanup(func() { slave.Close() })
 	return master, slave
+}
+
+// TestTerminalAskerShowsWhatRuns: run's question on the terminal shows
+// what the terminal would act on escaped, and reads the answer.
+func TestTerminalAskerShowsWhatRuns(t *testing.T) {
+	var out strings.Builder
+	ask := terminalAsker(strings.NewReader("y\n"), &out)
+	q := toolbash.Question{Command: "touch x #\x1b[2K\recho hi", Verdict: permission.Verdict{Reason: "no rule allows `touch x`", Prefixes: []string{"touch\u202e"}}}
+	ans, err := ask(t.Context(), q)
+	if err != nil || ans != toolbash.AllowOnce {
+		t.Errorf("answer y: %v, %v", ans, err)
+	}
+	if got := out.String(); strings.ContainsAny(got, "\x1b\r\u202e") || !strings.Contains(got, `touch x #\x1b[2K\recho hi`) || !strings.Contains(got, `touch\u202e`) {
+		t.Errorf("the question: %q", got)
+	}
 }
