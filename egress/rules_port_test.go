@@ -72,4 +72,10 @@ func TestPortRules(t *testing.T) {
 	if err := CheckRules([]string{"x.com:443", "*.x.com:443", "10.0.0.5:5432", "[::1]:6379", "localhost:8080", "[fd00::1]"}); err != nil {
 		t.Error(err)
 	}
+	// The server's own port may be among what such a rule reaches.
+	for r, want := range map[string]bool{"localhost:8080": true, "[::1]:6379": true, "10.0.0.5:5432": true, "localhost": false, "x.com:443": false} {
+		if got := NamesAddresses([]string{r}); got != want {
+			t.Errorf("NamesAddresses(%q) = %v, want %v", r, got, want)
+		}
+	}
 }
