@@ -106,11 +106,11 @@ func (p *Proxy) check(ctx context.Context, owner, host string, port int) ([]neti
 		ref.Reason, ref.Err = Malformed, fmt.Errorf("%q is not a host name", host)
 		return nil, ref
 	}
-	if r, ok := p.deny.matchName(host); ok {
+	if r, ok := p.deny.matchName(host, port); ok {
 		ref.Reason, ref.Rule = Denied, r.text
 		return nil, ref
 	}
-	if _, ok := p.allow.matchName(host); !ok {
+	if _, ok := p.allow.matchName(host, port); !ok {
 		if why := p.ask(ctx, ref); why != 0 {
 			ref.Reason = why
 			return nil, ref
@@ -121,7 +121,7 @@ func (p *Proxy) check(ctx context.Context, owner, host string, port int) ([]neti
 
 // checkAddr decides on a destination given as an address.
 func (p *Proxy) checkAddr(ctx context.Context, ref *Refusal, a netip.Addr) ([]netip.Addr, *Refusal) {
-	if r, ok := p.deny.matchAddr(a); ok {
+	if r, ok := p.deny.matchAddr(a, ref.Port); ok {
 		ref.Reason, ref.Rule = Denied, r.text
 		return nil, ref
 	}
@@ -129,7 +129,7 @@ func (p *Proxy) checkAddr(ctx context.Context, ref *Refusal, a netip.Addr) ([]ne
 		ref.Reason, ref.Rule = Denied, r.text
 		return nil, ref
 	}
-	if _, ok := p.allow.matchAddr(a); ok {
+	if _, ok := p.allow.matchAddr(a, ref.Port); ok {
 		return []netip.Addr{a}, nil
 	}
 	if p.local(a) {
@@ -158,11 +158,11 @@ func (p *Proxy) resolve(ctx context.Context, ref *Refusal) ([]netip.Addr, *Refus
 	var ok []netip.Addr
 	for _, a := range addrs {
 		a = a.Unmap().WithZone("")
-		if r, denied := p.deny.matchAddr(a); denied {
+		if r, denied := p.deny.matchAddr(a, ref.Port); denied {
 			ref.Reason, ref.Rule = Denied, r.text
 			continue
 		}
-		if _, allowed := p.allow.matchAddr(a); !allowed && p.local(a) {
+		if _, allowed := p.allow.matchAddr(a, ref.Port); !allowed && p.local(a) {
 			ref.Reason, ref.Addr = LocalAddress, a
 			continue
 		}

@@ -114,7 +114,7 @@ func TestCheck(t *testing.T) {
 }
 
 func TestBadRules(t *testing.T) {
-	for _, r := range []string{"", "exa mple.com", "*.", "10.0.0.0/33", "a..b", "http://x.com", "*.*.com", "x.com:443", "fe80::1%eth0"} {
+	for _, r := range []string{"", "exa mple.com", "*.", "10.0.0.0/33", "a..b", "http://x.com", "*.*.com", "x.com:0", "fe80::1%eth0"} {
 		if _, err := New(&Options{Allow: []string{r}}); err == nil {
 			t.Errorf("rule %q: no error", r)
 		}

@@ -7,7 +7,8 @@
 // and plain requests in absolute form) or SOCKS5 (CONNECT, with names or
 // addresses), telling them apart by their first byte. Each destination is
 // checked against the rules ([Options].Allow and Deny: names, "*.name"
-// wildcards, addresses and CIDR ranges; a deny wins), then resolved, and
+// wildcards, addresses and CIDR ranges, a name or address with a port or
+// not; a deny wins), then resolved, and
 // the connection is made to an address that passed the check, never to a
 // name resolved again: loopback, private, link-local and other local
 // addresses (and the host's own) are refused unless an address rule
@@ -22,4 +23,11 @@
 // each request's header and a size for it, an idle timeout on every
 // tunnel, and a fixed buffer per direction, so that its memory does not
 // grow with what passes through.
+//
+// A service on the host's loopback that an allow rule names with its
+// port ("127.0.0.1:5432", "localhost:8080": see [Forwards]) is also
+// forwarded: [Proxy.Forward] serves a listener the jail has at the same
+// address in its own loopback, connecting what it accepts to the host's
+// service, within the same bounds, so that clients that ignore proxy
+// variables reach it too.
 package egress

@@ -143,6 +143,12 @@ var ErrClosed = errors.New("egress: proxy closed")
 // session owner, until l is closed (then it returns nil) or the proxy is
 // (ErrClosed). Serve takes l over: it is closed when Serve returns.
 func (p *Proxy) Serve(l net.Listener, owner string) error {
+	return p.serve(l, owner, p.serveConn)
+}
+
+// serve accepts l's connections, each within the bounds, and has handle
+// serve each on a goroutine of its own (see Serve).
+func (p *Proxy) serve(l net.Listener, owner string, handle func(c net.Conn, owner string)) error {
 	if !p.track(l, nil) {
 		return ErrClosed
 	}
@@ -176,7 +182,7 @@ func (p *Proxy) Serve(l net.Listener, owner string) error {
 			p.refused(&Refusal{Owner: owner, Reason: Busy, Max: limit})
 			continue
 		}
-		if !p.track(c, func() { defer p.give(owner); p.serveConn(c, owner) }) {
+		if !p.track(c, func() { defer p.give(owner); handle(c, owner) }) {
 			p.give(owner)
 			return ErrClosed
 		}

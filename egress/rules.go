@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -13,7 +14,11 @@ import (
 //   - "*.example.com": every name below it (not example.com itself);
 //   - "*": every name (not an address: a public one is then allowed too,
 //     and no local one);
-//   - "10.1.2.3", "::1": that address; "10.0.0.0/8": every address in it.
+//   - "10.1.2.3", "::1": that address; "10.0.0.0/8": every address in it;
+//   - a name, wildcard or address with a port ("db.example:5432",
+//     "10.1.2.3:5432", "[::1]:6379"): that one port alone;
+//     "localhost:8080" is the name localhost and the host's loopback
+//     addresses 127.0.0.1 and ::1, at that port (see Forwards).
 //
 // Names are matched without regard to case or a trailing dot. An address
 // rule is the only way to allow a local address (loopback, private,
@@ -25,6 +30,8 @@ type rule struct {
 	wild   bool   // "*.name"
 	any    bool   // "*"
 	prefix netip.Prefix
+	port   int  // the one port it allows or denies; 0: every port
+	local  bool // "localhost:port": 127.0.0.1 and ::1 too
 }
 
 // CheckRules reports the first pattern of rules that is not a rule (see
@@ -35,10 +42,11 @@ func CheckRules(rules []string) error {
 }
 
 // NamesAddresses reports whether a pattern of rules is an address or a
-// range: the only rules that can allow a local address.
+// range (with a port or not), or localhost with a port: the only rules
+// that can allow a local address.
 func NamesAddresses(rules []string) bool {
 	for _, p := range rules {
-		if r, err := parseRule(p); err == nil && r.prefix.IsValid() {
+		if r, err := parseRule(p); err == nil && (r.prefix.IsValid() || r.local) {
 			return true
 		}
 	}
@@ -62,9 +70,13 @@ func compile(patterns []string) (rules, error) {
 
 // parseRule reads one pattern.
 func parseRule(p string) (rule, error) {
-	s := strings.ToLower(strings.TrimSpace(p))
-	r := rule{text: p}
+	s, port, err := cutPort(strings.ToLower(strings.TrimSpace(p)))
+	r := rule{text: p, port: port}
 	switch {
+	case err != nil:
+		return r, fmt.Errorf("egress: rule %q: %w", p, err)
+	case port != 0 && (s == "*" || strings.Contains(s, "/")):
+		return r, fmt.Errorf("egress: rule %q: a port goes with a name or an address, not with * or a range", p)
 	case s == "*":
 		r.any = true
 		return r, nil
@@ -96,8 +108,39 @@ func parseRule(p string) (rule, error) {
 	if wild {
 		r.name = "." + name
 	}
+	r.local = !wild && name == "localhost" && port != 0
 	return r, nil
 }
+
+// cutPort splits a pattern into its host and port: "host:port",
+// "[v6]:port", or a host alone (an IPv6 address without brackets holds
+// colons, and no port).
+func cutPort(s string) (host string, port int, err error) {
+	var ps string
+	switch {
+	case strings.HasPrefix(s, "["):
+		end := strings.Index(s, "]")
+		if end < 0 || end < len(s)-1 && s[end+1] != ':' {
+			return s, 0, nil // not an address: parseRule says so
+		}
+		if end == len(s)-1 {
+			return s[1:end], 0, nil
+		}
+		host, ps = s[1:end], s[end+2:]
+	case strings.Count(s, ":") == 1:
+		host, ps, _ = strings.Cut(s, ":")
+	default:
+		return s, 0, nil
+	}
+	n, err := strconv.Atoi(ps)
+	if err != nil || n < 1 || n > 65535 || ps[0] < '1' || ps[0] > '9' {
+		return host, 0, fmt.Errorf("port %q is not a port (1 to 65535)", ps)
+	}
+	return host, n, nil
+}
+
+// ports reports whether the rule holds port.
+func (r rule) ports(port int) bool { return r.port == 0 || r.port == port }
 
 // validName reports whether s is a host name of letters, digits, '-', '_'
 // and dots, with no empty label.
@@ -118,10 +161,12 @@ func validName(s string) bool {
 	return true
 }
 
-// matchName returns the first rule naming host (a normalized name).
-func (rs rules) matchName(host string) (rule, bool) {
+// matchName returns the first rule naming host (a normalized name) at
+// port.
+func (rs rules) matchName(host string, port int) (rule, bool) {
 	for _, r := range rs {
 		switch {
+		case !r.ports(port):
 		case r.any:
 			return r, true
 		case r.name == "":
@@ -134,15 +179,24 @@ func (rs rules) matchName(host string) (rule, bool) {
 	return rule{}, false
 }
 
-// matchAddr returns the first address rule holding a.
-func (rs rules) matchAddr(a netip.Addr) (rule, bool) {
+// matchAddr returns the first address rule holding a at port.
+func (rs rules) matchAddr(a netip.Addr, port int) (rule, bool) {
 	for _, r := range rs {
-		if r.prefix.IsValid() && r.prefix.Contains(a) {
+		if !r.ports(port) {
+			continue
+		}
+		if r.prefix.IsValid() && r.prefix.Contains(a) || r.local && (a == loopback4 || a == loopback6) {
 			return r, true
 		}
 	}
 	return rule{}, false
 }
+
+// The addresses the name localhost stands for in a rule.
+var (
+	loopback4 = netip.MustParseAddr("127.0.0.1")
+	loopback6 = netip.IPv6Loopback()
+)
 
 // hasAny reports whether the list holds "*".
 func (rs rules) hasAny() (rule, bool) {

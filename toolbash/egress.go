@@ -28,13 +28,21 @@ func EgressRefusal(r *egress.Refusal, howToAllow func(host string) string) strin
 	case egress.Denied:
 		return fmt.Sprintf("dsh sandbox: the connection to %s is refused by the network rule deny %q. Do not try to reach it another way; ask the user if you need it.", dest, r.Rule)
 	case egress.Unlisted:
-		return fmt.Sprintf("dsh sandbox: %s is not on the network allowlist, and the user could not be asked; the connection is refused.%s Do not try to reach it another way.", dest, allow(r.Host))
+		host := r.Host
+		if host == "localhost" {
+			host = dest // a service on the host's loopback is allowed at its port
+		}
+		return fmt.Sprintf("dsh sandbox: %s is not on the network allowlist, and the user could not be asked; the connection is refused.%s Do not try to reach it another way.", dest, allow(host))
 	case egress.Declined:
 		return fmt.Sprintf("dsh sandbox: the user declined connections to %s for this session. Do not retry; ask the user how to proceed.", dest)
 	case egress.LocalAddress:
 		is := "is"
 		if r.Host != r.Addr.String() {
 			is = "resolves to"
+		}
+		if r.Addr.IsLoopback() {
+			at := net.JoinHostPort(r.Addr.String(), strconv.Itoa(r.Port))
+			return fmt.Sprintf("dsh sandbox: the connection to %s is refused: it %s %s, a loopback address of the host's, which the sandbox reaches only at a port the user allows (then forwarded to the same address in the sandbox).%s", dest, is, r.Addr, allow(at))
 		}
 		return fmt.Sprintf("dsh sandbox: the connection to %s is refused: it %s %s, a loopback, private or link-local address, which the sandbox reaches only where the user allows that address.%s", dest, is, r.Addr, allow(r.Addr.String()))
 	case egress.Unreachable:

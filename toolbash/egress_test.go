@@ -21,6 +21,8 @@ func TestEgressGolden(t *testing.T) {
 		{"declined", egress.Refusal{Owner: "s", Host: "example.org", Port: 80, Reason: egress.Declined}},
 		{"local-address", egress.Refusal{Owner: "s", Host: "169.254.169.254", Port: 80, Reason: egress.LocalAddress, Addr: netip.MustParseAddr("169.254.169.254")}},
 		{"rebinding", egress.Refusal{Owner: "s", Host: "rebind.example", Port: 443, Reason: egress.LocalAddress, Addr: netip.MustParseAddr("127.0.0.1")}},
+		{"loopback", egress.Refusal{Owner: "s", Host: "::1", Port: 5432, Reason: egress.LocalAddress, Addr: netip.MustParseAddr("::1")}},
+		{"unlisted-localhost", egress.Refusal{Owner: "s", Host: "localhost", Port: 8080, Reason: egress.Unlisted}},
 		{"unreachable", egress.Refusal{Owner: "s", Host: "down.example", Port: 443, Reason: egress.Unreachable, Err: errors.New("dial tcp 192.0.2.1:443: connect: connection refused")}},
 		{"busy", egress.Refusal{Owner: "s", Host: "example.org", Port: 443, Reason: egress.Busy, Max: 512}},
 		{"malformed", egress.Refusal{Owner: "s", Reason: egress.Malformed, Err: errors.New("malformed HTTP request \"\\x16\\x03\"")}},

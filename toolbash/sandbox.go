@@ -11,6 +11,10 @@ type SandboxFacts struct {
 	// through; AsksNetwork, that it asks the user about the others.
 	Allowlist   []string
 	AsksNetwork bool
+	// Forwarded, with the allowlist, are the services on the host the
+	// user allowed ("127.0.0.1:5432", "localhost:8080"): each is forwarded
+	// to the same address in the sandbox, where any client reaches it.
+	Forwarded []string
 	// LockCaches: the tool caches of the home directory are read-only.
 	LockCaches bool
 	// Writable are further paths commands may change; ReadOnly, further
@@ -83,8 +87,22 @@ func allowlistText(f SandboxFacts) string {
 	if f.AsksNetwork {
 		others = "the user is asked about others where your client can ask, else they are refused"
 	}
-	return "The network goes only through the sandbox's proxy, which HTTP_PROXY, HTTPS_PROXY and ALL_PROXY name (curl, git over HTTPS, npm, pip, go and cargo use it; git over SSH does not work): it lets through the hosts on the allowlist (" + hosts + "); " + others +
-		"; loopback, private and link-local addresses (services on the host, cloud metadata) are refused, and localhost is the sandbox's own (servers you start there). A refused connection fails (HTTP 403 from the proxy) and a note beside the result says why: do not try to reach the host another way, ask the user to allow it."
+	return "The network goes only through the sandbox's proxy, which HTTP_PROXY, HTTPS_PROXY and ALL_PROXY name (curl, git over HTTPS, npm, pip, go and cargo use it; git over SSH and other clients that ignore those variables cannot use it): it lets through the hosts on the allowlist (" + hosts + "); " + others +
+		"; loopback, private and link-local addresses (services on the host, cloud metadata) are refused unless the allowlist names them, and localhost is the sandbox's own (servers you start there)" + forwardedText(f.Forwarded) +
+		". A refused connection fails (HTTP 403 from the proxy) and a note beside the result says why: do not try to reach the host another way, ask the user to allow it."
+}
+
+// forwardedText says where the model finds each service on the host the
+// user allowed.
+func forwardedText(services []string) string {
+	if len(services) == 0 {
+		return ""
+	}
+	each := make([]string, len(services))
+	for i, s := range services {
+		each[i] = s + " on the host is forwarded to " + s + " in the sandbox"
+	}
+	return ", except the services on the host the user allowed, which any client (psql, JDBC, redis-cli, curl) reaches there directly, not through the proxy: " + strings.Join(each, "; ")
 }
 
 // allows says in a sentence what the sandbox already lets commands do, for
@@ -106,6 +124,9 @@ func (f SandboxFacts) allows() string {
 		net = "reach the network through its proxy, which lets only the hosts of its allowlist through"
 	case f.NetworkOff:
 		net = "reach only their own loopback, no network"
+	}
+	if f.Allowlist != nil && len(f.Forwarded) > 0 {
+		net += ", and the services on the host forwarded into it (" + strings.Join(f.Forwarded, ", ") + ")"
 	}
 	last := len(places) - 1
 	return "The sandbox already lets commands write to " + strings.Join(places[:last], ", ") + " and " + places[last] + ", and " + net + ": none of that needs this argument."

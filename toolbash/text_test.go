@@ -288,6 +288,7 @@ func TestSandboxTextGolden(t *testing.T) {
 		{"extra-paths", SandboxFacts{Writable: []string{"/data"}, ReadOnly: []string{"/w/.env"}}},
 		{"allowlist-asks", SandboxFacts{Allowlist: []string{"proxy.golang.org", "*.github.com"}, AsksNetwork: true}},
 		{"allowlist-empty", SandboxFacts{Allowlist: []string{}}},
+		{"allowlist-forwarded", SandboxFacts{Allowlist: []string{"proxy.golang.org"}, Forwarded: []string{"127.0.0.1:5432", "localhost:8080", "[::1]:6379"}}},
 		{"unsandboxed", SandboxFacts{Unsandboxed: true}},
 	}
 	got := map[string]string{}
@@ -308,6 +309,7 @@ func TestSandboxTextGolden(t *testing.T) {
 		{"argument-network-off", &SandboxFacts{NetworkOff: true}},
 		{"argument-allowlist-asks", &SandboxFacts{Allowlist: []string{"proxy.golang.org"}, AsksNetwork: true}},
 		{"argument-allowlist", &SandboxFacts{Allowlist: []string{}}},
+		{"argument-allowlist-forwarded", &SandboxFacts{Allowlist: []string{}, Forwarded: []string{"127.0.0.1:5432"}}},
 	} {
 		names = append(names, c.name)
 		got[c.name] = describeUnsandboxed(c.facts)

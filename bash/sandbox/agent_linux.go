@@ -31,8 +31,9 @@ type agentConfig struct {
 	NetworkOff bool     `json:"networkOff,omitempty"` // Landlock: no TCP connect or bind
 
 	// Proxy: listen at ProxyAddr and hand the listener to the host with
-	// the first message (NetworkAllowlist).
-	Proxy bool `json:"proxy,omitempty"`
+	// the first message (NetworkAllowlist), then one per Forward.
+	Proxy   bool           `json:"proxy,omitempty"`
+	Forward []agentForward `json:"forward,omitempty"`
 }
 
 // Main runs the sandbox agent when this process was started as one, and
@@ -107,25 +108,21 @@ func runAgent(c agentConfig) error {
 	}
 	a := &agent{sock: c.Socket, devNull: devNull, shells: map[int]uint64{}}
 	go a.reapOn(chld)
-	if err := a.ready(c.Proxy); err != nil {
+	if err := a.ready(c); err != nil {
 		return err
 	}
 	return a.serve()
 }
 
-// ready tells the host the agent is ready, handing it the proxy
-// listener if it wants one.
-func (a *agent) ready(proxy bool) error {
-	var fds []int
-	if proxy {
-		l, err := proxyListen()
-		if err != nil {
-			return err
-		}
-		defer unix.Close(l)
-		fds = []int{l}
+// ready tells the host the agent is ready, handing it the proxy and
+// forward listeners if it wants them.
+func (a *agent) ready(c agentConfig) error {
+	fds, skipped, err := listeners(c)
+	if err != nil {
+		return err
 	}
-	return sendMsg(a.sock, agentMsg{Started: true}, fds)
+	defer closeFDs(fds)
+	return sendMsg(a.sock, agentMsg{Started: true, Skipped: skipped}, fds)
 }
 
 // restrictFiles is the second layer under the jail's mounts, and the

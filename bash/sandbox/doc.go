@@ -27,6 +27,11 @@
 //     [ProxyAddr] in the jail's namespace and hands the listener to the
 //     host, where [Options].Egress (package egress) decides what each
 //     connection may reach; [ProxyEnv] points the commands' clients at it.
+//     Services on the host's loopback that [Policy].Forward names are
+//     the jail's at the same address of its own loopback: the agent
+//     listens there too and hands those listeners over with the proxy's,
+//     and the host connects each connection to the service (a
+//     [Forwarder]); the rest of the jail's loopback is the session's.
 //   - System calls: a seccomp filter refusing ptrace, process_vm_*,
 //     io_uring, bpf, perf_event_open, userfaultfd, the keyring, mount and
 //     namespace calls, modules, kexec, TIOCSTI and other architectures.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 
 	"golang.org/x/sys/unix"
@@ -12,25 +13,12 @@ import (
 // proxyListen is the agent's listener at ProxyAddr, in the jail's network
 // namespace, which it hands to the host with its first message.
 func proxyListen() (int, error) {
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	fd, err := listenTCP(netip.MustParseAddrPort(ProxyAddr))
 	if err != nil {
-		return -1, fmt.Errorf("proxy listener: %w", err)
-	}
-	_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEADDR, 1)
-	sa := &unix.SockaddrInet4{Port: proxyPort, Addr: [4]byte{127, 0, 0, 1}}
-	if err := unix.Bind(fd, sa); err != nil {
-		unix.Close(fd)
-		return -1, fmt.Errorf("proxy listener: bind %s: %w", ProxyAddr, err)
-	}
-	if err := unix.Listen(fd, 128); err != nil {
-		unix.Close(fd)
 		return -1, fmt.Errorf("proxy listener: %w", err)
 	}
 	return fd, nil
 }
-
-// proxyPort is ProxyAddr's port.
-const proxyPort = 3128
 
 // errNotListener: the agent's descriptor is not the listener it should be.
 var errNotListener = errors.New("not a listening TCP socket")
@@ -39,20 +27,34 @@ var errNotListener = errors.New("not a listening TCP socket")
 // once the host has checked that it is a listening IPv4 TCP socket (the
 // agent runs beside the commands: what it sends is not trusted).
 func proxyListener(fd int) (net.Listener, error) {
-	f := os.NewFile(uintptr(fd), "dsh-proxy")
-	defer f.Close()
+	if !listening(fd, unix.AF_INET) {
+		unix.Close(fd)
+		return nil, fmt.Errorf("%w: the proxy listener is %w", errProtocol, errNotListener)
+	}
+	return fileListener(fd, "the proxy listener")
+}
+
+// listening reports whether fd is a listening TCP socket of family.
+func listening(fd, family int) bool {
 	for _, want := range []struct{ opt, val, or int }{
-		{unix.SO_ACCEPTCONN, 1, 1}, {unix.SO_DOMAIN, unix.AF_INET, unix.AF_INET},
+		{unix.SO_ACCEPTCONN, 1, 1}, {unix.SO_DOMAIN, family, family},
 		{unix.SO_TYPE, unix.SOCK_STREAM, unix.SOCK_STREAM}, {unix.SO_PROTOCOL, unix.IPPROTO_TCP, unix.IPPROTO_MPTCP},
 	} {
 		v, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, want.opt)
 		if err != nil || v != want.val && v != want.or {
-			return nil, fmt.Errorf("%w: the proxy listener is %w", errProtocol, errNotListener)
+			return false
 		}
 	}
+	return true
+}
+
+// fileListener makes a net.Listener of fd, which it closes.
+func fileListener(fd int, what string) (net.Listener, error) {
+	f := os.NewFile(uintptr(fd), what)
+	defer f.Close()
 	l, err := net.FileListener(f)
 	if err != nil {
-		return nil, fmt.Errorf("the proxy listener: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	return l, nil
 }
@@ -68,9 +70,10 @@ func (j *jail) serveProxy(e Egress, l net.Listener) {
 	}()
 }
 
-// closeProxy closes the jail's proxy listener and waits for Serve to
-// return.
+// closeProxy closes the jail's proxy and forward listeners and waits
+// for Serve and Forward to return.
 func (j *jail) closeProxy() {
+	j.closeForwards()
 	if j.proxyL == nil {
 		return
 	}

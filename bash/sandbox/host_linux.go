@@ -69,7 +69,7 @@ func (j *jail) dispatch(m agentMsg, fds []int) error {
 }
 
 // readyMsg takes the agent's first message, which says it is ready, with
-// the proxy listener where the jail has one (j.egress).
+// the proxy listener and the forwards' where the jail has them (j.egress).
 func (j *jail) readyMsg(m agentMsg, fds []int) error {
 	select {
 	case <-j.ready:
@@ -79,7 +79,7 @@ func (j *jail) readyMsg(m agentMsg, fds []int) error {
 	}
 	want := 0
 	if j.egress != nil {
-		want = 1
+		want = 1 + len(j.forwards) - len(m.Skipped)
 	}
 	switch {
 	case !m.Started || m.Exited || m.Err != "":
@@ -89,12 +89,14 @@ func (j *jail) readyMsg(m agentMsg, fds []int) error {
 		closeFDs(fds)
 		return fmt.Errorf("%w: it said it was ready with %d descriptors, not %d", errProtocol, len(fds), want)
 	}
-	if want == 1 {
-		l, err := proxyListener(fds[0])
-		if err != nil {
+	if err := j.checkSkipped(m.Skipped); err != nil {
+		closeFDs(fds)
+		return err
+	}
+	if j.egress != nil {
+		if err := j.serveListeners(fds, m.Skipped); err != nil {
 			return err
 		}
-		j.serveProxy(j.egress, l)
 	}
 	close(j.ready)
 	return nil

@@ -38,6 +38,8 @@ type jail struct {
 	egress    Egress        // NetworkAllowlist: the proxy, for the listener the agent sends
 	proxyL    net.Listener  // that listener, set by the reader before ready
 	proxyDone chan struct{} // closed once Serve returned
+	forwards  []Forward     // NetworkAllowlist: Policy.Forward
+	fwd       forwarded     // their listeners, served by the Forwarder
 
 	cmd    *exec.Cmd
 	stderr *capBuffer
@@ -87,6 +89,7 @@ func (js *jails) startJail(ctx context.Context, j *jail, req *local.SpawnRequest
 	j.stderr = &capBuffer{max: 4 << 10}
 	if js.policy.Network == NetworkAllowlist {
 		j.egress = js.egress
+		j.forwards = js.policy.Forward
 	}
 	if js.layer == LayerLandlock {
 		err = js.agentCmd(j, jp)
@@ -123,6 +126,7 @@ func (js *jails) startJail(ctx context.Context, j *jail, req *local.SpawnRequest
 func (js *jails) bwrapCmd(j *jail, jp jailPaths) {
 	args := js.policy.bwrapArgs(jp)
 	agent := agentConfig{Socket: fdAgentSock, Exe: fdAgentExe, Writable: js.policy.landlockWritable(jp), Proxy: j.egress != nil}
+	agent.Forward = agentForwards(j.forwards)
 	args = append(append(args, "--", "/proc/self/fd/"+strconv.Itoa(fdAgentExe)), agentArgs(agent)...)
 	j.cmd = &exec.Cmd{Path: js.bwrap, Args: append([]string{"bwrap"}, args...), Env: jp.env}
 }

@@ -86,6 +86,11 @@ type Policy struct {
 	// Home is the home directory whose secrets are hidden and whose caches
 	// are writable. Default: $HOME, else the user's home directory.
 	Home string
+	// Forward are services on the host's loopback that each
+	// NetworkAllowlist jail has in its own loopback (see Forward); the
+	// rest of that loopback is the session's. Options.Egress must then
+	// be a Forwarder too. Default: none.
+	Forward []Forward
 }
 
 // HiddenHomePaths are the credentials in the home directory that no jail

@@ -92,8 +92,11 @@ func newJails(o *Options, serverTemp []string, hold func(string) (string, func()
 }
 
 // checkEgress refuses a NetworkAllowlist without its proxy, or in the
-// Landlock layer.
+// Landlock layer, and forwards without it, or that cannot be.
 func checkEgress(o *Options, layer Layer) error {
+	if err := checkForwardsOf(o); err != nil {
+		return err
+	}
 	switch {
 	case o.Policy.Network != NetworkAllowlist:
 		return nil

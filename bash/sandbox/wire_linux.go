@@ -42,6 +42,7 @@ type agentMsg struct {
 	Code    int    `json:"code"`
 	Signal  int    `json:"signal,omitempty"`
 	Started bool   `json:"started,omitempty"`
+	Skipped []int  `json:"skipped,omitempty"` // ready: the optional forwards it has no listener for
 }
 
 // maxPacket bounds one packet. A spawn message longer than this is refused
@@ -75,7 +76,7 @@ func sendMsg(fd int, v any, fds []int) error {
 // recvMsg reads one packet into v and returns the descriptors that came
 // with it (close-on-exec). io.EOF: the other side is gone.
 func recvMsg(fd int, buf []byte, v any) ([]int, error) {
-	oob := make([]byte, unix.CmsgSpace(16*4))
+	oob := make([]byte, unix.CmsgSpace(maxMsgFDs*4))
 	for {
 		n, oobn, flags, _, err := unix.Recvmsg(fd, buf, oob, unix.MSG_CMSG_CLOEXEC)
 		if errors.Is(err, unix.EINTR) {
@@ -104,6 +105,10 @@ func recvMsg(fd int, buf []byte, v any) ([]int, error) {
 }
 
 var errEOF = errors.New("sandbox agent connection closed")
+
+// maxMsgFDs bounds the descriptors of one message: a spawn's few, or the
+// ready message's listeners (the proxy's and the forwards').
+const maxMsgFDs = 1 + maxForwards
 
 func parseRights(oob []byte) ([]int, error) {
 	if len(oob) == 0 {

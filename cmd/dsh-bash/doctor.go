@@ -127,4 +127,5 @@ func describeAllowlist(w io.Writer, n *netFlags) {
 	}
 	fmt.Fprintln(w, "  loopback, private and link-local addresses, and this host's own (also where a listed name resolves to one), unless an address rule above names them")
 	fmt.Fprintln(w, "other hosts: asked about where the front end can ask (ACP, MCP elicitation, run on a terminal), else refused")
+	describeForwards(w, n)
 }

@@ -20,12 +20,14 @@ type netFlags struct {
 	allow, deny listFlag
 	defaults    bool // the default developer allowlist (egress.DefaultAllow) too
 
-	proxy *egress.Proxy // once made; closed by closeExecutor
-	front netFront
+	proxy    *egress.Proxy // once made; closed by closeExecutor
+	front    netFront
+	forwards []egress.Forward // the host's services the jails have, once jailForwards ran
 }
 
-// reachesLocal reports whether an allow rule names an address (which may
-// be a loopback or private one: the server's own port, say).
+// reachesLocal reports whether an allow rule names an address, or
+// localhost with a port (which may be a loopback or private one: the
+// server's own port, say, forwarded into the jails).
 func (n *netFlags) reachesLocal() bool { return egress.NamesAddresses(n.allow) }
 
 // rules are the allowlist's allow and deny rules.

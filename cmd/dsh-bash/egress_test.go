@@ -23,21 +23,26 @@ import (
 )
 
 // hostServer is a server on the host's loopback, which a jail with the
-// network allowlist reaches only through the proxy, by the name
-// localhost (which no rule lists, so the user is asked) resolving to
-// 127.0.0.1 (which --allow-domain 127.0.0.1 lets through). curl is told
-// to use the proxy for localhost too (--noproxy ”), which NO_PROXY
-// otherwise keeps in the jail's own loopback.
-func hostServer(t *testing.T) (url string) {
+// network allowlist reaches through the proxy by the name localhost
+// (which no rule lists, so the user is asked) resolving to 127.0.0.1
+// (which allowlistFlags' --allow-domain 127.0.0.1:PORT lets through at
+// its port). curl is told to use the proxy for localhost too (--noproxy
+// ”), which NO_PROXY otherwise keeps in the jail's own loopback, where
+// the rule forwards the port unasked.
+func hostServer(t *testing.T) (url, port string) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintln(w, "hello from the host")
 	}))
 	t.Cleanup(srv.Close)
-	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
-	return "http://localhost:" + port + "/"
+	_, port, _ = net.SplitHostPort(srv.Listener.Addr().String())
+	return "http://localhost:" + port + "/", port
 }
 
-var allowlistFlags = []string{"--sandbox=jail", "--sandbox-network=allowlist", "--allow-domain", "127.0.0.1", "--default-domains=false"}
+// allowlistFlags are a jail's with the allowlist, which allows the
+// host's 127.0.0.1 at port alone.
+func allowlistFlags(port string) []string {
+	return []string{"--sandbox=jail", "--sandbox-network=allowlist", "--allow-domain", "127.0.0.1:" + port, "--default-domains=false"}
+}
 
 // TestMCPNetworkAllowlist: a jailed command's connection to an unlisted
 // host is put to the user by elicitation (before the 2026-07-28
@@ -47,7 +52,7 @@ var allowlistFlags = []string{"--sandbox=jail", "--sandbox-network=allowlist", "
 func TestMCPNetworkAllowlist(t *testing.T) {
 	t.Parallel()
 	requireBwrap(t)
-	url := hostServer(t)
+	url, port := hostServer(t)
 	curl := map[string]any{"command": "curl --noproxy '' -sS " + url, "description": "Fetch"}
 	t.Run("asked", func(t *testing.T) {
 		t.Parallel()
@@ -60,7 +65,7 @@ func TestMCPNetworkAllowlist(t *testing.T) {
 				mu.Unlock()
 				return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": "Allow this host for the session"}}, nil
 			}})
-		cmd := execCommand(append([]string{"mcp"}, allowlistFlags...)...)
+		cmd := execCommand(append([]string{"mcp"}, allowlistFlags(port)...)...)
 		cs, err := testwait.Reply("initialize", func(ctx context.Context) (*mcp.ClientSession, error) {
 			// The 2025-11-25 protocol: on 2026-07-28 a server asks only in a
 			// call's answer, and a connection may come from a background task.
@@ -83,7 +88,7 @@ func TestMCPNetworkAllowlist(t *testing.T) {
 	})
 	t.Run("cannot ask", func(t *testing.T) {
 		t.Parallel()
-		cs, _ := mcpClient(t, allowlistFlags...)
+		cs, _ := mcpClient(t, allowlistFlags(port)...)
 		got := callText(t, cs, "bash", curl)
 		want := "is not on the network allowlist, and the user could not be asked; the connection is refused. The user can allow it: restart dsh-bash with --allow-domain localhost"
 		if !strings.Contains(got, want) {
@@ -104,7 +109,7 @@ func TestMCPNetworkAllowlist(t *testing.T) {
 func TestACPNetworkAllowlist(t *testing.T) {
 	t.Parallel()
 	requireBwrap(t)
-	url := hostServer(t)
+	url, port := hostServer(t)
 	call := func(id string) fakellm.Turn {
 		return fakellm.Turn{Calls: []fakellm.Call{{ID: id, Name: "bash", Args: map[string]any{"command": "curl --noproxy '' -sS " + url, "description": "Fetch"}}}}
 	}
@@ -115,7 +120,7 @@ func TestACPNetworkAllowlist(t *testing.T) {
 	ed.SetAnswer(func(acp.RequestPermissionRequest) acp.RequestPermissionResponse {
 		return acp.RequestPermissionResponse{Outcome: acp.NewRequestPermissionOutcomeSelected("allow-always")}
 	})
-	promptACP(t, ed, append([]string{"acp", "--model", "m", "--base-url", model.URL, "--yolo"}, allowlistFlags...)...)
+	promptACP(t, ed, append([]string{"acp", "--model", "m", "--base-url", model.URL, "--yolo"}, allowlistFlags(port)...)...)
 	asked := ed.Asked()
 	if len(asked) != 1 || asked[0].ToolCall.Title == nil || !strings.HasPrefix(*asked[0].ToolCall.Title, "Network: connect to localhost:") {
 		t.Fatalf("permission requests: %+v, want one for the network; the model read %q", asked, model.Request(1).MessageTexts())

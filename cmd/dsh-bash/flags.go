@@ -253,7 +253,7 @@ func (f *execFlags) makeExecutor(ctx context.Context, name string, opts *local.O
 	if f.sandbox.given() || f.sandbox.mode != "auto" && f.sandbox.mode != "off" {
 		// "on" (or a layer) from $DSH_BASH_SANDBOX or the configuration file too: the
 		// user asked for a sandbox that this process cannot give.
-		return nil, usageErr(errors.New("the sandbox settings (--sandbox flags, $DSH_BASH_SANDBOX=on, the configuration file's sandbox.mode \"on\") apply where commands run: with --executor-cmd or --remote, give them to the far side's dsh-bash executor"))
+		return nil, usageErr(errors.New("the sandbox settings (--sandbox flags, --allow-domain and the like, $DSH_BASH_SANDBOX=on, the configuration file's sandbox.mode \"on\") apply where commands run: with --executor-cmd or --remote, give them to the far side's dsh-bash executor"))
 	}
 	return f.remote.executor(ctx, stderr)
 }

@@ -43,7 +43,7 @@ func (f *sandboxFlags) register(fs *flag.FlagSet) {
 	f.fs = fs
 	fs.StringVar(&f.mode, "sandbox", "", "sandbox each session's commands: auto (a jail where it works, else the Landlock layer, else none with a warning), on (a jail or the Landlock layer, or refuse to start), jail or landlock (that layer, or refuse to start), off; default $DSH_BASH_SANDBOX, else the config file's sandbox.mode, else auto")
 	fs.StringVar(&f.network, "sandbox-network", "on", "network inside the jails: on, off (loopback only), or allowlist (only through a proxy that lets the listed hosts through and asks about others)")
-	fs.Var(&f.net.allow, "allow-domain", "with --sandbox-network=allowlist, a host commands may reach: example.com, *.example.com (its subdomains), or an address or range (10.0.0.0/8), the only way to allow a local one (repeatable)")
+	fs.Var(&f.net.allow, "allow-domain", "with --sandbox-network=allowlist, a host commands may reach: example.com, *.example.com (its subdomains), or an address or range (10.0.0.0/8), the only way to allow a local one, each with a port or not (db.example:5432); a service on the host's loopback with its port (127.0.0.1:5432, localhost:8080, [::1]:6379) is forwarded to the same address in each jail, for any client (repeatable)")
 	fs.Var(&f.net.deny, "deny-domain", "with --sandbox-network=allowlist, a host commands may never reach, as --allow-domain; a deny wins (repeatable)")
 	fs.BoolVar(&f.net.defaults, "default-domains", true, "with --sandbox-network=allowlist, allow the package registries and source hosts a developer needs (the Go module proxy, npm, PyPI, crates.io, GitHub, …: dsh-bash doctor lists them) besides --allow-domain")
 	fs.BoolVar(&f.lockCaches, "sandbox-lock-caches", false, "make the tool caches in the home directory (~/.cache, ~/go, ~/.npm, …) read-only too")
@@ -123,10 +123,13 @@ func absPaths(paths []string) ([]string, error) {
 	return out, nil
 }
 
-// given reports whether a sandbox flag was given on the command line.
+// given reports whether a sandbox flag (the allowlist's too) was given on
+// the command line.
 func (f *sandboxFlags) given() bool {
 	any := false
-	f.fs.Visit(func(fl *flag.Flag) { any = any || strings.HasPrefix(fl.Name, "sandbox") })
+	f.fs.Visit(func(fl *flag.Flag) {
+		any = any || strings.HasPrefix(fl.Name, "sandbox") || strings.HasSuffix(fl.Name, "-domain") || fl.Name == "default-domains"
+	})
 	return any
 }
 
@@ -161,6 +164,9 @@ func (f *sandboxFlags) executor(ctx context.Context, name string, opts *local.Op
 	}
 	so := &sandbox.Options{Local: opts, Policy: policy, Limits: limits, Layer: layer, AllowUnsandboxed: f.escape == "ask"}
 	if policy.Network == sandbox.NetworkAllowlist {
+		if so.Policy.Forward, err = f.net.jailForwards(); err != nil {
+			return nil, err
+		}
 		if so.Egress, err = f.net.makeProxy(); err != nil {
 			return nil, err
 		}
@@ -291,7 +297,8 @@ func (f *sandboxFlags) facts() *toolbash.SandboxFacts {
 	}
 	if f.network == "allowlist" {
 		allow, _ := f.net.rules()
-		facts.Allowlist = append([]string{}, allow...) // not nil: the mode
+		facts.Allowlist = append([]string{}, f.net.notForwarded(allow)...) // not nil: the mode
+		facts.Forwarded = f.net.forwarded()
 		facts.AsksNetwork = f.net.front.asksNetwork()
 	}
 	return facts
