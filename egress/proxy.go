@@ -87,6 +87,7 @@ type Proxy struct {
 	askTimeout  time.Duration
 	idle        time.Duration
 	header      time.Duration
+	halfIdle    time.Duration // halfClosedIdle, unless a test set it
 	bufs        sync.Pool
 
 	ctx    context.Context // ends at Close
@@ -123,6 +124,7 @@ func New(o *Options) (*Proxy, error) {
 	p.askTimeout = orDefault(p.opts.AskTimeout, DefaultAskTimeout)
 	p.idle = orDefault(p.opts.IdleTimeout, DefaultIdleTimeout)
 	p.header = orDefault(p.opts.HeaderTimeout, DefaultHeaderTimeout)
+	p.halfIdle = halfClosedIdle
 	p.bufs.New = func() any { b := make([]byte, bufSize); return &b }
 	p.asked.answers, p.asked.inflight = map[string]Decision{}, map[string]*question{}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
