@@ -296,6 +296,7 @@ type session struct {
 	br    *bufio.Reader     // the request, read through lr
 	lr    *io.LimitedReader // bounds the request; lifted for the tunnel
 	owner string
+	shows bool // a refusal's text reaches the command (Refusal.Shown)
 }
 
 // connect checks the destination and connects to it, or returns why not
@@ -303,26 +304,33 @@ type session struct {
 func (s *session) connect(host string, port int) (net.Conn, *Refusal) {
 	p := s.p
 	if port <= 0 || port > 65535 {
-		return nil, p.refused(&Refusal{Owner: s.owner, Host: normalize(host), Port: port, Reason: Malformed, Err: fmt.Errorf("port %d", port)})
+		return nil, s.refused(&Refusal{Owner: s.owner, Host: normalize(host), Port: port, Reason: Malformed, Cause: BadDestination, Err: fmt.Errorf("port %d", port)})
 	}
 	ctx, cancel := context.WithTimeout(p.ctx, p.askTimeout+2*p.dialTimeout)
 	defer cancel()
 	addrs, ref := p.check(ctx, s.owner, host, port)
 	if ref != nil {
-		return nil, p.refused(ref)
+		return nil, s.refused(ref)
 	}
 	var errs []error
 	for _, a := range addrs {
 		up, err := p.dial(ctx, netip.AddrPortFrom(a, uint16(port)))
 		if err == nil && !p.track(up, nil) {
-			return nil, p.refused(&Refusal{Owner: s.owner, Host: normalize(host), Port: port, Reason: Unreachable, Err: ErrClosed})
+			return nil, s.refused(&Refusal{Owner: s.owner, Host: normalize(host), Port: port, Reason: Unreachable, Cause: ConnectFailed, Err: ErrClosed})
 		}
 		if err == nil {
 			return &trackedConn{Conn: up, p: p}, nil
 		}
 		errs = append(errs, err)
 	}
-	return nil, p.refused(&Refusal{Owner: s.owner, Host: normalize(host), Port: port, Reason: Unreachable, Err: errors.Join(errs...)})
+	return nil, s.refused(&Refusal{Owner: s.owner, Host: normalize(host), Port: port, Reason: Unreachable, Cause: dialCause(errs), Err: errors.Join(errs...)})
+}
+
+// refused marks r as shown to the command where it is, and tells
+// Options.Refused.
+func (s *session) refused(r *Refusal) *Refusal {
+	r.Shown = s.shows
+	return s.p.refused(r)
 }
 
 func (p *Proxy) dial(ctx context.Context, ap netip.AddrPort) (net.Conn, error) {
