@@ -10,7 +10,7 @@ import (
 // asked is what the sessions answered, and the questions in flight.
 type asked struct {
 	mu       sync.Mutex
-	answers  map[string]Decision  // by owner and host: AllowSession or Deny
+	answers  map[string]Decision  // AllowSession by owner and host, Deny by owner, host and port
 	inflight map[string]*question // by owner, host and port
 }
 
@@ -26,9 +26,10 @@ func askKey(owner, host string) string { return owner + "\x00" + host }
 
 // ask puts a destination no rule names to the session's user, once for
 // every connection to it (host and port: the question names both) that
-// waits at the time, and remembers a denial or an allowance of the host
-// for the session. It returns 0 where the connection may go ahead, else
-// why not.
+// waits at the time, and remembers for the session an allowance of the
+// host ("Allow HOST for this session") or a denial of what was asked,
+// the host and port. It returns 0 where the connection may go ahead,
+// else why not.
 func (p *Proxy) ask(ctx context.Context, ref *Refusal) Reason {
 	if p.opts.Ask == nil {
 		return Unlisted
@@ -37,6 +38,10 @@ func (p *Proxy) ask(ctx context.Context, ref *Refusal) Reason {
 	qkey := key + "\x00" + strconv.Itoa(ref.Port)
 	p.asked.mu.Lock()
 	if d, ok := p.asked.answers[key]; ok {
+		p.asked.mu.Unlock()
+		return reasonOf(d, nil)
+	}
+	if d, ok := p.asked.answers[qkey]; ok {
 		p.asked.mu.Unlock()
 		return reasonOf(d, nil)
 	}
@@ -50,8 +55,12 @@ func (p *Proxy) ask(ctx context.Context, ref *Refusal) Reason {
 		cancel()
 		p.asked.mu.Lock()
 		delete(p.asked.inflight, qkey)
-		if q.err == nil && q.d != AllowOnce {
+		switch {
+		case q.err != nil, q.d == AllowOnce:
+		case q.d == AllowSession:
 			p.asked.answers[key] = q.d
+		default:
+			p.asked.answers[qkey] = q.d
 		}
 		p.asked.mu.Unlock()
 		close(q.done)

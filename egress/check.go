@@ -18,7 +18,7 @@ const (
 	// Unlisted: no rule names it, and nobody could be asked (no
 	// Options.Ask, or it failed).
 	Unlisted
-	// Declined: the user was asked and said no.
+	// Declined: the user was asked about the host and port and said no.
 	Declined
 	// LocalAddress: the destination is, or its name resolves only to, a
 	// local address (Refusal.Addr) that no address rule allows.
@@ -89,7 +89,8 @@ type Question struct {
 type Decision int
 
 const (
-	// Deny refuses the host for the rest of the session.
+	// Deny refuses the host and port asked about for the rest of the
+	// session (another port of the host is asked about anew).
 	Deny Decision = iota
 	// AllowOnce allows the connection asked about (and those to the same
 	// host that waited for the same answer).

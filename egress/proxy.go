@@ -24,9 +24,10 @@ type Options struct {
 	// about. Default: none, so every destination is asked about.
 	Allow, Deny []string
 	// Ask asks the user of the session about a destination no rule names;
-	// nil (or an error) refuses it as Unlisted. Concurrent connections of
-	// a session to one host wait for one question; AllowSession and Deny
-	// are remembered for the session, until EndOwner.
+	// nil (or an error) refuses it as Unlisted, and nothing is
+	// remembered. Concurrent connections of a session to one host and
+	// port wait for one question; AllowSession is remembered for the host
+	// and Deny for the host and port, for the session, until EndOwner.
 	Ask func(ctx context.Context, q Question) (Decision, error)
 	// AskTimeout bounds the wait for the user's answer. Default 2 min.
 	AskTimeout time.Duration
