@@ -30,6 +30,13 @@ const (
 	Busy
 	// Malformed: the client's request could not be read (Refusal.Cause).
 	Malformed
+	// TooManyQuestions: no rule names the destination, and the session's
+	// user, asked about too many hosts already, was not asked about it
+	// (Options.AskQueue, AskBurst, AskRefill).
+	TooManyQuestions
+	// DeclinedAll: the user declined every host not yet allowed, for the
+	// rest of the session (DenyAllNew), and was not asked.
+	DeclinedAll
 )
 
 // Refusal is a connection the proxy refused, and why.
@@ -74,6 +81,10 @@ func (r *Refusal) Error() string {
 		return fmt.Sprintf("egress: %s unreachable: %v", dest, r.Cause)
 	case Busy:
 		return fmt.Sprintf("egress: %s refused: %d connections open", dest, r.Max)
+	case TooManyQuestions:
+		return fmt.Sprintf("egress: %s refused unasked: the user was asked about too many hosts", dest)
+	case DeclinedAll:
+		return fmt.Sprintf("egress: %s refused: the user declined every host not yet allowed, for this session", dest)
 	}
 	return fmt.Sprintf("egress: malformed request: %v", r.Cause)
 }
@@ -97,6 +108,10 @@ const (
 	AllowOnce
 	// AllowSession allows the host for the rest of the session.
 	AllowSession
+	// DenyAllNew refuses the host and port asked about, and every host
+	// not yet allowed, for the rest of the session: its user is not
+	// asked again (until EndOwner).
+	DenyAllNew
 )
 
 // check decides whether the owner's commands may reach host:port and
