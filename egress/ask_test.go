@@ -75,6 +75,10 @@ func (a *oneByOne) none(t *testing.T, after string) {
 	}
 }
 
+// needCurl skips (or, on CI, fails) the test here, on its own goroutine,
+// if curl is missing: the tests then run it on others.
+func needCurl(t *testing.T) { curl(t, "--version") }
+
 func atoi(t *testing.T, s string) int {
 	t.Helper()
 	p, err := strconv.Atoi(s)
@@ -89,6 +93,7 @@ func atoi(t *testing.T, s string) int {
 // denied one is refused unasked.
 func TestDenyIsPerPort(t *testing.T) {
 	t.Parallel()
+	needCurl(t)
 	u := newUpstream(t)
 	a := newOneByOne()
 	got, told := refusals()
@@ -128,6 +133,7 @@ func TestDenyIsPerPort(t *testing.T) {
 // Unlisted and is not remembered: the next connection asks again.
 func TestAskErrorNotRemembered(t *testing.T) {
 	t.Parallel()
+	needCurl(t)
 	u := newUpstream(t)
 	a := newOneByOne()
 	got, told := refusals()
@@ -163,6 +169,7 @@ func TestAskErrorNotRemembered(t *testing.T) {
 // once, unasked, as TooManyQuestions (never a hang).
 func TestOneQuestionAtATime(t *testing.T) {
 	t.Parallel()
+	needCurl(t)
 	u := newUpstream(t)
 	a := newOneByOne()
 	got, told := refusals()
@@ -189,10 +196,10 @@ func TestOneQuestionAtATime(t *testing.T) {
 	}
 	first := testwait.Recv(t, a.questions, "the first question")
 	for range line {
-		testwait.Recv(t, queued, "a question waiting its turn")
+		testwait.Recv(t, queued, "question waiting its turn")
 	}
 	for range n - 1 - line {
-		if r := testwait.Recv(t, got, "a refusal past the line"); r.Reason != TooManyQuestions {
+		if r := testwait.Recv(t, got, "refusal past the line"); r.Reason != TooManyQuestions {
 			t.Errorf("%s refused as %v, want TooManyQuestions", r.Host, r.Reason)
 		}
 	}
@@ -239,6 +246,7 @@ func (c *fakeClock) Add(d time.Duration) { c.mu.Lock(); c.now = c.now.Add(d); c.
 // TooManyQuestions.
 func TestQuestionRate(t *testing.T) {
 	t.Parallel()
+	needCurl(t)
 	u := newUpstream(t)
 	a := newOneByOne()
 	got, told := refusals()
@@ -284,6 +292,7 @@ func TestQuestionRate(t *testing.T) {
 // session stay allowed; EndOwner forgets it.
 func TestDenyAllNew(t *testing.T) {
 	t.Parallel()
+	needCurl(t)
 	u := newUpstream(t)
 	a := newOneByOne()
 	got, told := refusals()
