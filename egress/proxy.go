@@ -38,8 +38,9 @@ type Options struct {
 	// another destination no rule names, past the ones waiting, is
 	// refused unasked, as TooManyQuestions. Default 4.
 	AskQueue int
-	// AskBurst and AskRefill rate the questions of a session: AskBurst at
-	// most one after the other, then one more each AskRefill; a
+	// AskBurst and AskRefill rate the questions of a session: its user
+	// may be asked AskBurst in a row, then one more each AskRefill (a
+	// bucket of AskBurst tokens, one given back each AskRefill); a
 	// connection that would ask one more is refused unasked, as
 	// TooManyQuestions. Defaults 5 (the one asked and a full line) and
 	// 30 s.
