@@ -18,18 +18,25 @@ const (
 	// Unlisted: no rule names it, and nobody could be asked (no
 	// Options.Ask, or it failed).
 	Unlisted
-	// Declined: the user was asked and said no.
+	// Declined: the user was asked about the host and port and said no.
 	Declined
 	// LocalAddress: the destination is, or its name resolves only to, a
 	// local address (Refusal.Addr) that no address rule allows.
 	LocalAddress
-	// Unreachable: its name did not resolve, or no address of it
-	// answered (Refusal.Err).
+	// Unreachable: its name did not resolve, no address of it
+	// answered, or its response could not be read (Refusal.Cause).
 	Unreachable
 	// Busy: the proxy has as many connections as it allows.
 	Busy
-	// Malformed: the client's request could not be read.
+	// Malformed: the client's request could not be read (Refusal.Cause).
 	Malformed
+	// TooManyQuestions: no rule names the destination, and the session's
+	// user, asked about too many hosts already, was not asked about it
+	// (Options.AskQueue, AskBurst, AskRefill).
+	TooManyQuestions
+	// DeclinedAll: the user declined every host not yet allowed, for the
+	// rest of the session (DenyAllNew), and was not asked.
+	DeclinedAll
 )
 
 // Refusal is a connection the proxy refused, and why.
@@ -40,12 +47,25 @@ type Refusal struct {
 	Reason Reason
 	Rule   string     // Denied: the deny rule, as given
 	Addr   netip.Addr // LocalAddress: the address refused
-	Err    error      // Unreachable, Malformed: what failed
+	Err    error      // Unreachable, Malformed: what failed; for logs only (see Cause)
 	Max    int        // Busy: the number of connections allowed
+
+	// Cause is what failed, for Unreachable and Malformed, in the
+	// proxy's own words. Err is the error itself, for logs only: never
+	// show it to the model, as it may quote what the far side sent (an
+	// upstream's malformed header line, say).
+	Cause Cause
+	// Shown reports that the client is sent the refusal's text
+	// (Options.RefusalText) where clients show it to the command: as the
+	// body of the answer to a plain HTTP request, which curl prints. A
+	// refused CONNECT or SOCKS5 request reaches the client only as a
+	// status, and a Busy one as a closed connection: a front end that
+	// tells the model of refusals need not repeat a Shown one.
+	Shown bool
 }
 
-// Error is a short account for logs; what a command reads is
-// Options.RefusalText's.
+// Error is a short account of the refusal, in the proxy's own words
+// (never Err's); what a command reads is Options.RefusalText's.
 func (r *Refusal) Error() string {
 	dest := net.JoinHostPort(r.Host, strconv.Itoa(r.Port))
 	switch r.Reason {
@@ -58,11 +78,15 @@ func (r *Refusal) Error() string {
 	case LocalAddress:
 		return fmt.Sprintf("egress: %s is the local address %s, which no rule allows", dest, r.Addr)
 	case Unreachable:
-		return fmt.Sprintf("egress: %s unreachable: %v", dest, r.Err)
+		return fmt.Sprintf("egress: %s unreachable: %v", dest, r.Cause)
 	case Busy:
 		return fmt.Sprintf("egress: %s refused: %d connections open", dest, r.Max)
+	case TooManyQuestions:
+		return fmt.Sprintf("egress: %s refused unasked: the user was asked about too many hosts", dest)
+	case DeclinedAll:
+		return fmt.Sprintf("egress: %s refused: the user declined every host not yet allowed, for this session", dest)
 	}
-	return fmt.Sprintf("egress: malformed request: %v", r.Err)
+	return fmt.Sprintf("egress: malformed request: %v", r.Cause)
 }
 
 // Question is a destination no rule names, for Options.Ask.
@@ -76,13 +100,18 @@ type Question struct {
 type Decision int
 
 const (
-	// Deny refuses the host for the rest of the session.
+	// Deny refuses the host and port asked about for the rest of the
+	// session (another port of the host is asked about anew).
 	Deny Decision = iota
 	// AllowOnce allows the connection asked about (and those to the same
 	// host that waited for the same answer).
 	AllowOnce
 	// AllowSession allows the host for the rest of the session.
 	AllowSession
+	// DenyAllNew refuses the host and port asked about, and every host
+	// not yet allowed, for the rest of the session: its user is not
+	// asked again (until EndOwner).
+	DenyAllNew
 )
 
 // check decides whether the owner's commands may reach host:port and
@@ -95,7 +124,7 @@ func (p *Proxy) check(ctx context.Context, owner, host string, port int) ([]neti
 			// A zone means nothing to a global address (the kernel drops
 			// it) but hides one from the rules' ranges; and it may hold
 			// any bytes, which the user's question would show.
-			ref.Host, ref.Reason, ref.Err = "", Malformed, errors.New("an address with a zone (%…)")
+			ref.Host, ref.Reason, ref.Cause, ref.Err = "", Malformed, BadDestination, errors.New("an address with a zone (%…)")
 			return nil, ref
 		}
 		a = a.Unmap()
@@ -103,7 +132,7 @@ func (p *Proxy) check(ctx context.Context, owner, host string, port int) ([]neti
 		return p.checkAddr(ctx, ref, a)
 	}
 	if !validName(host) {
-		ref.Reason, ref.Err = Malformed, fmt.Errorf("%q is not a host name", host)
+		ref.Reason, ref.Cause, ref.Err = Malformed, BadDestination, fmt.Errorf("%q is not a host name", host)
 		return nil, ref
 	}
 	if r, ok := p.deny.matchName(host, port); ok {
@@ -152,7 +181,7 @@ func (p *Proxy) checkAddr(ctx context.Context, ref *Refusal, a netip.Addr) ([]ne
 func (p *Proxy) resolve(ctx context.Context, ref *Refusal) ([]netip.Addr, *Refusal) {
 	addrs, err := p.lookup(ctx, ref.Host)
 	if err != nil {
-		ref.Reason, ref.Err = Unreachable, err
+		ref.Reason, ref.Cause, ref.Err = Unreachable, lookupCause(err), err
 		return nil, ref
 	}
 	var ok []netip.Addr
@@ -170,7 +199,7 @@ func (p *Proxy) resolve(ctx context.Context, ref *Refusal) ([]netip.Addr, *Refus
 	}
 	if len(ok) == 0 {
 		if ref.Reason == 0 {
-			ref.Reason, ref.Err = Unreachable, fmt.Errorf("%s has no address", ref.Host)
+			ref.Reason, ref.Cause, ref.Err = Unreachable, NoSuchHost, fmt.Errorf("%s has no address", ref.Host)
 		}
 		return nil, ref
 	}

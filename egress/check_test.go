@@ -174,9 +174,9 @@ func TestHostAddrsDefault(t *testing.T) {
 	}
 }
 
-// TestAskPerPort: connections to one host on two ports are two questions
-// (the user's "once" answered the port the question named); a session
-// answer covers the host.
+// TestAskPerPort: connections to one host on two ports are two questions,
+// put one after the other (the user's "once" answered the port the
+// question named).
 func TestAskPerPort(t *testing.T) {
 	release := make(chan struct{})
 	var mu sync.Mutex
@@ -187,8 +187,12 @@ func TestAskPerPort(t *testing.T) {
 		asked = append(asked, q.Port)
 		mu.Unlock()
 		questions <- q.Port
-		<-release
-		return AllowOnce, nil
+		select {
+		case <-release:
+			return AllowOnce, nil
+		case <-ctx.Done():
+			return Deny, ctx.Err()
+		}
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -203,7 +207,7 @@ func TestAskPerPort(t *testing.T) {
 		})
 	}
 	testwait.Recv(t, questions, "the first question")
-	testwait.Recv(t, questions, "the second question")
 	close(release)
+	testwait.Recv(t, questions, "the second question")
 	wg.Wait()
 }

@@ -15,8 +15,13 @@
 // allows them, whether a
 // command names them or a listed name resolves to them (DNS rebinding). A
 // destination no rule names is asked about ([Options].Ask): allowed once,
-// for the session, or denied. A refusal answers with HTTP 403 (or the
-// SOCKS5 "not allowed by ruleset" reply) and a text saying why.
+// allowed for the session, denied (that host and port), or denied with
+// every host not yet allowed. A session's user is asked one question at
+// a time; other connections wait their turn in a short line, and past it,
+// or past the session's rate of questions, they are refused unasked. A
+// refusal answers with HTTP 403 (or the SOCKS5 "not allowed by ruleset"
+// reply) and a text saying why, in the proxy's words: never in bytes an
+// upstream sent ([Refusal].Cause).
 //
 // The proxy is bounded: a number of connections at once (and per
 // session, so that one session cannot take them all), a deadline for

@@ -20,9 +20,12 @@ import (
 func (s *session) http() {
 	req, err := http.ReadRequest(s.br)
 	if err != nil {
-		s.malformed("", err)
+		s.malformed("", BadRequest, err)
 		return
 	}
+	// The body of a refusal reaches the command through a plain request
+	// (curl prints it), not through a CONNECT's or a HEAD's answer.
+	s.shows = req.Method != http.MethodConnect && req.Method != http.MethodHead
 	if req.Method == http.MethodConnect {
 		s.connectHTTP(req)
 		return
@@ -34,7 +37,7 @@ func (s *session) http() {
 func (s *session) connectHTTP(req *http.Request) {
 	host, port, err := hostPort(req.RequestURI)
 	if err != nil {
-		s.malformed("", fmt.Errorf("CONNECT %q: %w", req.RequestURI, err))
+		s.malformed("", BadDestination, fmt.Errorf("CONNECT %q: %w", req.RequestURI, err))
 		return
 	}
 	up, ref := s.connect(host, port)
@@ -68,14 +71,14 @@ func (s *session) flushBuffered(up net.Conn) bool {
 // forward sends a plain HTTP request on and its response back.
 func (s *session) forward(req *http.Request) {
 	if req.URL.Scheme != "http" || req.URL.Host == "" {
-		s.malformed("", fmt.Errorf("%s %q is not a proxy request (an absolute http:// URL, or CONNECT)", req.Method, req.RequestURI))
+		s.malformed("", Unsupported, fmt.Errorf("%s %q is not a proxy request (an absolute http:// URL, or CONNECT)", req.Method, req.RequestURI))
 		return
 	}
 	host, port := req.URL.Hostname(), 80
 	if ps := req.URL.Port(); ps != "" {
 		p, err := strconv.Atoi(ps)
 		if err != nil {
-			s.malformed(host, fmt.Errorf("port %q: %w", ps, err))
+			s.malformed(host, BadDestination, fmt.Errorf("port %q: %w", ps, err))
 			return
 		}
 		port = p
@@ -102,10 +105,13 @@ func (s *session) forward(req *http.Request) {
 	ulr := &io.LimitedReader{R: &idleConn{Conn: up, idle: s.p.idle}, N: maxHeader}
 	resp, err := http.ReadResponse(bufio.NewReaderSize(ulr, 4<<10), req)
 	if err != nil {
-		if ulr.N <= 0 {
+		// err may quote the upstream's bytes: the refusal's Cause, which
+		// does not, is what the command and the model read.
+		cause := responseCause(err, ulr.N <= 0)
+		if cause == ResponseTooLarge {
 			err = fmt.Errorf("the response header is longer than %d bytes", maxHeader)
 		}
-		s.refuseHTTP(s.p.refused(&Refusal{Owner: s.owner, Host: normalize(host), Port: port, Reason: Unreachable, Err: err}), http.StatusBadGateway)
+		s.refuseHTTP(s.refused(&Refusal{Owner: s.owner, Host: normalize(host), Port: port, Reason: Unreachable, Cause: cause, Err: err}), http.StatusBadGateway)
 		return
 	}
 	ulr.N = 1 << 62
@@ -132,14 +138,14 @@ func (c *idleConn) Write(b []byte) (int, error) {
 
 // malformed refuses a request the proxy could not read, unless the
 // client went away before it asked.
-func (s *session) malformed(host string, err error) {
+func (s *session) malformed(host string, cause Cause, err error) {
 	switch {
 	case s.lr.N <= 0:
-		err = fmt.Errorf("the request is longer than %d bytes", maxHeader)
+		cause, err = RequestTooLarge, fmt.Errorf("the request is longer than %d bytes", maxHeader)
 	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
 		return
 	}
-	s.refuseHTTP(s.p.refused(&Refusal{Owner: s.owner, Host: normalize(host), Reason: Malformed, Err: err}), http.StatusBadRequest)
+	s.refuseHTTP(s.refused(&Refusal{Owner: s.owner, Host: normalize(host), Reason: Malformed, Cause: cause, Err: err}), http.StatusBadRequest)
 }
 
 // statusOf is the HTTP status of a refusal.

@@ -33,15 +33,43 @@ type pipe struct {
 // halfClosedIdle bounds the idle time of a tunnel one side of which has
 // closed (or half-closed: the two cannot be told apart) when it is
 // shorter than the idle timeout, so that a client gone for good does
-// not hold its connection slot for the whole idle timeout.
+// not hold its connection slot for the whole idle timeout. (Proxy's
+// halfIdle, which tests set small.)
 const halfClosedIdle = 30 * time.Second
 
 // idle is how long the tunnel may stay idle now.
 func (t *pipe) idle() time.Duration {
 	if t.half.Load() {
-		return min(t.p.idle, halfClosedIdle)
+		return min(t.p.idle, t.p.halfIdle)
 	}
 	return t.p.idle
+}
+
+// deadline is when the tunnel idles out, if nothing moves before.
+func (t *pipe) deadline() time.Time { return time.Unix(0, t.last.Load()).Add(t.idle()) }
+
+// readDeadline sets src's read deadline to the tunnel's, and again if a
+// half close shortened it meanwhile (the half close sets the deadline of
+// a read already waiting: see halfClose).
+func (t *pipe) readDeadline(src net.Conn) {
+	d := t.idle()
+	_ = src.SetReadDeadline(t.deadline())
+	if t.idle() != d {
+		_ = src.SetReadDeadline(t.deadline())
+	}
+}
+
+// halfClose passes src's end on to dst, and shortens the wait of the
+// other direction's read (from dst), which began with the whole idle
+// timeout. It reports false where dst cannot be half-closed.
+func (t *pipe) halfClose(dst net.Conn) bool {
+	t.half.Store(true)
+	cw, ok := dst.(interface{ CloseWrite() error })
+	if !ok || cw.CloseWrite() != nil {
+		return false
+	}
+	_ = dst.SetReadDeadline(t.deadline())
+	return true
 }
 
 func (t *pipe) touch() { t.last.Store(time.Now().UnixNano()) }
@@ -54,7 +82,7 @@ func (t *pipe) copy(dst, src net.Conn) {
 	defer t.p.bufs.Put(bp)
 	buf := *bp
 	for {
-		_ = src.SetReadDeadline(time.Now().Add(t.idle()))
+		t.readDeadline(src)
 		n, err := src.Read(buf)
 		if n > 0 {
 			t.touch()
@@ -70,11 +98,9 @@ func (t *pipe) copy(dst, src net.Conn) {
 		case errors.Is(err, os.ErrDeadlineExceeded) && time.Since(time.Unix(0, t.last.Load())) < t.idle():
 			// The other direction is busy: this one waits on.
 		case errors.Is(err, io.EOF):
-			t.half.Store(true)
-			if cw, ok := dst.(interface{ CloseWrite() error }); ok && cw.CloseWrite() == nil {
-				return
+			if !t.halfClose(dst) {
+				t.fail(dst, src)
 			}
-			t.fail(dst, src)
 			return
 		default:
 			t.fail(dst, src)

@@ -24,12 +24,28 @@ type Options struct {
 	// about. Default: none, so every destination is asked about.
 	Allow, Deny []string
 	// Ask asks the user of the session about a destination no rule names;
-	// nil (or an error) refuses it as Unlisted. Concurrent connections of
-	// a session to one host wait for one question; AllowSession and Deny
-	// are remembered for the session, until EndOwner.
+	// nil (or an error) refuses it as Unlisted, and nothing is
+	// remembered. Concurrent connections of a session to one host and
+	// port wait for one question, and a session's questions are put one
+	// at a time (see AskQueue). AllowSession is remembered for the host,
+	// Deny for the host and port, and DenyAllNew for every host not yet
+	// allowed, for the session, until EndOwner.
 	Ask func(ctx context.Context, q Question) (Decision, error)
 	// AskTimeout bounds the wait for the user's answer. Default 2 min.
 	AskTimeout time.Duration
+	// AskQueue bounds the questions of a session that wait for their
+	// turn: its user is asked one question at a time, and a connection to
+	// another destination no rule names, past the ones waiting, is
+	// refused unasked, as TooManyQuestions. Default 4.
+	AskQueue int
+	// AskBurst and AskRefill rate the questions of a session: its user
+	// may be asked AskBurst in a row, then one more each AskRefill (a
+	// bucket of AskBurst tokens, one given back each AskRefill); a
+	// connection that would ask one more is refused unasked, as
+	// TooManyQuestions. Defaults 5 (the one asked and a full line) and
+	// 30 s.
+	AskBurst  int
+	AskRefill time.Duration
 	// RefusalText is the text a refused client reads (the body of the 403
 	// response). Default: the Refusal's Error.
 	RefusalText func(r *Refusal) string
@@ -66,6 +82,9 @@ const (
 	DefaultHeaderTimeout = 30 * time.Second
 	DefaultDialTimeout   = 30 * time.Second
 	DefaultAskTimeout    = 2 * time.Minute
+	DefaultAskQueue      = 4
+	DefaultAskBurst      = 5
+	DefaultAskRefill     = 30 * time.Second
 )
 
 // maxHeader bounds a client's request header (HTTP) or handshake (SOCKS).
@@ -85,8 +104,12 @@ type Proxy struct {
 	ownerUse    map[string]int // connections open, by owner
 	dialTimeout time.Duration
 	askTimeout  time.Duration
+	askQueue    int
+	askBurst    int
+	askRefill   time.Duration
 	idle        time.Duration
 	header      time.Duration
+	halfIdle    time.Duration // halfClosedIdle, unless a test set it
 	bufs        sync.Pool
 
 	ctx    context.Context // ends at Close
@@ -94,8 +117,11 @@ type Proxy struct {
 	asked  asked
 	// event, if set (by this package's tests, before Serve), is told of
 	// what no other event announces: "waiting" (a connection waits for a
-	// question another asked), "freed" (a connection's slot is free).
+	// question another asked), "queued" (a connection's question waits
+	// for its turn), "freed" (a connection's slot is free).
 	event func(string)
+	// clock is the time (time.Now, unless a test set it before Serve).
+	clock func() time.Time
 
 	mu     sync.Mutex
 	open   map[io.Closer]struct{} // listeners and connections
@@ -121,13 +147,20 @@ func New(o *Options) (*Proxy, error) {
 	p.ownerUse = map[string]int{}
 	p.dialTimeout = orDefault(p.opts.DialTimeout, DefaultDialTimeout)
 	p.askTimeout = orDefault(p.opts.AskTimeout, DefaultAskTimeout)
+	p.askQueue = orDefault(p.opts.AskQueue, DefaultAskQueue)
+	p.askBurst = orDefault(p.opts.AskBurst, DefaultAskBurst)
+	p.askRefill = orDefault(p.opts.AskRefill, DefaultAskRefill)
+	p.clock = time.Now
 	p.idle = orDefault(p.opts.IdleTimeout, DefaultIdleTimeout)
 	p.header = orDefault(p.opts.HeaderTimeout, DefaultHeaderTimeout)
+	p.halfIdle = halfClosedIdle
 	p.bufs.New = func() any { b := make([]byte, bufSize); return &b }
-	p.asked.answers, p.asked.inflight = map[string]Decision{}, map[string]*question{}
+	p.asked.owners = map[string]*askState{}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	return p, nil
 }
+
+func (p *Proxy) now() time.Time { return p.clock() }
 
 func orDefault[T int | time.Duration](v, def T) T {
 	if v <= 0 {
@@ -300,6 +333,7 @@ type session struct {
 	br    *bufio.Reader     // the request, read through lr
 	lr    *io.LimitedReader // bounds the request; lifted for the tunnel
 	owner string
+	shows bool // a refusal's text reaches the command (Refusal.Shown)
 }
 
 // connect checks the destination and connects to it, or returns why not
@@ -307,26 +341,35 @@ type session struct {
 func (s *session) connect(host string, port int) (net.Conn, *Refusal) {
 	p := s.p
 	if port <= 0 || port > 65535 {
-		return nil, p.refused(&Refusal{Owner: s.owner, Host: normalize(host), Port: port, Reason: Malformed, Err: fmt.Errorf("port %d", port)})
+		return nil, s.refused(&Refusal{Owner: s.owner, Host: normalize(host), Port: port, Reason: Malformed, Cause: BadDestination, Err: fmt.Errorf("port %d", port)})
 	}
-	ctx, cancel := context.WithTimeout(p.ctx, p.askTimeout+2*p.dialTimeout)
+	// The questions in line before this one's, its own, a lookup and a
+	// connection.
+	ctx, cancel := context.WithTimeout(p.ctx, time.Duration(p.askQueue+1)*p.askTimeout+2*p.dialTimeout)
 	defer cancel()
 	addrs, ref := p.check(ctx, s.owner, host, port)
 	if ref != nil {
-		return nil, p.refused(ref)
+		return nil, s.refused(ref)
 	}
 	var errs []error
 	for _, a := range addrs {
 		up, err := p.dial(ctx, netip.AddrPortFrom(a, uint16(port)))
 		if err == nil && !p.track(up, nil) {
-			return nil, p.refused(&Refusal{Owner: s.owner, Host: normalize(host), Port: port, Reason: Unreachable, Err: ErrClosed})
+			return nil, s.refused(&Refusal{Owner: s.owner, Host: normalize(host), Port: port, Reason: Unreachable, Cause: ConnectFailed, Err: ErrClosed})
 		}
 		if err == nil {
 			return &trackedConn{Conn: up, p: p}, nil
 		}
 		errs = append(errs, err)
 	}
-	return nil, p.refused(&Refusal{Owner: s.owner, Host: normalize(host), Port: port, Reason: Unreachable, Err: errors.Join(errs...)})
+	return nil, s.refused(&Refusal{Owner: s.owner, Host: normalize(host), Port: port, Reason: Unreachable, Cause: dialCause(errs), Err: errors.Join(errs...)})
+}
+
+// refused marks r as shown to the command where it is, and tells
+// Options.Refused.
+func (s *session) refused(r *Refusal) *Refusal {
+	r.Shown = s.shows
+	return s.p.refused(r)
 }
 
 func (p *Proxy) dial(ctx context.Context, ap netip.AddrPort) (net.Conn, error) {

@@ -92,6 +92,13 @@ func startProxy(t *testing.T, o Options) (string, *Proxy) {
 // startProxyEvents is startProxy with the proxy's events told to event.
 func startProxyEvents(t *testing.T, o Options, event func(string)) (string, *Proxy) {
 	t.Helper()
+	return startProxyTuned(t, o, func(p *Proxy) { p.event = event })
+}
+
+// startProxyTuned is startProxy with tune setting what only tests set
+// (events, the clock, shorter timeouts) before the proxy serves.
+func startProxyTuned(t *testing.T, o Options, tune func(p *Proxy)) (string, *Proxy) {
+	t.Helper()
 	if o.Resolve == nil {
 		o.Resolve = loopbackDNS
 	}
@@ -99,7 +106,7 @@ func startProxyEvents(t *testing.T, o Options, event func(string)) (string, *Pro
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.event = event
+	tune(p)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -36,7 +36,11 @@ func (s *session) socks() {
 			s.socksReply(code)
 		}
 		if !errors.Is(err, io.EOF) {
-			s.p.refused(&Refusal{Owner: s.owner, Reason: Malformed, Err: err})
+			cause := BadRequest
+			if code == socksCmdUnsupp {
+				cause = Unsupported
+			}
+			s.refused(&Refusal{Owner: s.owner, Reason: Malformed, Cause: cause, Err: err})
 		}
 		return
 	}
