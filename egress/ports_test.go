@@ -139,10 +139,10 @@ func echo(t *testing.T, c net.Conn, msg string) (string, error) {
 	return string(b[:n]), err
 }
 
-// refusals collects what Options.Refused is told.
-type refusals chan *Refusal
+// refusalLog collects what Options.Refused is told.
+type refusalLog chan *Refusal
 
-func (r refusals) add(ref *Refusal) { r <- ref }
+func (r refusalLog) add(ref *Refusal) { r <- ref }
 
 // TestForward: Proxy.Forward connects each connection to the service the
 // rules allow at its port, asking nobody, trying the addresses in order;
@@ -152,7 +152,7 @@ func (r refusals) add(ref *Refusal) { r <- ref }
 func TestForward(t *testing.T) {
 	svc := newEchoServer(t)
 	down := closedPort(t)
-	refused := make(refusals, 8)
+	refused := make(refusalLog, 8)
 	noAsk := func(context.Context, Question) (Decision, error) {
 		t.Error("Forward asked the user")
 		return AllowOnce, nil
