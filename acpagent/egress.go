@@ -14,7 +14,8 @@ import (
 // AskEgress asks the editor's user, by session/request_permission on a
 // card of its own, whether the commands of the session whose owner token
 // q names may connect to a host the sandbox's network allowlist does not
-// list: once, for the rest of the session, or not. It is the egress
+// list: once, for the rest of the session, or not, or no new host at all
+// (egress.DenyAllNew). It is the egress
 // proxy's Ask; Yolo does not answer it (the allowlist is the sandbox's,
 // not a command's permission). A session that is gone cannot be asked
 // (toolbash.ErrCannotAsk).
@@ -38,6 +39,7 @@ func (a *Agent) AskEgress(ctx context.Context, q egress.Question) (egress.Decisi
 			{OptionId: allowOnce, Name: "Allow this connection", Kind: acp.PermissionOptionKindAllowOnce},
 			{OptionId: allowAlways, Name: "Allow " + toolbash.Visible(q.Host) + " for this session", Kind: acp.PermissionOptionKindAllowAlways},
 			{OptionId: rejectOnce, Name: "Deny", Kind: acp.PermissionOptionKindRejectOnce},
+			{OptionId: rejectAllNew, Name: "Deny every new host for this session", Kind: acp.PermissionOptionKindRejectAlways},
 		},
 	})
 	d := egress.Deny
@@ -49,6 +51,8 @@ func (a *Agent) AskEgress(ctx context.Context, q egress.Question) (egress.Decisi
 		d = egress.AllowOnce
 	case resp.Outcome.Selected.OptionId == allowAlways:
 		d = egress.AllowSession
+	case resp.Outcome.Selected.OptionId == rejectAllNew:
+		d = egress.DenyAllNew
 	}
 	status := acp.ToolCallStatusCompleted
 	if d == egress.Deny {

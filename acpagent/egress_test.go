@@ -28,6 +28,7 @@ func TestAskEgress(t *testing.T) {
 		{acp.NewRequestPermissionOutcomeSelected(allowOnce), egress.AllowOnce, nil},
 		{acp.NewRequestPermissionOutcomeSelected(allowAlways), egress.AllowSession, nil},
 		{acp.NewRequestPermissionOutcomeSelected(rejectOnce), egress.Deny, nil},
+		{acp.NewRequestPermissionOutcomeSelected(rejectAllNew), egress.DenyAllNew, nil},
 		{acp.NewRequestPermissionOutcomeCancelled(), egress.Deny, toolbash.ErrNoAnswer},
 	} {
 		r.client.SetAnswer(func(acp.RequestPermissionRequest) acp.RequestPermissionResponse {

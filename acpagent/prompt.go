@@ -95,11 +95,8 @@ func (a *Agent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptResp
 // agent's words about the session, never the user's (a refusal names
 // hosts a command chose).
 func (a *Agent) appendNotices(s *agentSession) {
-	if notices := a.tb.TakeNotices(s.owner); len(notices) > 0 {
-		s.append(chatapi.SystemMessage(toolbash.NoticesText(notices)))
-	}
-	if notices := a.tb.TakeNetworkNotices(s.owner); len(notices) > 0 {
-		s.append(chatapi.SystemMessage(toolbash.NetworkNoticesText(notices)))
+	for _, n := range a.tb.NoticeTexts(s.owner, 0) {
+		s.append(chatapi.SystemMessage(n))
 	}
 }
 
@@ -146,6 +143,8 @@ const (
 	allowOnce   = "allow-once"
 	allowAlways = "allow-always"
 	rejectOnce  = "reject-once"
+	// rejectAllNew denies every host not yet allowed (network questions).
+	rejectAllNew = "reject-all-new"
 )
 
 // permission asks the user, with session/request_permission, before a tool

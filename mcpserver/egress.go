@@ -17,15 +17,19 @@ const (
 	netOnce    = "Allow this connection"
 	netSession = "Allow this host for the session"
 	netDeny    = "Deny"
+	netDenyAll = "Deny every new host for the session"
 )
 
 // AskEgress asks the user of the session whose owner token q names, by
 // elicitation, whether its commands may connect to a host the sandbox's
 // network allowlist does not list: once, for the rest of the session, or
-// not. It is the egress proxy's Ask. A session that is gone, a client
-// without elicitation, and one on the 2026-07-28 protocol (where a server
-// asks only within a call's answer, and a connection may come from a
-// background task) cannot be asked: toolbash.ErrCannotAsk.
+// not, or no new host at all (egress.DenyAllNew). It is the egress
+// proxy's Ask, which puts one question at a time to a session. A session
+// that is gone, a client without elicitation, and one on the 2026-07-28
+// protocol (where a server asks only within a call's answer, and a
+// connection may come from a background task) cannot be asked:
+// toolbash.ErrCannotAsk. A dismissed question (cancel) is no answer:
+// toolbash.ErrNoAnswer, which the proxy does not remember.
 func (s *Server) AskEgress(ctx context.Context, q egress.Question) (egress.Decision, error) {
 	s.mu.Lock()
 	st := s.owners[q.Owner]
@@ -44,7 +48,7 @@ func (s *Server) AskEgress(ctx context.Context, q egress.Question) (egress.Decis
 			Type:     "object",
 			Required: []string{"decision"},
 			Properties: map[string]*jsonschema.Schema{"decision": {
-				Type: "string", Title: "Connect to " + dest + "?", Enum: []any{netOnce, netSession, netDeny},
+				Type: "string", Title: "Connect to " + dest + "?", Enum: []any{netOnce, netSession, netDeny, netDenyAll},
 			}},
 		},
 	})
@@ -73,6 +77,8 @@ func netAnswer(res *mcp.ElicitResult) (egress.Decision, error) {
 				return egress.AllowSession, nil
 			case netDeny:
 				return egress.Deny, nil
+			case netDenyAll:
+				return egress.DenyAllNew, nil
 			}
 		}
 	}

@@ -48,6 +48,7 @@ func TestAskEgress(t *testing.T) {
 		{&mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": netOnce}}, egress.AllowOnce},
 		{&mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": netSession}}, egress.AllowSession},
 		{&mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": netDeny}}, egress.Deny},
+		{&mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": netDenyAll}}, egress.DenyAllNew},
 		{&mcp.ElicitResult{Action: "decline"}, egress.Deny},
 	} {
 		if d, err := ask(t, []string{legacy}, elicits, c.res); err != nil || d != c.want {

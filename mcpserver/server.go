@@ -331,11 +331,10 @@ func (s *Server) handler(name string) mcp.ToolHandler {
 		if st.calls.Err() != nil {
 			return out, nil // the session is ending: its tasks' deaths are ours, not news
 		}
-		if n := s.tb.TakeNotices(st.owner); len(n) > 0 {
-			out.Content = append(out.Content, &mcp.TextContent{Text: toolbash.NoticeBlock(n)})
-		}
-		if n := s.tb.TakeNetworkNotices(st.owner); len(n) > 0 {
-			out.Content = append(out.Content, &mcp.TextContent{Text: toolbash.NetworkNoticeBlock(n)})
+		// Within the result's budget: clients cut a long result, losing
+		// its own text.
+		for _, n := range s.tb.NoticeTexts(st.owner, utf8.RuneCountInString(res.Text())) {
+			out.Content = append(out.Content, &mcp.TextContent{Text: "\n\n" + n})
 		}
 		return out, nil
 	}

@@ -91,6 +91,27 @@ func (b *noticeBox) take(owner string) []string {
 	return out
 }
 
+// takeWithin is take of the oldest notices whose NoticesText has at most
+// room characters (negative: all); the others wait.
+func (b *noticeBox) takeWithin(owner string, room int) []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	q := b.pending[owner]
+	var out []string
+	for _, n := range q {
+		if room >= 0 && chars(NoticesText(append(out, n.text))) > room {
+			break
+		}
+		out = append(out, n.text)
+	}
+	if len(out) == len(q) {
+		delete(b.pending, owner)
+	} else {
+		b.pending[owner] = q[len(out):]
+	}
+	return out
+}
+
 // drop forgets a session's notices.
 func (b *noticeBox) drop(owner string) {
 	b.mu.Lock()

@@ -211,7 +211,7 @@ func (t *Tools) EndSession(ctx context.Context, sessionID string) {
 		return // unowned tasks belong to no session
 	}
 	defer t.notices.drop(sessionID)
-	defer t.netNotes.take(sessionID)
+	defer t.netNotes.drop(sessionID)
 	list, _ := t.exec.List(ctx) // a failed list leaves nothing to kill here
 	var wg sync.WaitGroup
 	for _, task := range list {

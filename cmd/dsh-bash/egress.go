@@ -125,7 +125,7 @@ func terminalNetAsker(in io.Reader, out io.Writer) func(context.Context, egress.
 		// One reader for the process's life: a read cannot be abandoned,
 		// so the next question takes the line an abandoned one would have.
 		start.Do(func() { go readLines(in, lines) })
-		fmt.Fprintf(out, "dsh-bash: the command wants to connect to %s, which is not on the network allowlist.\nAllow? [o]nce, [s]ession (this host, any port), [N]o: ", toolbash.Visible(net.JoinHostPort(q.Host, strconv.Itoa(q.Port))))
+		fmt.Fprintf(out, "dsh-bash: the command wants to connect to %s, which is not on the network allowlist.\nAllow? [o]nce, [s]ession (this host, any port), [N]o, [d]eny every new host: ", toolbash.Visible(net.JoinHostPort(q.Host, strconv.Itoa(q.Port))))
 		select {
 		case line, ok := <-lines:
 			if !ok {
@@ -161,6 +161,8 @@ func netDecision(line string) egress.Decision {
 		return egress.AllowOnce
 	case "s", "session":
 		return egress.AllowSession
+	case "d":
+		return egress.DenyAllNew
 	}
 	return egress.Deny
 }
