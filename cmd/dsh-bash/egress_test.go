@@ -132,8 +132,10 @@ func TestACPNetworkAllowlist(t *testing.T) {
 	}
 	// A refused CONNECT shows only as curl's "response 403": the reason
 	// comes in the model's next request.
-	want := "[sandbox network: connections refused by the proxy]\ndsh sandbox: the connection to 127.0.0.2:9 is refused: it is 127.0.0.2, a loopback"
-	if got := strings.Join(model.Request(3).MessageTexts(), "\n"); !strings.Contains(got, want) {
+	// In this agent's voice, never the user's: it names what a command
+	// chose.
+	want := "system: [sandbox network: connections refused by the proxy]\ndsh sandbox: the connection to 127.0.0.2:9 is refused: it is 127.0.0.2, a loopback"
+	if got := strings.Join(model.Request(3).MessageTexts(), "\n"); !strings.Contains(got, want) || strings.Contains(got, "user: [sandbox network") {
 		t.Errorf("the model's last request: %q, want %q", got, want)
 	}
 }
