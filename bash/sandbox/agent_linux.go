@@ -33,6 +33,11 @@ type agentConfig struct {
 	// Proxy: listen at ProxyAddr and hand the listener to the host with
 	// the first message (NetworkAllowlist).
 	Proxy bool `json:"proxy,omitempty"`
+	// Fence: put the commands under the fence's filter, and hand its
+	// listener and a sock_diag socket of the jail's network namespace to
+	// the host with the first message (a jail with a network namespace
+	// of its own; see fence).
+	Fence bool `json:"fence,omitempty"`
 }
 
 // Main runs the sandbox agent when this process was started as one, and
@@ -63,6 +68,7 @@ func Main() {
 type agent struct {
 	sock    int
 	devNull int
+	forker  *forker // forks every shell
 
 	mu     sync.Mutex // held from a fork until the shell is registered
 	shells map[int]uint64
@@ -105,27 +111,45 @@ func runAgent(c agentConfig) error {
 	if err != nil {
 		return err
 	}
-	a := &agent{sock: c.Socket, devNull: devNull, shells: map[int]uint64{}}
+	fk, listener, why, err := startForker(c.Fence)
+	if err != nil {
+		return err
+	}
+	a := &agent{sock: c.Socket, devNull: devNull, forker: fk, shells: map[int]uint64{}}
 	go a.reapOn(chld)
-	if err := a.ready(c.Proxy); err != nil {
+	if err := a.ready(c.Proxy, listener, why); err != nil {
 		return err
 	}
 	return a.serve()
 }
 
 // ready tells the host the agent is ready, handing it the proxy
-// listener if it wants one.
-func (a *agent) ready(proxy bool) error {
+// listener if it wants one, and the fence's listener and sock_diag
+// socket where it has them (else why not, in FenceErr).
+func (a *agent) ready(proxy bool, listener int, why error) error {
 	var fds []int
+	defer func() { closeFDs(fds) }()
+	m := agentMsg{Started: true}
 	if proxy {
 		l, err := proxyListen()
 		if err != nil {
 			return err
 		}
-		defer unix.Close(l)
-		fds = []int{l}
+		fds = append(fds, l)
 	}
-	return sendMsg(a.sock, agentMsg{Started: true}, fds)
+	if listener >= 0 {
+		fds = append(fds, listener)
+		diag, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_SOCK_DIAG)
+		if err != nil {
+			return fmt.Errorf("sock_diag socket: %w", err)
+		}
+		fds = append(fds, diag)
+		m.Fence = true
+	}
+	if why != nil {
+		m.FenceErr = why.Error()
+	}
+	return sendMsg(a.sock, m, fds)
 }
 
 // restrictFiles is the second layer under the jail's mounts, and the
@@ -246,7 +270,9 @@ func (a *agent) fork(m *spawnMsg, fds []int) (pid, pidfd int, err error) {
 	if oerr == nil {
 		_ = os.WriteFile("/proc/self/oom_score_adj", []byte(commandOOMScoreAdj), 0)
 	}
-	pid, err = syscall.ForkExec(m.Path, m.Args, &syscall.ProcAttr{Dir: m.Dir, Env: m.Env, Files: files, Sys: sys})
+	a.forker.do(func() {
+		pid, err = syscall.ForkExec(m.Path, m.Args, &syscall.ProcAttr{Dir: m.Dir, Env: m.Env, Files: files, Sys: sys})
+	})
 	if oerr == nil {
 		_ = os.WriteFile("/proc/self/oom_score_adj", own, 0)
 	}

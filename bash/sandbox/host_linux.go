@@ -69,7 +69,9 @@ func (j *jail) dispatch(m agentMsg, fds []int) error {
 }
 
 // readyMsg takes the agent's first message, which says it is ready, with
-// the proxy listener where the jail has one (j.egress).
+// the proxy listener where the jail has one (j.egress), then the fence's
+// descriptors where it is fenced (j.fenced), unless the kernel cannot
+// supervise it (FenceErr).
 func (j *jail) readyMsg(m agentMsg, fds []int) error {
 	select {
 	case <-j.ready:
@@ -77,19 +79,34 @@ func (j *jail) readyMsg(m agentMsg, fds []int) error {
 		return fmt.Errorf("%w: it said it was ready twice", errProtocol)
 	default:
 	}
-	want := 0
+	proxy, fence := 0, 0
 	if j.egress != nil {
-		want = 1
+		proxy = 1
+	}
+	if m.Fence {
+		fence = 2
 	}
 	switch {
 	case !m.Started || m.Exited || m.Err != "":
 		closeFDs(fds)
 		return fmt.Errorf("%w: its first message was not that it is ready", errProtocol)
-	case len(fds) != want:
+	case m.Fence && !j.fenced || j.fenced && !m.Fence && m.FenceErr == "":
 		closeFDs(fds)
-		return fmt.Errorf("%w: it said it was ready with %d descriptors, not %d", errProtocol, len(fds), want)
+		return fmt.Errorf("%w: its fence is not the one it was asked for", errProtocol)
+	case len(fds) != proxy+fence:
+		closeFDs(fds)
+		return fmt.Errorf("%w: it said it was ready with %d descriptors, not %d", errProtocol, len(fds), proxy+fence)
 	}
-	if want == 1 {
+	if fence == 2 {
+		f, err := newFence(fds[proxy], fds[proxy+1], j.private)
+		if err != nil {
+			closeFDs(fds[:proxy])
+			return err
+		}
+		j.fence = f
+	}
+	j.fenceErr = m.FenceErr
+	if proxy == 1 {
 		l, err := proxyListener(fds[0])
 		if err != nil {
 			return err

@@ -39,6 +39,14 @@ type jail struct {
 	proxyL    net.Listener  // that listener, set by the reader before ready
 	proxyDone chan struct{} // closed once Serve returned
 
+	// fenced: the jail has a network namespace of its own, and its
+	// commands the fence (see fence), set by the reader before ready
+	// (fenceErr: why the kernel cannot, and unix sockets are refused).
+	fenced   bool
+	private  []string // the jail's own tmpfs mounts, for the fence
+	fence    *fence
+	fenceErr string
+
 	cmd    *exec.Cmd
 	stderr *capBuffer
 	sock   *os.File
@@ -122,7 +130,9 @@ func (js *jails) startJail(ctx context.Context, j *jail, req *local.SpawnRequest
 // bwrapCmd is the command of a jail: bwrap, running the agent inside.
 func (js *jails) bwrapCmd(j *jail, jp jailPaths) {
 	args := js.policy.bwrapArgs(jp)
-	agent := agentConfig{Socket: fdAgentSock, Exe: fdAgentExe, Writable: js.policy.landlockWritable(jp), Proxy: j.egress != nil}
+	j.fenced = js.policy.Network != NetworkOn && !js.noFence
+	j.private = append([]string{"/tmp", "/dev"}, js.policy.tempCovers(jp.serverTemp)...)
+	agent := agentConfig{Socket: fdAgentSock, Exe: fdAgentExe, Writable: js.policy.landlockWritable(jp), Proxy: j.egress != nil, Fence: j.fenced}
 	args = append(append(args, "--", "/proc/self/fd/"+strconv.Itoa(fdAgentExe)), agentArgs(agent)...)
 	j.cmd = &exec.Cmd{Path: js.bwrap, Args: append([]string{"bwrap"}, args...), Env: jp.env}
 }
@@ -398,6 +408,9 @@ func (j *jail) close() error {
 	}
 	j.sendMu.Unlock()
 	j.closeProxy() // after the reader, which set it
+	if j.fence != nil {
+		j.fence.close() // after the jail's processes
+	}
 	if j.unpin != nil {
 		j.unpin()
 	}

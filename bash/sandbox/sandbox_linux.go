@@ -35,6 +35,7 @@ type jails struct {
 	admit func(workspace string) error // refuses a workspace (checkWorkspace)
 
 	allowUnsandboxed bool      // Options.AllowUnsandboxed
+	noFence          bool      // Options.noFence
 	egress           Egress    // Options.Egress
 	layer            Layer     // LayerJail or LayerLandlock
 	noJail           error     // why LayerAuto chose the Landlock layer at once
@@ -87,7 +88,7 @@ func newJails(o *Options, serverTemp []string, hold func(string) (string, func()
 		startTimeout = 30 * time.Second
 	}
 	limits, limitsErr := newLimiter(o.Limits)
-	return &jails{egress: o.Egress, allowUnsandboxed: o.AllowUnsandboxed, layer: layer, noJail: noJail, policy: o.Policy, bwrap: bw, agent: agent, filter: filter, layerFilter: layerFilter, tempDir: o.TempDir, serverTemp: serverTemp,
+	return &jails{noFence: o.noFence, egress: o.Egress, allowUnsandboxed: o.AllowUnsandboxed, layer: layer, noJail: noJail, policy: o.Policy, bwrap: bw, agent: agent, filter: filter, layerFilter: layerFilter, tempDir: o.TempDir, serverTemp: serverTemp,
 		startTimeout: startTimeout, limits: limits, limitsErr: limitsErr, hold: hold, admit: admit, byKey: map[string]*jail{}}, nil
 }
 
