@@ -56,9 +56,10 @@ type fence struct {
 	slots chan struct{}  // bounds the calls made at once
 	wg    sync.WaitGroup // the loop and every call in flight
 
-	mu     sync.Mutex
-	socks  map[int]struct{} // the sockets of the calls in flight
-	closed bool
+	mu      sync.Mutex
+	socks   map[int]struct{} // the sockets of the calls in flight
+	changed chan struct{}    // closed, and made anew, when socks changes
+	closed  bool
 }
 
 // fenceSlots bounds the calls one jail has the host make at once: each
@@ -82,7 +83,7 @@ func newFence(listener, diag int, private []string) (*fence, error) {
 		return nil, fmt.Errorf("the fence's listener: %w", err)
 	}
 	f := &fence{file: os.NewFile(uintptr(listener), "dsh-fence"), diag: diag, private: private,
-		slots: make(chan struct{}, fenceSlots), socks: map[int]struct{}{}}
+		slots: make(chan struct{}, fenceSlots), socks: map[int]struct{}{}, changed: make(chan struct{})}
 	rc, err := f.file.SyscallConn()
 	if err == nil {
 		err = f.file.SetReadDeadline(time.Time{}) // in the poller, or no way to stop the loop
@@ -273,13 +274,29 @@ func (f *fence) track(sock int) bool {
 		return false
 	}
 	f.socks[sock] = struct{}{}
+	f.wake()
 	return true
 }
 
 func (f *fence) untrack(sock int) {
 	f.mu.Lock()
 	delete(f.socks, sock)
+	f.wake()
 	f.mu.Unlock()
+}
+
+// wake tells who waits on changed. Under mu.
+func (f *fence) wake() {
+	close(f.changed)
+	f.changed = make(chan struct{})
+}
+
+// inFlight is how many calls are in flight, and a channel closed when
+// that changes.
+func (f *fence) inFlight() (int, <-chan struct{}) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.socks), f.changed
 }
 
 // close stops answering and waits for the calls in flight, which the
