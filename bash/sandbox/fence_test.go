@@ -121,7 +121,7 @@ func newFenceRig(t *testing.T, network Network, o *Options) *fenceRig {
 	if o == nil {
 		o = &Options{}
 	}
-	o.Layer, o.TempDir, o.Policy = LayerJail, tmp, Policy{Network: network, Home: r.host.home}
+	o.Layer, o.TempDir, o.Policy.Network, o.Policy.Home = LayerJail, tmp, network, r.host.home
 	o.Local = &local.Options{Cwd: r.ws, SpillDir: tmp, Env: []string{"HOME=" + r.host.home, "PATH=" + os.Getenv("PATH")}}
 	if network == NetworkAllowlist {
 		o.Egress = closingEgress{}
@@ -228,6 +228,13 @@ var fenceAttacks = []fenceAttack{
 			return r.probe("fence", "race-msg", "/tmp/own.dgram", r.host.path("svc.dgram"))
 		},
 		"race-msg: "},
+	{"race a swap of the path against the check",
+		// Each connect names a link to the probe's own socket, which
+		// another thread keeps exchanging with a link to the host's.
+		func(r *fenceRig) string {
+			return "mkdir /tmp/race && " + r.probe("fence", "race-path", "/tmp/race/own.sock", r.host.path("svc.sock"))
+		},
+		"race-path: "},
 	{"race a dup2 onto the descriptor against the check",
 		// The descriptor is a TCP socket, which a path cannot lead
 		// anywhere, while another thread swaps a unix socket in and out.
@@ -588,5 +595,35 @@ socket.socket(socket.AF_UNIX).connect("/tmp/full.sock")
 	}
 	if n, _ := j.fence.inFlight(); n != 0 {
 		t.Errorf("%d calls in flight after the session's end", n)
+	}
+}
+
+// TestFenceRefusesWhatItCannotTell: a socket on a file system whose
+// inode numbers may alias another's (here a tmpfs of the host's, which
+// numbers its inodes in 64 bits, made writable) is refused, even the
+// session's own: the kernel names a bound socket's inode by 32 bits of
+// its number only.
+func TestFenceRefusesWhatItCannotTell(t *testing.T) {
+	t.Parallel()
+	var fs unix.Statfs_t
+	if err := unix.Statfs("/dev/shm", &fs); err != nil || fs.Type != unix.TMPFS_MAGIC {
+		t.Skip("no tmpfs at /dev/shm")
+	}
+	dir, err := os.MkdirTemp("/dev/shm", "dsh-fence-")
+	if err != nil {
+		t.Skip(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	r := newFenceRig(t, NetworkOff, &Options{Policy: Policy{Writable: []string{dir}}})
+	script := `import socket, sys
+s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen()
+try: socket.socket(socket.AF_UNIX).connect(sys.argv[1]); print("connected")
+except OSError as e: print(e.strerror)
+`
+	if err := os.WriteFile(filepath.Join(r.ws, "shm.py"), []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out := r.run(t, "python3 shm.py "+filepath.Join(dir, "own.sock")); out != "Permission denied\n" {
+		t.Errorf("stdout %q, want Permission denied", out)
 	}
 }

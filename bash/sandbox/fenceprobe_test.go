@@ -4,8 +4,10 @@ package sandbox
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"sync/atomic"
@@ -23,6 +25,8 @@ import (
 //	race-addr OWN HOST   connects again and again, naming OWN (a socket the probe binds) while
 //	                     another thread keeps rewriting the address to HOST and back
 //	race-msg OWN HOST    sendmsg again and again, another thread switching msg_name between them
+//	race-path OWN HOST   connects to a link again and again, leading to OWN (a socket the probe
+//	                     binds) while another thread keeps exchanging it with one leading to HOST
 //	race-fd HOST         connects a TCP socket's descriptor to HOST again and again, while
 //	                     another thread keeps dup2()ing a unix socket onto it and back
 //	own-sendmmsg PATH    binds a datagram socket at PATH and sends it two datagrams with sendmmsg
@@ -41,7 +45,7 @@ func probeFence(args []string, w io.Writer) int {
 		fmt.Fprintf(w, "connect: %s\n", fenceConnect(args[1], args[2], len(args) > 3))
 	case "sendto", "sendmsg", "sendmmsg":
 		fmt.Fprintf(w, "%s: %s\n", args[0], fenceSend(args[0], args[1]))
-	case "race-addr", "race-msg":
+	case "race-addr", "race-msg", "race-path":
 		if len(args) < 3 {
 			return 2
 		}
@@ -231,12 +235,22 @@ func fenceRace(how, own, host string) string {
 	var stop atomic.Bool
 	var done chan struct{}
 	var call func() error
-	if how == "race-addr" {
+	switch how {
+	case "race-path":
+		// Two links side by side, exchanged in one rename.
+		a, b := filepath.Join(filepath.Dir(own), "a"), filepath.Join(filepath.Dir(own), "b")
+		if err := errors.Join(unix.Symlink(own, a), unix.Symlink(host, b)); err != nil {
+			return "links: " + err.Error()
+		}
+		addr := sockaddrUnix(a)
+		done = flipper(&stop, func(int) { _ = unix.Renameat2(unix.AT_FDCWD, a, unix.AT_FDCWD, b, unix.RENAME_EXCHANGE) })
+		call = func() error { return connectRaw(srv, addr) }
+	case "race-addr":
 		addr := mem[:len(ownAddr)]
 		copy(addr, ownAddr)
 		done = flipper(&stop, func(i int) { copy(addr, [][]byte{hostAddr, ownAddr}[i%2]) })
 		call = func() error { return connectRaw(srv, addr) }
-	} else {
+	default:
 		// Two addresses, and a msghdr whose msg_name the flipper points
 		// at one and then the other, in one store.
 		copy(mem[256:], ownAddr)
