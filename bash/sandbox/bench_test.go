@@ -4,6 +4,7 @@ package sandbox
 
 import (
 	"context"
+	"fmt"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -163,4 +164,99 @@ func BenchmarkInputRoundTrip(b *testing.B) {
 	b.ReportMetric(median(tLl), "landlock-median-ms")
 	b.ReportMetric(median(diff), "sandbox-over-local-median-ms")
 	b.ReportMetric(median(diffLl), "landlock-over-local-median-ms")
+}
+
+// BenchmarkFenceConnect measures what the fence costs a connect, in one
+// loop that alternates two jails with the network off, one fenced and one
+// not (Options.noFence): each iteration runs the probe there, which
+// times 200 connects (and accepts) on TCP loopback, then 200 to a unix
+// socket in /tmp, and a call of `true`. It reports the medians of each
+// jail's mean connect and of its call.
+func BenchmarkFenceConnect(b *testing.B) {
+	ctx := context.Background()
+	type jail struct {
+		run             func() string
+		call            func()
+		tcp, uds, calls []time.Duration
+	}
+	mk := func(noFence bool) *jail {
+		ws := b.TempDir()
+		se, err := newSandbox(b, &Options{Layer: LayerJail, noFence: noFence, Policy: Policy{Network: NetworkOff},
+			Local: &local.Options{Cwd: ws}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { se.Close() })
+		probe, _ := se.Resolve(ctx, bash.ExecRequest{Command: probeIn(ws, "fence", "bench", "200"), Owner: "bench"})
+		tr, _ := se.Resolve(ctx, bash.ExecRequest{Command: "true", Owner: "bench"})
+		j := &jail{}
+		j.run = func() string {
+			res, err := se.Run(ctx, probe)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return res.Stdout.Text
+		}
+		j.call = func() {
+			if _, err := se.Run(ctx, tr); err != nil {
+				b.Fatal(err)
+			}
+		}
+		return j
+	}
+	fenced, open := mk(false), mk(true)
+	fenced.call() // the jails' starts are measured by BenchmarkFenceStart
+	open.call()
+	for b.Loop() {
+		for _, j := range []*jail{fenced, open} {
+			var tcp, uds int64
+			if out := j.run(); func() bool { _, err := fmt.Sscanf(out, "bench: %d %d", &tcp, &uds); return err != nil }() {
+				b.Fatalf("the probe said %q", out)
+			}
+			j.tcp, j.uds = append(j.tcp, time.Duration(tcp)), append(j.uds, time.Duration(uds))
+			j.calls = append(j.calls, timed(j.call))
+		}
+	}
+	us := func(d []time.Duration) float64 { return median(d) * 1000 }
+	b.ReportMetric(us(fenced.tcp), "tcp-fenced-µs")
+	b.ReportMetric(us(open.tcp), "tcp-unfenced-µs")
+	b.ReportMetric(us(fenced.uds), "unix-fenced-µs")
+	b.ReportMetric(us(open.uds), "unix-unfenced-µs")
+	b.ReportMetric(median(fenced.calls), "call-fenced-ms")
+	b.ReportMetric(median(open.calls), "call-unfenced-ms")
+}
+
+// BenchmarkFenceStart measures a new session's first call in a jail with
+// the network off, fenced and not, alternately.
+func BenchmarkFenceStart(b *testing.B) {
+	ctx := context.Background()
+	var ts [2][]time.Duration
+	var es [2]*Executor
+	for i, noFence := range []bool{false, true} {
+		se, err := newSandbox(b, &Options{Layer: LayerJail, noFence: noFence, Policy: Policy{Network: NetworkOff},
+			Local: &local.Options{Cwd: b.TempDir()}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { se.Close() })
+		es[i] = se
+	}
+	n := 0
+	for b.Loop() {
+		n++
+		for i, se := range es {
+			owner := "session-" + strconv.Itoa(n)
+			spec, _ := se.Resolve(ctx, bash.ExecRequest{Command: "true", Owner: owner})
+			ts[i] = append(ts[i], timed(func() {
+				if _, err := se.Run(ctx, spec); err != nil {
+					b.Fatal(err)
+				}
+			}))
+			if err := se.EndOwner(ctx, owner); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportMetric(median(ts[0]), "first-call-fenced-ms")
+	b.ReportMetric(median(ts[1]), "first-call-unfenced-ms")
 }

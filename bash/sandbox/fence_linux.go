@@ -50,8 +50,12 @@ type fence struct {
 	rc   syscall.RawConn
 	diag int // a NETLINK_SOCK_DIAG socket in the jail's network namespace
 
-	diagMu  sync.Mutex // one dump at a time on diag
-	private []string   // the jail's own tmpfs mounts (/tmp, its covers, /dev)
+	diagMu  sync.Mutex // one dump at a time on diag, into diagBuf
+	diagBuf []byte
+
+	private  []string // the jail's own tmpfs mounts (/tmp, its covers, /dev)
+	privOnce sync.Once
+	privDevs []uint32 // their devices
 
 	slots chan struct{}  // bounds the calls made at once
 	wg    sync.WaitGroup // the loop and every call in flight
@@ -82,7 +86,7 @@ func newFence(listener, diag int, private []string) (*fence, error) {
 		unix.Close(diag)
 		return nil, fmt.Errorf("the fence's listener: %w", err)
 	}
-	f := &fence{file: os.NewFile(uintptr(listener), "dsh-fence"), diag: diag, private: private,
+	f := &fence{file: os.NewFile(uintptr(listener), "dsh-fence"), diag: diag, diagBuf: make([]byte, 32<<10), private: private,
 		slots: make(chan struct{}, fenceSlots), socks: map[int]struct{}{}, changed: make(chan struct{})}
 	rc, err := f.file.SyscallConn()
 	if err == nil {

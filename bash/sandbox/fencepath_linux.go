@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -30,10 +31,9 @@ func (f *fence) destination(t *target, sock int, addr []byte, dgram bool) (dst [
 	if dom, err := unix.GetsockoptInt(sock, unix.SOL_SOCKET, unix.SO_DOMAIN); err != nil || dom != unix.AF_UNIX {
 		return addr, -1, nil // the kernel's call refuses it, or reads no path
 	}
-	if dgram {
-		if typ, err := unix.GetsockoptInt(sock, unix.SOL_SOCKET, unix.SO_TYPE); err != nil || typ != unix.SOCK_DGRAM {
-			return addr, -1, nil
-		}
+	typ, err := unix.GetsockoptInt(sock, unix.SOL_SOCKET, unix.SO_TYPE)
+	if err != nil || dgram && typ != unix.SOCK_DGRAM {
+		return addr, -1, nil
 	}
 	if len(addr) > unix.SizeofSockaddrUnix {
 		return nil, -1, unix.EINVAL
@@ -46,7 +46,7 @@ func (f *fence) destination(t *target, sock int, addr []byte, dgram bool) (dst [
 	if pin, err = v.open(path); err != nil {
 		return nil, -1, err
 	}
-	if err := f.ownSocket(v, pin); err != nil {
+	if err := f.ownSocket(v, pin, typ); err != nil {
 		unix.Close(pin)
 		return nil, -1, err
 	}
@@ -89,7 +89,7 @@ func pinAddr(pin int) []byte {
 // socket elsewhere (btrfs, whose subvolumes number their inodes each from
 // the start; xfs and tmpfs, with 64-bit inode numbers; overlayfs, FUSE,
 // NFS) is refused, lest a socket the session made alias a host service's.
-func (f *fence) ownSocket(v *jailView, pin int) error {
+func (f *fence) ownSocket(v *jailView, pin, typ int) error {
 	var st unix.Statx_t
 	if err := unix.Statx(pin, "", unix.AT_EMPTY_PATH, unix.STATX_TYPE|unix.STATX_INO, &st); err != nil {
 		return err
@@ -101,7 +101,11 @@ func (f *fence) ownSocket(v *jailView, pin int) error {
 	if st.Ino > math.MaxUint32 || !f.uniqueInodes(v, pin, dev) {
 		return errHostSocket
 	}
-	ok, err := f.bound(dev, uint32(st.Ino))
+	states := uint32(math.MaxUint32)
+	if typ != unix.SOCK_DGRAM {
+		states = 1 << tcpListen // only a listener takes a connection
+	}
+	ok, err := f.bound(dev, uint32(st.Ino), states)
 	if err != nil || !ok {
 		return errHostSocket
 	}
@@ -119,27 +123,37 @@ func (f *fence) uniqueInodes(v *jailView, pin int, dev uint32) bool {
 	case unix.EXT4_SUPER_MAGIC, unix.F2FS_SUPER_MAGIC:
 		return true
 	case unix.TMPFS_MAGIC:
-		for _, p := range f.private {
-			var st unix.Statx_t
-			if unix.Statx(v.root, strings.TrimLeft(p, "/"), unix.AT_SYMLINK_NOFOLLOW, unix.STATX_TYPE, &st) == nil &&
-				st.Dev_major<<20|st.Dev_minor == dev {
-				return true
-			}
-		}
+		return slices.Contains(f.privateDevs(v), dev)
 	}
 	return false
+}
+
+// privateDevs are the devices of the jail's own tmpfs mounts, found once
+// (mount points, which no command can move or replace).
+func (f *fence) privateDevs(v *jailView) []uint32 {
+	f.privOnce.Do(func() {
+		for _, p := range f.private {
+			var st unix.Statx_t
+			if unix.Statx(v.root, strings.TrimLeft(p, "/"), unix.AT_SYMLINK_NOFOLLOW, unix.STATX_TYPE, &st) == nil {
+				f.privDevs = append(f.privDevs, st.Dev_major<<20|st.Dev_minor)
+			}
+		}
+	})
+	return f.privDevs
 }
 
 // sock_diag for unix sockets (linux/unix_diag.h).
 const (
 	udiagShowVFS = 0x2 // UDIAG_SHOW_VFS
 	unixDiagVFS  = 1   // UNIX_DIAG_VFS
+	tcpListen    = 10  // TCP_LISTEN, a listening socket's state
 )
 
-// bound reports whether a unix socket of the jail's network namespace is
-// bound to the inode numbered ino on device dev (the kernel's dev_t), from
-// a dump of them all on the jail's sock_diag socket.
-func (f *fence) bound(dev, ino uint32) (bool, error) {
+// bound reports whether a unix socket of the jail's network namespace, in
+// one of states (a mask of 1<<state), is bound to the inode numbered ino on
+// device dev (the kernel's dev_t), from a dump of them on the jail's
+// sock_diag socket.
+func (f *fence) bound(dev, ino, states uint32) (bool, error) {
 	f.diagMu.Lock()
 	defer f.diagMu.Unlock()
 	req := make([]byte, unix.NLMSG_HDRLEN+24)
@@ -148,22 +162,24 @@ func (f *fence) bound(dev, ino uint32) (bool, error) {
 	ne.PutUint16(req[4:], unix.SOCK_DIAG_BY_FAMILY)
 	ne.PutUint16(req[6:], unix.NLM_F_REQUEST|unix.NLM_F_DUMP)
 	req[16] = unix.AF_UNIX
-	ne.PutUint32(req[20:], math.MaxUint32) // every state
+	ne.PutUint32(req[20:], states)
 	ne.PutUint32(req[28:], udiagShowVFS)
 	if err := unix.Sendto(f.diag, req, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
 		return false, err
 	}
-	buf := make([]byte, 64<<10)
 	found := false
 	for {
-		n, _, err := unix.Recvfrom(f.diag, buf, 0)
+		n, _, flags, _, err := unix.Recvmsg(f.diag, f.diagBuf, nil, 0)
 		if err == unix.EINTR {
 			continue
 		}
 		if err != nil {
 			return false, err
 		}
-		msgs, err := syscall.ParseNetlinkMessage(buf[:n])
+		if flags&unix.MSG_TRUNC != 0 {
+			return false, unix.EMSGSIZE
+		}
+		msgs, err := syscall.ParseNetlinkMessage(f.diagBuf[:n])
 		if err != nil {
 			return false, err
 		}
@@ -206,7 +222,7 @@ func diagBoundTo(b []byte, dev, ino uint32) bool {
 type jailView struct {
 	root, cwd int // O_PATH descriptors; cwd is -1 unless a path needs it
 	tid       int // the command's thread, in our pid namespace
-	rootID    fileID
+	rootID    *fileID
 }
 
 // fileID identifies a directory: its device, inode and mount.
@@ -229,10 +245,6 @@ func openView(t *target, path string) (*jailView, error) {
 			return nil, errGone
 		}
 	}
-	if v.rootID, err = idOf(v.root); err != nil {
-		v.close()
-		return nil, err
-	}
 	if err := t.valid(); err != nil {
 		v.close()
 		return nil, err
@@ -247,6 +259,19 @@ func (v *jailView) close() {
 	}
 }
 
+// isRoot reports whether cur is the jail's root.
+func (v *jailView) isRoot(cur int) bool {
+	if v.rootID == nil {
+		id, err := idOf(v.root)
+		if err != nil {
+			return false
+		}
+		v.rootID = &id
+	}
+	id, err := idOf(cur)
+	return err == nil && id == *v.rootID
+}
+
 func idOf(fd int) (fileID, error) {
 	var st unix.Statx_t
 	err := unix.Statx(fd, "", unix.AT_EMPTY_PATH, unix.STATX_INO|unix.STATX_MNT_ID, &st)
@@ -257,14 +282,30 @@ func idOf(fd int) (fileID, error) {
 // kernel's MAXSYMLINKS).
 const maxLinks = 40
 
-// open resolves path in the jail, one name at a time, and returns an
-// O_PATH descriptor of what it leads to (following a final link too, as
-// connect does).
+// open resolves path in the jail and returns an O_PATH descriptor of what
+// it leads to (following a final link too, as connect does). Most paths
+// the kernel resolves in one call as the command would, from the jail's
+// root (RESOLVE_IN_ROOT: absolute links and .. stay within it) or, for a
+// relative path that does not leave it, from the working directory; the
+// others (out of the working directory, through /proc/self or a magic
+// link) walk one name at a time.
 func (v *jailView) open(path string) (int, error) {
+	how := unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_MAGICLINKS}
 	start := v.cwd
 	if strings.HasPrefix(path, "/") {
-		start = v.root
+		start, how.Resolve = v.root, how.Resolve|unix.RESOLVE_IN_ROOT
+	} else {
+		how.Resolve |= unix.RESOLVE_BENEATH
 	}
+	if fd, err := unix.Openat2(start, path, &how); err == nil {
+		return fd, nil
+	}
+	return v.walk(start, path)
+}
+
+// walk resolves path from start one name at a time, as the kernel would
+// for the command.
+func (v *jailView) walk(start int, path string) (int, error) {
 	cur, err := unix.Openat(start, ".", unix.O_PATH|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return -1, err
@@ -279,7 +320,7 @@ func (v *jailView) open(path string) (int, error) {
 		case name == ".":
 			continue
 		case name == "..":
-			if id, err := idOf(cur); err == nil && id == v.rootID {
+			if v.isRoot(cur) {
 				continue // no way out of the jail's root
 			}
 		case (name == "self" || name == "thread-self") && onProc(cur):
