@@ -124,7 +124,13 @@ func (js *jails) startJail(ctx context.Context, j *jail, req *local.SpawnRequest
 	ctx, cancel := context.WithTimeoutCause(ctx, js.startTimeout,
 		fmt.Errorf("the sandbox did not start within %v (%s: %s)", js.startTimeout, j.starter(), bwrapSaid(j)))
 	defer cancel()
-	return j.awaitReady(ctx)
+	if err := j.awaitReady(ctx); err != nil {
+		return err
+	}
+	if j.fenceErr != "" {
+		js.noteFenceErr(j.fenceErr)
+	}
+	return nil
 }
 
 // bwrapCmd is the command of a jail: bwrap, running the agent inside.

@@ -43,9 +43,17 @@ type jails struct {
 	root             string
 	rootErr          error
 
-	mu     sync.Mutex
-	byKey  map[string]*jail
-	closed bool
+	mu       sync.Mutex
+	byKey    map[string]*jail
+	closed   bool
+	fenceErr string // why the last jail could not be fenced, if it could not
+}
+
+// noteFenceErr records why a jail could not be fenced, for View.
+func (js *jails) noteFenceErr(why string) {
+	js.mu.Lock()
+	js.fenceErr = why
+	js.mu.Unlock()
 }
 
 func newJails(o *Options, serverTemp []string, hold func(string) (string, func(), error), admit func(string) error) (*jails, error) {
