@@ -170,14 +170,18 @@ func BenchmarkInputRoundTrip(b *testing.B) {
 // loop that alternates two jails with the network off, one fenced and one
 // not (Options.noFence): each iteration runs the probe there, which
 // times 200 connects (and accepts) on TCP loopback, then 200 to a unix
-// socket in /tmp, and a call of `true`. It reports the medians of each
-// jail's mean connect and of its call.
+// socket in /tmp, from blocking sockets and then from non-blocking ones,
+// and a call of `true`. It reports the medians of each jail's mean
+// connect of each kind, and of its call.
 func BenchmarkFenceConnect(b *testing.B) {
 	ctx := context.Background()
+	kinds := []string{"tcp-blocking", "unix-blocking", "tcp-nonblocking", "unix-nonblocking"}
 	type jail struct {
-		run             func() string
-		call            func()
-		tcp, uds, calls []time.Duration
+		name  string
+		run   func() string
+		call  func()
+		conns [4][]time.Duration
+		calls []time.Duration
 	}
 	mk := func(noFence bool) *jail {
 		ws := b.TempDir()
@@ -189,7 +193,7 @@ func BenchmarkFenceConnect(b *testing.B) {
 		b.Cleanup(func() { se.Close() })
 		probe, _ := se.Resolve(ctx, bash.ExecRequest{Command: probeIn(ws, "fence", "bench", "200"), Owner: "bench"})
 		tr, _ := se.Resolve(ctx, bash.ExecRequest{Command: "true", Owner: "bench"})
-		j := &jail{}
+		j := &jail{name: map[bool]string{false: "fenced", true: "unfenced"}[noFence]}
 		j.run = func() string {
 			res, err := se.Run(ctx, probe)
 			if err != nil {
@@ -204,26 +208,29 @@ func BenchmarkFenceConnect(b *testing.B) {
 		}
 		return j
 	}
-	fenced, open := mk(false), mk(true)
-	fenced.call() // the jails' starts are measured by BenchmarkFenceStart
-	open.call()
+	jails := []*jail{mk(false), mk(true)}
+	for _, j := range jails {
+		j.call() // the jails' starts are measured by BenchmarkFenceStart
+	}
 	for b.Loop() {
-		for _, j := range []*jail{fenced, open} {
-			var tcp, uds int64
-			if out := j.run(); func() bool { _, err := fmt.Sscanf(out, "bench: %d %d", &tcp, &uds); return err != nil }() {
+		for _, j := range jails {
+			var ns [4]int64
+			out := j.run()
+			if _, err := fmt.Sscanf(out, "bench: %d %d %d %d", &ns[0], &ns[1], &ns[2], &ns[3]); err != nil {
 				b.Fatalf("the probe said %q", out)
 			}
-			j.tcp, j.uds = append(j.tcp, time.Duration(tcp)), append(j.uds, time.Duration(uds))
+			for i := range ns {
+				j.conns[i] = append(j.conns[i], time.Duration(ns[i]))
+			}
 			j.calls = append(j.calls, timed(j.call))
 		}
 	}
-	us := func(d []time.Duration) float64 { return median(d) * 1000 }
-	b.ReportMetric(us(fenced.tcp), "tcp-fenced-µs")
-	b.ReportMetric(us(open.tcp), "tcp-unfenced-µs")
-	b.ReportMetric(us(fenced.uds), "unix-fenced-µs")
-	b.ReportMetric(us(open.uds), "unix-unfenced-µs")
-	b.ReportMetric(median(fenced.calls), "call-fenced-ms")
-	b.ReportMetric(median(open.calls), "call-unfenced-ms")
+	for _, j := range jails {
+		for i, kind := range kinds {
+			b.ReportMetric(median(j.conns[i])*1000, kind+"-"+j.name+"-µs")
+		}
+		b.ReportMetric(median(j.calls), "call-"+j.name+"-ms")
+	}
 }
 
 // BenchmarkFenceStart measures a new session's first call in a jail with

@@ -1,12 +1,13 @@
 package sandbox
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"sync"
 	"syscall"
-	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -44,11 +45,15 @@ import (
 // with EPERM. Descriptors passed along (SCM_RIGHTS) are the command's.
 
 // fence supervises the system calls of one jail's commands that can name
-// a unix socket.
+// a unix socket. One thread of its own waits for the notifications and
+// makes the calls that cannot block (on a non-blocking socket, or with
+// MSG_DONTWAIT: what Go, Node and asyncio programs make) at once; the
+// others, each on a goroutine of its own, so that one waiting (a connect
+// to a full backlog, a send to a full socket) holds up no other.
 type fence struct {
-	file *os.File // the filter's listener, in the runtime's poller
-	rc   syscall.RawConn
-	diag int // a NETLINK_SOCK_DIAG socket in the jail's network namespace
+	listener int // the filter's listener
+	stop     int // an eventfd that ends the loop
+	diag     int // a NETLINK_SOCK_DIAG socket in the jail's network namespace
 
 	diagMu  sync.Mutex // one dump at a time on diag, into diagBuf
 	diagBuf []byte
@@ -57,7 +62,7 @@ type fence struct {
 	privOnce sync.Once
 	privDevs []uint32 // their devices
 
-	slots chan struct{}  // bounds the calls made at once
+	slots chan struct{}  // bounds the calls that may block
 	wg    sync.WaitGroup // the loop and every call in flight
 
 	mu      sync.Mutex
@@ -66,10 +71,10 @@ type fence struct {
 	closed  bool
 }
 
-// fenceSlots bounds the calls one jail has the host make at once: each
-// may block a thread of the host's (a blocking connect, a send to a full
-// socket), and a session's commands must not exhaust the server's
-// threads. Past it, commands wait in the kernel for a slot.
+// fenceSlots bounds the calls of one jail that may block a thread of the
+// host's at once (a blocking connect, a send to a full socket): a
+// session's commands must not exhaust the server's threads. Past it, the
+// jail's calls wait in the kernel for a slot.
 const fenceSlots = 64
 
 // newFence takes the agent's fence descriptors (the filter's listener and
@@ -81,23 +86,14 @@ func newFence(listener, diag int, private []string) (*fence, error) {
 		unix.Close(diag)
 		return nil, err
 	}
-	if err := unix.SetNonblock(listener, true); err != nil {
+	stop, err := unix.Eventfd(0, unix.EFD_CLOEXEC)
+	if err != nil {
 		unix.Close(listener)
 		unix.Close(diag)
-		return nil, fmt.Errorf("the fence's listener: %w", err)
+		return nil, fmt.Errorf("the fence's eventfd: %w", err)
 	}
-	f := &fence{file: os.NewFile(uintptr(listener), "dsh-fence"), diag: diag, diagBuf: make([]byte, 32<<10), private: private,
+	f := &fence{listener: listener, stop: stop, diag: diag, diagBuf: make([]byte, 32<<10), private: private,
 		slots: make(chan struct{}, fenceSlots), socks: map[int]struct{}{}, changed: make(chan struct{})}
-	rc, err := f.file.SyscallConn()
-	if err == nil {
-		err = f.file.SetReadDeadline(time.Time{}) // in the poller, or no way to stop the loop
-	}
-	if err != nil {
-		f.file.Close()
-		unix.Close(diag)
-		return nil, fmt.Errorf("the fence's listener: %w", err)
-	}
-	f.rc = rc
 	f.wg.Add(1)
 	go f.serve()
 	return f, nil
@@ -155,28 +151,25 @@ type seccompResp struct {
 	Flags uint32
 }
 
-// serve receives the notifications, each answered on a goroutine of its
-// own once a slot is free, until the listener hangs up (no process uses
-// the filter any more) or close stops it.
+// serve receives the notifications, on a thread of its own (a wait in
+// poll wakes it at once, where the runtime's poller would hand the
+// notification through two goroutines), until the listener hangs up (no
+// process uses the filter any more) or close stops it.
 func (f *fence) serve() {
 	defer f.wg.Done()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	for {
-		f.slots <- struct{}{}
 		n, err := f.recv()
 		if err != nil {
-			<-f.slots
 			return
 		}
-		f.wg.Add(1)
-		go func() {
-			defer f.wg.Done()
-			defer func() { <-f.slots }()
-			f.answer(&n)
-		}()
+		f.answer(&n)
 	}
 }
 
-// errHangup: no process uses the fence's filter any more.
+// errHangup: no process uses the fence's filter any more, or the fence
+// is closing.
 var errHangup = errors.New("the fence's filter is gone")
 
 // recv waits for the next notification. Only this loop receives, and it
@@ -184,85 +177,135 @@ var errHangup = errors.New("the fence's filter is gone")
 // notification withdrawn meanwhile, by a fatal signal, makes it fail
 // with ENOENT).
 func (f *fence) recv() (seccompNotif, error) {
-	var n seccompNotif
-	var rerr error
-	err := f.rc.Read(func(fd uintptr) bool {
-		for {
-			pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-			if _, err := unix.Poll(pfd, 0); err != nil {
-				if errors.Is(err, unix.EINTR) {
-					continue
-				}
-				rerr = err
-				return true
-			}
-			switch {
-			case pfd[0].Revents&unix.POLLIN != 0:
-			case pfd[0].Revents&(unix.POLLHUP|unix.POLLERR|unix.POLLNVAL) != 0:
-				rerr = errHangup
-				return true
-			default:
-				return false // wait in the poller
-			}
-			n = seccompNotif{}
-			_, _, e := unix.Syscall(unix.SYS_IOCTL, fd, unix.SECCOMP_IOCTL_NOTIF_RECV, uintptr(unsafe.Pointer(&n)))
-			switch e {
-			case 0:
-				return true
-			case unix.ENOENT, unix.EINTR:
+	fds := []unix.PollFd{{Fd: int32(f.listener), Events: unix.POLLIN}, {Fd: int32(f.stop), Events: unix.POLLIN}}
+	for {
+		fds[0].Revents, fds[1].Revents = 0, 0
+		if _, err := unix.Poll(fds, -1); err != nil {
+			if err == unix.EINTR {
 				continue
 			}
-			rerr = e
-			return true
+			return seccompNotif{}, err
 		}
-	})
-	if err != nil {
-		return n, err
+		switch {
+		case fds[1].Revents != 0:
+			return seccompNotif{}, errHangup
+		case fds[0].Revents&unix.POLLIN != 0:
+		case fds[0].Revents != 0: // POLLHUP
+			return seccompNotif{}, errHangup
+		default:
+			continue
+		}
+		var n seccompNotif
+		_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(f.listener), unix.SECCOMP_IOCTL_NOTIF_RECV, uintptr(unsafe.Pointer(&n)))
+		switch e {
+		case 0:
+			return n, nil
+		case unix.ENOENT, unix.EINTR:
+			continue
+		}
+		return seccompNotif{}, e
 	}
-	return n, rerr
 }
 
-// answer makes the call of notification n for its command and tells the
-// kernel what the command's call returns.
+// answer makes the call of notification n for its command, at once or,
+// where it may block, on a goroutine of its own (once a slot is free),
+// and tells the kernel what the command's call returns.
 func (f *fence) answer(n *seccompNotif) {
-	val, errno := f.call(n)
-	resp := seccompResp{ID: n.ID, Val: val}
-	if errno != 0 {
-		resp.Val, resp.Error = 0, -int32(errno)
+	t, sock, err := f.open(n)
+	if err != nil {
+		f.reply(n.ID, 0, errnoOf(err))
+		return
 	}
-	// ENOENT: the command is gone, or a fatal signal ended its call.
-	_ = f.ioctl(unix.SECCOMP_IOCTL_NOTIF_SEND, unsafe.Pointer(&resp))
+	if !mayBlock(sock, n) {
+		f.finish(t, sock, n)
+		return
+	}
+	f.slots <- struct{}{}
+	f.wg.Add(1)
+	go func() {
+		defer f.wg.Done()
+		defer func() { <-f.slots }()
+		f.finish(t, sock, n)
+	}()
+}
+
+// mayBlock reports whether a call can wait: on a blocking socket, and
+// (but a connect) without MSG_DONTWAIT.
+func mayBlock(sock int, n *seccompNotif) bool {
+	fl, err := unix.FcntlInt(uintptr(sock), unix.F_GETFL, 0)
+	if err != nil || fl&unix.O_NONBLOCK != 0 {
+		return false // a bad descriptor fails at once
+	}
+	if n.Nr == unix.SYS_CONNECT {
+		return true
+	}
+	flags := n.Args[3] // sendto's and sendmmsg's
+	if n.Nr == unix.SYS_SENDMSG {
+		flags = n.Args[2]
+	}
+	return flags&unix.MSG_DONTWAIT == 0
+}
+
+// open takes the command's thread and its socket (the call's first
+// argument, for each of the fence's calls).
+func (f *fence) open(n *seccompNotif) (*target, int, error) {
+	t, err := f.target(n)
+	if err != nil {
+		return nil, -1, err
+	}
+	sock, err := t.fd(n.Args[0])
+	if err != nil {
+		t.close()
+		return nil, -1, err
+	}
+	return t, sock, nil
+}
+
+// finish makes the call with the command's socket, and answers.
+func (f *fence) finish(t *target, sock int, n *seccompNotif) {
+	defer t.close()
+	defer unix.Close(sock)
+	if !f.track(sock) {
+		f.reply(n.ID, 0, unix.ECONNABORTED)
+		return
+	}
+	defer f.untrack(sock)
+	val, err := f.call(t, sock, n)
+	if err != nil {
+		f.reply(n.ID, 0, errnoOf(err))
+		return
+	}
+	f.reply(n.ID, val, 0)
 }
 
 // call dispatches a notification to the call's handler.
-func (f *fence) call(n *seccompNotif) (int64, syscall.Errno) {
-	t, err := f.target(n)
-	if err != nil {
-		return 0, errnoOf(err)
-	}
-	defer t.close()
+func (f *fence) call(t *target, sock int, n *seccompNotif) (int64, error) {
 	switch n.Nr {
 	case unix.SYS_CONNECT:
-		return f.connect(t, n)
+		return f.connect(t, sock, n)
 	case unix.SYS_SENDTO:
-		return f.sendto(t, n)
+		return f.sendto(t, sock, n)
 	case unix.SYS_SENDMSG:
-		return f.sendmsg(t, n)
+		return f.sendmsg(t, sock, n)
 	case unix.SYS_SENDMMSG:
-		return f.sendmmsg(t, n)
+		return f.sendmmsg(t, sock, n)
 	}
 	return 0, unix.ENOSYS
 }
 
-// ioctl is an ioctl on the listener, which stays open meanwhile.
-func (f *fence) ioctl(req uint, arg unsafe.Pointer) error {
-	var errno syscall.Errno
-	err := f.rc.Control(func(fd uintptr) {
-		_, _, errno = unix.Syscall(unix.SYS_IOCTL, fd, uintptr(req), uintptr(arg))
-	})
-	if err != nil {
-		return err
+// reply tells the kernel what the command's call returns (ENOENT: the
+// command is gone, or a fatal signal ended its call).
+func (f *fence) reply(id uint64, val int64, errno syscall.Errno) {
+	resp := seccompResp{ID: id, Val: val}
+	if errno != 0 {
+		resp.Val, resp.Error = 0, -int32(errno)
 	}
+	_ = f.ioctl(unix.SECCOMP_IOCTL_NOTIF_SEND, unsafe.Pointer(&resp))
+}
+
+// ioctl is an ioctl on the listener (open until every call is over).
+func (f *fence) ioctl(req uint, arg unsafe.Pointer) error {
+	_, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(f.listener), uintptr(req), uintptr(arg))
 	if errno != 0 {
 		return errno
 	}
@@ -315,10 +358,9 @@ func (f *fence) close() {
 		_ = unix.Shutdown(sock, unix.SHUT_RDWR)
 	}
 	f.mu.Unlock()
-	_ = f.file.SetReadDeadline(time.Now()) // the loop's wait ends
+	_, _ = unix.Write(f.stop, binary.NativeEndian.AppendUint64(nil, 1)) // the loop's wait ends
 	f.wg.Wait()
-	f.file.Close()
-	unix.Close(f.diag)
+	closeFDs([]int{f.listener, f.stop, f.diag})
 }
 
 // errnoOf is the errno a call fails with for err: its own, else EIO.

@@ -24,9 +24,9 @@ var errGone = errors.New("the command's call is over")
 // pidfdThread is PIDFD_THREAD (Linux 6.9): a pidfd for a thread.
 const pidfdThread = unix.O_EXCL
 
-// target opens a pidfd for the notification's thread and checks that the
-// notification is still pending, so that the pidfd is that thread's and
-// not a later process's with its number.
+// target opens a pidfd for the notification's thread. It may be another
+// process's, with the same number, if the thread is gone: the handlers
+// check that the call is still pending (target.valid) before they act.
 func (f *fence) target(n *seccompNotif) (*target, error) {
 	tid := int(n.Pid)
 	pidfd, err := unix.PidfdOpen(tid, pidfdThread)
@@ -36,18 +36,13 @@ func (f *fence) target(n *seccompNotif) (*target, error) {
 	if err != nil {
 		return nil, errGone
 	}
-	t := &target{f: f, id: n.ID, tid: tid, pidfd: pidfd}
-	if err := t.valid(); err != nil {
-		t.close()
-		return nil, err
-	}
-	return t, nil
+	return &target{f: f, id: n.ID, tid: tid, pidfd: pidfd}, nil
 }
 
 func (t *target) close() { unix.Close(t.pidfd) }
 
 // valid checks that the call is still pending: what was read through the
-// thread's number (its memory, its /proc entries) was the thread's.
+// thread's number (its pidfd, memory and /proc entries) was the thread's.
 func (t *target) valid() error {
 	id := t.id
 	if err := t.f.ioctl(unix.SECCOMP_IOCTL_NOTIF_ID_VALID, unsafe.Pointer(&id)); err != nil {
@@ -130,106 +125,76 @@ func (t *target) addr(ptr uint64, n uint64) ([]byte, error) {
 }
 
 // connect is connect(fd, addr, addrlen).
-func (f *fence) connect(t *target, n *seccompNotif) (int64, syscall.Errno) {
+func (f *fence) connect(t *target, sock int, n *seccompNotif) (int64, error) {
 	addr, err := t.addr(n.Args[1], n.Args[2])
 	if err != nil {
-		return 0, errnoOf(err)
+		return 0, err
 	}
-	return f.onSocket(t, n.Args[0], func(sock int) (int64, error) {
-		dst, pin, err := f.destination(t, sock, addr, false)
-		if err != nil {
-			return 0, err
-		}
-		defer closePin(pin)
-		if err := t.valid(); err != nil {
-			return 0, err
-		}
-		return 0, rawConnect(sock, dst)
-	})
-}
-
-// onSocket takes the command's descriptor num and runs call with it,
-// tracked for close.
-func (f *fence) onSocket(t *target, num uint64, call func(sock int) (int64, error)) (int64, syscall.Errno) {
-	sock, err := t.fd(num)
+	dst, pin, err := f.destination(t, sock, addr, false)
 	if err != nil {
-		return 0, errnoOf(err)
+		return 0, err
 	}
-	defer unix.Close(sock)
-	if !f.track(sock) {
-		return 0, unix.ECONNABORTED
+	defer closePin(pin)
+	if err := t.valid(); err != nil {
+		return 0, err
 	}
-	defer f.untrack(sock)
-	v, err := call(sock)
-	if err != nil {
-		return 0, errnoOf(err)
-	}
-	return v, 0
+	return 0, rawConnect(sock, dst)
 }
 
 // sendto is sendto(fd, buf, len, flags, addr, addrlen), with an address
 // (the filter lets the others through).
-func (f *fence) sendto(t *target, n *seccompNotif) (int64, syscall.Errno) {
+func (f *fence) sendto(t *target, sock int, n *seccompNotif) (int64, error) {
 	addr, err := t.addr(n.Args[4], n.Args[5])
 	if err != nil {
-		return 0, errnoOf(err)
+		return 0, err
 	}
-	flags := int(int32(n.Args[3]))
-	return f.onSocket(t, n.Args[0], func(sock int) (int64, error) {
-		size, err := sendSize(sock, min(n.Args[2], math.MaxInt32))
-		if err != nil {
-			return 0, err
-		}
-		data, err := t.read(n.Args[1], size)
-		if err != nil {
-			return 0, err
-		}
-		m := &message{data: [][]byte{data}, name: addr}
-		return f.send(t, sock, m, flags)
-	})
+	size, err := sendSize(sock, min(n.Args[2], math.MaxInt32))
+	if err != nil {
+		return 0, err
+	}
+	data, err := t.read(n.Args[1], size)
+	if err != nil {
+		return 0, err
+	}
+	return f.send(t, sock, &message{data: [][]byte{data}, name: addr}, int(int32(n.Args[3])))
 }
 
 // sendmsg is sendmsg(fd, msg, flags).
-func (f *fence) sendmsg(t *target, n *seccompNotif) (int64, syscall.Errno) {
-	flags := int(int32(n.Args[2]))
-	return f.onSocket(t, n.Args[0], func(sock int) (int64, error) {
-		m, err := t.message(sock, n.Args[1])
-		if err != nil {
-			return 0, err
-		}
-		defer m.close()
-		return f.send(t, sock, m, flags)
-	})
+func (f *fence) sendmsg(t *target, sock int, n *seccompNotif) (int64, error) {
+	m, err := t.message(sock, n.Args[1])
+	if err != nil {
+		return 0, err
+	}
+	defer m.close()
+	return f.send(t, sock, m, int(int32(n.Args[2])))
 }
 
 // sendmmsg is sendmmsg(fd, msgvec, vlen, flags): each message is sent as
 // sendmsg sends it, and the count of bytes sent written to its msg_len;
 // an error after the first message ends the batch short.
-func (f *fence) sendmmsg(t *target, n *seccompNotif) (int64, syscall.Errno) {
+func (f *fence) sendmmsg(t *target, sock int, n *seccompNotif) (int64, error) {
 	const entry = 64 // sizeof(struct mmsghdr)
 	vec, vlen := n.Args[1], min(uint32(n.Args[2]), 1024)
 	flags := int(int32(n.Args[3]))
-	return f.onSocket(t, n.Args[0], func(sock int) (int64, error) {
-		sent := 0
-		for ; sent < int(vlen); sent++ {
-			m, err := t.message(sock, vec+uint64(sent)*entry)
-			var size int64
-			if err == nil {
-				size, err = f.send(t, sock, m, flags)
-				m.close()
-			}
-			if err == nil {
-				err = t.write(vec+uint64(sent)*entry+56, binary.NativeEndian.AppendUint32(nil, uint32(size)))
-			}
-			if err != nil && sent == 0 {
-				return 0, err
-			}
-			if err != nil {
-				break
-			}
+	sent := 0
+	for ; sent < int(vlen); sent++ {
+		m, err := t.message(sock, vec+uint64(sent)*entry)
+		var size int64
+		if err == nil {
+			size, err = f.send(t, sock, m, flags)
+			m.close()
 		}
-		return int64(sent), nil
-	})
+		if err == nil {
+			err = t.write(vec+uint64(sent)*entry+56, binary.NativeEndian.AppendUint32(nil, uint32(size)))
+		}
+		if err != nil && sent == 0 {
+			return 0, err
+		}
+		if err != nil {
+			break
+		}
+	}
+	return int64(sent), nil
 }
 
 // send sends m on sock for the command: to the pinned inode where m's
