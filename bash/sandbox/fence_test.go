@@ -278,7 +278,7 @@ func TestFenceHostSockets(t *testing.T) {
 // ownSockets is a Python program that makes, and uses, sockets of its
 // own, as a session's servers and tools do; each line says how one use
 // went.
-const ownSockets = `import errno, multiprocessing as mp, os, select, socket, sys
+const ownSockets = `import errno, multiprocessing as mp, os, select, signal, socket, struct, sys
 
 def pair(path, via=None, typ=socket.SOCK_STREAM):
     srv = socket.socket(socket.AF_UNIX, typ); srv.bind(path); srv.listen()
@@ -334,6 +334,20 @@ def forkserver():
     with mp.get_context("forkserver").Pool(2) as p:
         return sum(p.map(abs, [-1, -2, 3]))
 
+def sigpipe():
+    pid = os.fork()
+    if pid == 0:
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+        a, b = socket.socketpair(); b.close()
+        try: a.sendmsg([b"x"])
+        finally: os._exit(1)
+    _, status = os.waitpid(pid, 0)
+    return "killed by signal %d" % os.WTERMSIG(status) if os.WIFSIGNALED(status) else "exit %d" % os.WEXITSTATUS(status)
+
+def credentials():
+    a, b = socket.socketpair()
+    a.sendmsg([b"x"], [(socket.SOL_SOCKET, socket.SCM_CREDENTIALS, struct.pack("3i", os.getpid(), os.getuid(), os.getgid()))])
+
 def check(name, f):
     try:
         r = f()
@@ -357,6 +371,8 @@ if __name__ == "__main__":
     check("an abstract socket", lambda: pair("\0dsh-own-abstract"))
     check("a multiprocessing Manager", manager)
     check("a multiprocessing Pool of the forkserver", forkserver)
+    check("a send to a closed peer", sigpipe)
+    check("credentials sent along", credentials)
 `
 
 // TestFenceOwnSockets: in a fenced jail, the sockets a session makes for
@@ -364,8 +380,10 @@ if __name__ == "__main__":
 // workspace and in /tmp (by absolute and relative paths, through links
 // and /proc/self/cwd, stream, seqpacket and datagram, descriptors passed
 // along), non-blocking connects, TCP and UDP on the jail's loopback, an
-// abstract socket, and Python's multiprocessing (a Manager's server, the
-// forkserver, which passes descriptors).
+// abstract socket, Python's multiprocessing (a Manager's server, the
+// forkserver, which passes descriptors), and SIGPIPE for a send to a
+// closed peer. Credentials sent along (SCM_CREDENTIALS) are refused, as
+// the fence's doc says.
 func TestFenceOwnSockets(t *testing.T) {
 	t.Parallel()
 	want := `a stream socket in the workspace: ok
@@ -382,6 +400,8 @@ UDP on loopback: b'udp'
 an abstract socket: ok
 a multiprocessing Manager: 42
 a multiprocessing Pool of the forkserver: 6
+a send to a closed peer: killed by signal 13
+credentials sent along: PermissionError: [Errno 1] Operation not permitted
 own-sendmmsg: received "xy"
 `
 	if _, err := os.Stat("/usr/bin/python3"); err != nil {
