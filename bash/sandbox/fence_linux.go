@@ -30,9 +30,10 @@ import (
 // onto the descriptor, between the check and the call. A unix socket
 // address naming a path is resolved as the command would resolve it
 // (jailView), the inode found pinned, and checked: it must be a socket
-// bound in the jail's network namespace (a sock_diag dump of it lists
-// the socket at that inode), on a file system whose inode numbers cannot
-// alias another's (ownSocket); the call then names the pinned inode, as
+// on the jail's own /tmp, or one bound in the jail's network namespace
+// (a sock_diag dump of it lists the socket at that inode) on a file
+// system whose inode numbers cannot alias another's (ownSocket); the
+// call then names the pinned inode, as
 // /proc/self/fd/N, so what was checked is what is reached. Otherwise the
 // command's call fails with EACCES, and the host service never hears of
 // it. Other addresses (inet, abstract, unnamed) are used as given: the

@@ -80,15 +80,17 @@ func pinAddr(pin int) []byte {
 	return append(b, 0)
 }
 
-// ownSocket checks that pin holds a socket of the session: one that a
-// unix socket of the jail's network namespace is bound to. The kernel
-// says which inode each is bound to by its device and the low 32 bits of
-// its number, which name one inode only on the file systems whose inode
-// numbers fit 32 bits and are unique to one inode (ext2, ext3, ext4, f2fs)
-// and on the jail's own tmpfs mounts, where no host service binds: a
-// socket elsewhere (btrfs, whose subvolumes number their inodes each from
-// the start; xfs and tmpfs, with 64-bit inode numbers; overlayfs, FUSE,
-// NFS) is refused, lest a socket the session made alias a host service's.
+// ownSocket checks that pin holds a socket of the session's. One on the
+// jail's own tmpfs mounts (its /tmp) is: nothing outside the jail binds
+// there, and no inode moves onto another file system. Elsewhere it must
+// be the inode a unix socket of the jail's network namespace is bound to.
+// The kernel says which inode that is by its device and the low 32 bits
+// of its number, which name one inode only on the file systems whose
+// inode numbers fit 32 bits and are unique (ext2, ext3, ext4, f2fs): a
+// socket on another (btrfs, whose subvolumes number their inodes each
+// from the start; xfs and the host's tmpfs, with 64-bit inode numbers;
+// overlayfs, FUSE, NFS) is refused, lest a socket the session made alias
+// a host service's.
 func (f *fence) ownSocket(v *jailView, pin, typ int) error {
 	var st unix.Statx_t
 	if err := unix.Statx(pin, "", unix.AT_EMPTY_PATH, unix.STATX_TYPE|unix.STATX_INO, &st); err != nil {
@@ -98,34 +100,24 @@ func (f *fence) ownSocket(v *jailView, pin, typ int) error {
 		return unix.ECONNREFUSED // as the kernel's connect says
 	}
 	dev := st.Dev_major<<20 | st.Dev_minor // the kernel's dev_t
-	if st.Ino > math.MaxUint32 || !f.uniqueInodes(v, pin, dev) {
+	var fs unix.Statfs_t
+	if err := unix.Fstatfs(pin, &fs); err != nil {
+		return err
+	}
+	switch {
+	case fs.Type == unix.TMPFS_MAGIC && slices.Contains(f.privateDevs(v), dev):
+		return nil
+	case fs.Type != unix.EXT4_SUPER_MAGIC && fs.Type != unix.F2FS_SUPER_MAGIC || st.Ino > math.MaxUint32:
 		return errHostSocket
 	}
 	states := uint32(math.MaxUint32)
 	if typ != unix.SOCK_DGRAM {
 		states = 1 << tcpListen // only a listener takes a connection
 	}
-	ok, err := f.bound(dev, uint32(st.Ino), states)
-	if err != nil || !ok {
+	if ok, err := f.bound(dev, uint32(st.Ino), states); err != nil || !ok {
 		return errHostSocket
 	}
 	return nil
-}
-
-// uniqueInodes reports whether the file system of pin (device dev) is one
-// whose 32-bit inode numbers name one inode each.
-func (f *fence) uniqueInodes(v *jailView, pin int, dev uint32) bool {
-	var fs unix.Statfs_t
-	if err := unix.Fstatfs(pin, &fs); err != nil {
-		return false
-	}
-	switch fs.Type {
-	case unix.EXT4_SUPER_MAGIC, unix.F2FS_SUPER_MAGIC:
-		return true
-	case unix.TMPFS_MAGIC:
-		return slices.Contains(f.privateDevs(v), dev)
-	}
-	return false
 }
 
 // privateDevs are the devices of the jail's own tmpfs mounts, found once
@@ -244,10 +236,6 @@ func openView(t *target, path string) (*jailView, error) {
 			v.close()
 			return nil, errGone
 		}
-	}
-	if err := t.valid(); err != nil {
-		v.close()
-		return nil, err
 	}
 	return v, nil
 }
