@@ -181,7 +181,7 @@ func sockaddrUnix(path string) []byte {
 
 // raceFor is how long each race runs; raceTries how many calls at most.
 const (
-	raceFor   = 400 * time.Millisecond
+	raceFor   = 150 * time.Millisecond
 	raceTries = 20000
 )
 
@@ -211,8 +211,10 @@ func flipper(stop *atomic.Bool, flip func(i int)) chan struct{} {
 
 // fenceRace binds own (a stream or, for race-msg, a datagram socket),
 // then makes calls naming own while a flipper changes the name to host
-// and back: in the address itself (race-addr) or in the msghdr's pointer
-// to it (race-msg). It prints how many calls reached own.
+// and back: in the address itself (race-addr), in the msghdr's pointer
+// to it (race-msg), or where a link leads (race-path). It prints how many
+// calls reached own, or that one succeeded without reaching it (and
+// stops there).
 func fenceRace(how, own, host string) string {
 	typ := unix.SOCK_STREAM
 	if how == "race-msg" {
@@ -234,7 +236,7 @@ func fenceRace(how, own, host string) string {
 	ownAddr, hostAddr := sockaddrUnix(own), sockaddrUnix(host)
 	var stop atomic.Bool
 	var done chan struct{}
-	var call func() error
+	var call func() (escaped bool, err error) // escaped: the call succeeded, and own got nothing
 	switch how {
 	case "race-path":
 		// Two links side by side, exchanged in one rename.
@@ -244,12 +246,12 @@ func fenceRace(how, own, host string) string {
 		}
 		addr := sockaddrUnix(a)
 		done = flipper(&stop, func(int) { _ = unix.Renameat2(unix.AT_FDCWD, a, unix.AT_FDCWD, b, unix.RENAME_EXCHANGE) })
-		call = func() error { return connectRaw(srv, addr) }
+		call = func() (bool, error) { return connectRaw(srv, addr) }
 	case "race-addr":
 		addr := mem[:len(ownAddr)]
 		copy(addr, ownAddr)
 		done = flipper(&stop, func(i int) { copy(addr, [][]byte{hostAddr, ownAddr}[i%2]) })
-		call = func() error { return connectRaw(srv, addr) }
+		call = func() (bool, error) { return connectRaw(srv, addr) }
 	default:
 		// Two addresses, and a msghdr whose msg_name the flipper points
 		// at one and then the other, in one store.
@@ -265,48 +267,55 @@ func fenceRace(how, own, host string) string {
 		ptrs := [2]uintptr{uintptr(unsafe.Pointer(&mem[512])), uintptr(unsafe.Pointer(&mem[256]))}
 		done = flipper(&stop, func(i int) { atomic.StoreUintptr(name, ptrs[i%2]) })
 		buf := make([]byte, 16)
-		call = func() error {
+		call = func() (bool, error) {
 			err := sendmsgRaw(h)
-			for { // drained, lest own's queue fill
+			got := 0
+			for ; ; got++ { // drained, lest own's queue fill
 				if _, _, rerr := unix.Recvfrom(srv, buf, unix.MSG_DONTWAIT); rerr != nil {
 					break
 				}
 			}
-			return err
+			return err == nil && got == 0, err
 		}
 	}
+	defer func() { stop.Store(true); <-done }()
 	reached, failed := 0, 0
 	end := time.Now().Add(raceFor)
 	for i := 0; i < raceTries && time.Now().Before(end); i++ {
-		if call() == nil {
+		escaped, err := call()
+		switch {
+		case escaped:
+			return fmt.Sprintf("escaped after %d calls", i)
+		case err == nil:
 			reached++
-		} else {
+		default:
 			failed++
 		}
 	}
-	stop.Store(true)
-	<-done
-	return fmt.Sprintf("%d reached, %d failed", reached, failed)
+	return fmt.Sprintf("%d reached own, %d failed", reached, failed)
 }
 
 // connectRaw connects a new stream socket to the address in addr (shared
-// memory), and accepts what reached srv, own's listener.
-func connectRaw(srv int, addr []byte) error {
+// memory), and accepts what reached srv, own's listener; escaped says
+// the connect succeeded and nothing reached it.
+func connectRaw(srv int, addr []byte) (escaped bool, err error) {
 	// Non-blocking: a full backlog (the host service's, should the
 	// fence let one through) fails the connect instead of blocking it.
 	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer unix.Close(fd)
 	_, _, e := unix.Syscall(unix.SYS_CONNECT, uintptr(fd), uintptr(unsafe.Pointer(&addr[0])), uintptr(len(addr)))
 	if e != 0 {
-		return e
+		return false, e
 	}
-	if c, _, err := unix.Accept4(srv, unix.SOCK_CLOEXEC); err == nil {
-		unix.Close(c)
+	c, _, err := unix.Accept4(srv, unix.SOCK_CLOEXEC)
+	if err != nil {
+		return true, nil
 	}
-	return nil
+	unix.Close(c)
+	return false, nil
 }
 
 // sendmsgRaw sends h (in shared memory) on a new datagram socket.
@@ -325,8 +334,8 @@ func sendmsgRaw(h *unix.Msghdr) error {
 
 // fenceRaceFD connects descriptor n, a TCP socket, to host (a unix
 // socket's path) again and again, while a flipper dup2()s a unix stream
-// socket onto n and the TCP socket back. It prints how many connects
-// succeeded.
+// socket onto n and the TCP socket back. It prints that a connect
+// succeeded (and stops there), or that none did.
 func fenceRaceFD(host string) string {
 	tcp, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
@@ -347,17 +356,15 @@ func fenceRaceFD(host string) string {
 	addr := sockaddrUnix(host)
 	var stop atomic.Bool
 	done := flipper(&stop, func(i int) { _ = unix.Dup3(socks[i%2], n, unix.O_CLOEXEC) })
-	reached := 0
+	defer func() { stop.Store(true); <-done }()
 	end := time.Now().Add(raceFor)
 	for i := 0; i < raceTries && time.Now().Before(end); i++ {
 		_, _, e := unix.Syscall(unix.SYS_CONNECT, uintptr(n), uintptr(unsafe.Pointer(&addr[0])), uintptr(len(addr)))
 		if e == 0 {
-			reached++
+			return fmt.Sprintf("escaped after %d calls", i)
 		}
 	}
-	stop.Store(true)
-	<-done
-	return fmt.Sprintf("%d reached", reached)
+	return "0 reached"
 }
 
 // fenceBench times n connects to a TCP listener on loopback, then to a
