@@ -33,11 +33,18 @@ import (
 // on the jail's own /tmp, or one bound in the jail's network namespace
 // (a sock_diag dump of it lists the socket at that inode) on a file
 // system whose inode numbers cannot alias another's (ownSocket); the
-// call then names the pinned inode, as
-// /proc/self/fd/N, so what was checked is what is reached. Otherwise the
-// command's call fails with EACCES, and the host service never hears of
-// it. Other addresses (inet, abstract, unnamed) are used as given: the
-// socket's own network namespace, the jail's, confines them.
+// call then names the pinned inode, as /proc/self/fd/N, so what was
+// checked is what is reached. Otherwise the command's call fails with
+// EACCES, and the host service never hears of it. Other addresses (inet,
+// abstract, unnamed) are used as given: the socket's own network
+// namespace, the jail's, confines them.
+//
+// The host's call stands for the command's to the end: once the host
+// has the notification, the command waits for its answer, or a fatal
+// signal (SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV), so that a call a
+// signal would have interrupted and restarted is never made twice. A
+// send to a peer gone raises SIGPIPE in the command, as the kernel
+// would have.
 //
 // What the host does for a command is done with the host's credentials:
 // a server of the session that asks who connected (SO_PEERCRED) sees the

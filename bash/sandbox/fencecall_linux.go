@@ -96,12 +96,13 @@ func (t *target) write(addr uint64, b []byte) error {
 	return nil
 }
 
-// fd takes a copy of the command's descriptor num (the same open file).
+// fd takes a copy of the command's descriptor num (an int argument: its
+// low 32 bits), the same open file.
 func (t *target) fd(num uint64) (int, error) {
-	if num > math.MaxInt32 {
+	if int32(num) < 0 {
 		return -1, unix.EBADF
 	}
-	fd, err := unix.PidfdGetfd(t.pidfd, int(num), 0)
+	fd, err := unix.PidfdGetfd(t.pidfd, int(int32(num)), 0)
 	if errors.Is(err, unix.ESRCH) {
 		return -1, errGone
 	}
@@ -156,7 +157,7 @@ func (f *fence) sendto(t *target, sock int, n *seccompNotif) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return f.send(t, sock, &message{data: [][]byte{data}, name: addr}, int(int32(n.Args[3])))
+	return f.send(t, sock, &message{data: data, name: addr}, int(int32(n.Args[3])))
 }
 
 // sendmsg is sendmsg(fd, msg, flags).
@@ -228,18 +229,14 @@ func rawConnect(sock int, addr []byte) error {
 
 // rawSendmsg is sendmsg(2) with the address as bytes, again after EINTR
 // (which it returns only when nothing was sent).
-func rawSendmsg(sock int, data [][]byte, control, name []byte, flags int) (int, error) {
-	iovs := make([]unix.Iovec, 0, len(data))
-	for _, b := range data {
-		if len(b) > 0 {
-			iovs = append(iovs, unix.Iovec{Base: &b[0], Len: uint64(len(b))})
-		}
-	}
+func rawSendmsg(sock int, data, control, name []byte, flags int) (int, error) {
 	var h unix.Msghdr
-	h.Name, h.Namelen = (*byte)(bytesPtr(name)), uint32(len(name))
-	if len(iovs) > 0 {
-		h.Iov, h.Iovlen = &iovs[0], uint64(len(iovs))
+	var iov unix.Iovec
+	if len(data) > 0 {
+		iov = unix.Iovec{Base: &data[0], Len: uint64(len(data))}
+		h.Iov, h.Iovlen = &iov, 1
 	}
+	h.Name, h.Namelen = (*byte)(bytesPtr(name)), uint32(len(name))
 	h.Control, h.Controllen = (*byte)(bytesPtr(control)), uint64(len(control))
 	for {
 		n, _, e := unix.Syscall(unix.SYS_SENDMSG, uintptr(sock), uintptr(unsafe.Pointer(&h)), uintptr(flags))

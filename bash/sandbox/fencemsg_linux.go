@@ -11,7 +11,7 @@ import (
 // to send: the data, an address, and control data whose descriptors
 // (SCM_RIGHTS) are the fence's copies of the command's.
 type message struct {
-	data    [][]byte
+	data    []byte
 	name    []byte
 	control []byte
 	fds     []int // the copies, closed by close
@@ -88,7 +88,7 @@ func (t *target) message(sock int, ptr uint64) (*message, error) {
 
 // iovecs reads the n struct iovec at ptr and the data they point to, as
 // much of it as sendSize lets one call send.
-func (t *target) iovecs(sock int, ptr uint64, n int) ([][]byte, error) {
+func (t *target) iovecs(sock int, ptr uint64, n int) ([]byte, error) {
 	raw, err := t.read(ptr, 16*n)
 	if err != nil {
 		return nil, err
@@ -97,18 +97,18 @@ func (t *target) iovecs(sock int, ptr uint64, n int) ([][]byte, error) {
 	remote := make([]unix.RemoteIovec, 0, n)
 	for i := range n {
 		base, l := binary.NativeEndian.Uint64(raw[16*i:]), binary.NativeEndian.Uint64(raw[16*i+8:])
-		if l > math.MaxInt32 || total+l > math.MaxInt32 {
+		if int64(l) < 0 {
 			return nil, unix.EINVAL
 		}
-		total += l
-		remote = append(remote, unix.RemoteIovec{Base: uintptr(base), Len: int(l)})
+		total = min(total+l, math.MaxInt32) // the kernel sends no more at once
+		remote = append(remote, unix.RemoteIovec{Base: uintptr(base), Len: int(min(l, math.MaxInt32))})
 	}
 	size, err := sendSize(sock, total)
 	if err != nil {
 		return nil, err
 	}
-	// The first size bytes of the vector.
-	keep := remote[:0]
+	b := make([]byte, size)
+	keep := remote[:0] // the vector's first size bytes
 	for _, iov := range remote {
 		if size == 0 {
 			break
@@ -117,19 +117,7 @@ func (t *target) iovecs(sock int, ptr uint64, n int) ([][]byte, error) {
 		size -= iov.Len
 		keep = append(keep, iov)
 	}
-	b := make([]byte, sendSizeOf(keep))
-	if err := t.readv(b, keep); err != nil {
-		return nil, err
-	}
-	return [][]byte{b}, nil
-}
-
-func sendSizeOf(iovs []unix.RemoteIovec) int {
-	n := 0
-	for _, iov := range iovs {
-		n += iov.Len
-	}
-	return n
+	return b, t.readv(b, keep)
 }
 
 // controls copies control data for the fence to send: the descriptors of
