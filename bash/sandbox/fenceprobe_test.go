@@ -179,11 +179,21 @@ func sockaddrUnix(path string) []byte {
 	return b
 }
 
-// raceFor is how long each race runs; raceTries how many calls at most.
+// raceFor is how long each race runs, once its flipper has flipped
+// raceFlips times (a loaded machine may keep it from running at first);
+// raceTries how many calls it makes at most, raceMax how long at most.
 const (
 	raceFor   = 150 * time.Millisecond
+	raceFlips = 1000
 	raceTries = 20000
+	raceMax   = 5 * time.Second
 )
+
+// racing reports whether a race is still on, after i calls.
+func racing(i int, start time.Time, flips *atomic.Int64) bool {
+	d := time.Since(start)
+	return i < raceTries && d < raceMax && (d < raceFor || flips.Load() < raceFlips)
+}
 
 // shared is memory outside Go's heap, which another thread of the probe
 // changes under the kernel's (and the fence's) reads: not Go's data, so
@@ -196,14 +206,16 @@ func shared(size int) []byte {
 	return b
 }
 
-// flipper runs flip on a thread of its own until stop is set.
-func flipper(stop *atomic.Bool, flip func(i int)) chan struct{} {
+// flipper runs flip on a thread of its own until stop is set, counting
+// in flips.
+func flipper(stop *atomic.Bool, flips *atomic.Int64, flip func(i int)) chan struct{} {
 	done := make(chan struct{})
 	go func() {
 		runtime.LockOSThread()
 		defer close(done)
 		for i := 0; !stop.Load(); i++ {
 			flip(i)
+			flips.Add(1)
 		}
 	}()
 	return done
@@ -235,6 +247,7 @@ func fenceRace(how, own, host string) string {
 	defer unix.Munmap(mem)
 	ownAddr, hostAddr := sockaddrUnix(own), sockaddrUnix(host)
 	var stop atomic.Bool
+	var flips atomic.Int64
 	var done chan struct{}
 	var call func() (escaped bool, err error) // escaped: the call succeeded, and own got nothing
 	switch how {
@@ -245,12 +258,12 @@ func fenceRace(how, own, host string) string {
 			return "links: " + err.Error()
 		}
 		addr := sockaddrUnix(a)
-		done = flipper(&stop, func(int) { _ = unix.Renameat2(unix.AT_FDCWD, a, unix.AT_FDCWD, b, unix.RENAME_EXCHANGE) })
+		done = flipper(&stop, &flips, func(int) { _ = unix.Renameat2(unix.AT_FDCWD, a, unix.AT_FDCWD, b, unix.RENAME_EXCHANGE) })
 		call = func() (bool, error) { return connectRaw(srv, addr) }
 	case "race-addr":
 		addr := mem[:len(ownAddr)]
 		copy(addr, ownAddr)
-		done = flipper(&stop, func(i int) { copy(addr, [][]byte{hostAddr, ownAddr}[i%2]) })
+		done = flipper(&stop, &flips, func(i int) { copy(addr, [][]byte{hostAddr, ownAddr}[i%2]) })
 		call = func() (bool, error) { return connectRaw(srv, addr) }
 	default:
 		// Two addresses, and a msghdr whose msg_name the flipper points
@@ -265,7 +278,7 @@ func fenceRace(how, own, host string) string {
 		h.Name, h.Namelen, h.Iov, h.Iovlen = &mem[256], uint32(len(ownAddr)), iov, 1
 		name := (*uintptr)(unsafe.Pointer(&h.Name))
 		ptrs := [2]uintptr{uintptr(unsafe.Pointer(&mem[512])), uintptr(unsafe.Pointer(&mem[256]))}
-		done = flipper(&stop, func(i int) { atomic.StoreUintptr(name, ptrs[i%2]) })
+		done = flipper(&stop, &flips, func(i int) { atomic.StoreUintptr(name, ptrs[i%2]) })
 		buf := make([]byte, 16)
 		call = func() (bool, error) {
 			err := sendmsgRaw(h)
@@ -280,8 +293,8 @@ func fenceRace(how, own, host string) string {
 	}
 	defer func() { stop.Store(true); <-done }()
 	reached, failed := 0, 0
-	end := time.Now().Add(raceFor)
-	for i := 0; i < raceTries && time.Now().Before(end); i++ {
+	start := time.Now()
+	for i := 0; racing(i, start, &flips); i++ {
 		escaped, err := call()
 		switch {
 		case escaped:
@@ -355,10 +368,11 @@ func fenceRaceFD(host string) string {
 	socks := [2]int{uds, tcp}
 	addr := sockaddrUnix(host)
 	var stop atomic.Bool
-	done := flipper(&stop, func(i int) { _ = unix.Dup3(socks[i%2], n, unix.O_CLOEXEC) })
+	var flips atomic.Int64
+	done := flipper(&stop, &flips, func(i int) { _ = unix.Dup3(socks[i%2], n, unix.O_CLOEXEC) })
 	defer func() { stop.Store(true); <-done }()
-	end := time.Now().Add(raceFor)
-	for i := 0; i < raceTries && time.Now().Before(end); i++ {
+	start := time.Now()
+	for i := 0; racing(i, start, &flips); i++ {
 		_, _, e := unix.Syscall(unix.SYS_CONNECT, uintptr(n), uintptr(unsafe.Pointer(&addr[0])), uintptr(len(addr)))
 		if e == 0 {
 			return fmt.Sprintf("escaped after %d calls", i)
