@@ -171,16 +171,17 @@ func BenchmarkInputRoundTrip(b *testing.B) {
 // not (Options.noFence): each iteration runs the probe there, which
 // times 200 connects (and accepts) on TCP loopback, then 200 to a unix
 // socket in /tmp, from blocking sockets and then from non-blocking ones,
-// and a call of `true`. It reports the medians of each jail's mean
-// connect of each kind, and of its call.
+// then 200 sendmsg on a connected pair, and a call of `true`. It reports
+// the medians of each jail's mean connect of each kind, sendmsg, and
+// call.
 func BenchmarkFenceConnect(b *testing.B) {
 	ctx := context.Background()
-	kinds := []string{"tcp-blocking", "unix-blocking", "tcp-nonblocking", "unix-nonblocking"}
+	kinds := []string{"tcp-blocking", "unix-blocking", "tcp-nonblocking", "unix-nonblocking", "sendmsg"}
 	type jail struct {
 		name  string
 		run   func() string
 		call  func()
-		conns [4][]time.Duration
+		conns [5][]time.Duration
 		calls []time.Duration
 	}
 	mk := func(noFence bool) *jail {
@@ -214,9 +215,9 @@ func BenchmarkFenceConnect(b *testing.B) {
 	}
 	for b.Loop() {
 		for _, j := range jails {
-			var ns [4]int64
+			var ns [5]int64
 			out := j.run()
-			if _, err := fmt.Sscanf(out, "bench: %d %d %d %d", &ns[0], &ns[1], &ns[2], &ns[3]); err != nil {
+			if _, err := fmt.Sscanf(out, "bench: %d %d %d %d %d", &ns[0], &ns[1], &ns[2], &ns[3], &ns[4]); err != nil {
 				b.Fatalf("the probe said %q", out)
 			}
 			for i := range ns {

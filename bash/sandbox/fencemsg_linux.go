@@ -31,14 +31,16 @@ const (
 
 // sendSize is how many of n bytes the fence sends on sock in one call.
 func sendSize(sock int, n uint64) (int, error) {
+	if n <= streamChunk {
+		return int(n), nil
+	}
 	typ, err := unix.GetsockoptInt(sock, unix.SOL_SOCKET, unix.SO_TYPE)
-	if err != nil {
+	switch {
+	case err != nil:
 		return 0, err // ENOTSOCK
-	}
-	if typ == unix.SOCK_STREAM {
-		return int(min(n, streamChunk)), nil
-	}
-	if n > maxMessage {
+	case typ == unix.SOCK_STREAM:
+		return streamChunk, nil
+	case n > maxMessage:
 		return 0, unix.EMSGSIZE
 	}
 	return int(n), nil
