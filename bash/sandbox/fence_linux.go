@@ -75,7 +75,7 @@ type fence struct {
 
 	mu      sync.Mutex
 	socks   map[int]struct{} // the sockets of the calls in flight
-	changed chan struct{}    // closed, and made anew, when socks changes
+	changed chan struct{}    // closed when socks changes, if someone waits (inFlight)
 	closed  bool
 }
 
@@ -101,7 +101,7 @@ func newFence(listener, diag int, private []string) (*fence, error) {
 		return nil, fmt.Errorf("the fence's eventfd: %w", err)
 	}
 	f := &fence{listener: listener, stop: stop, diag: diag, diagBuf: make([]byte, 32<<10), private: private,
-		slots: make(chan struct{}, fenceSlots), socks: map[int]struct{}{}, changed: make(chan struct{})}
+		slots: make(chan struct{}, fenceSlots), socks: map[int]struct{}{}}
 	f.wg.Add(1)
 	go f.serve()
 	return f, nil
@@ -342,8 +342,10 @@ func (f *fence) untrack(sock int) {
 
 // wake tells who waits on changed. Under mu.
 func (f *fence) wake() {
-	close(f.changed)
-	f.changed = make(chan struct{})
+	if f.changed != nil {
+		close(f.changed)
+		f.changed = nil
+	}
 }
 
 // inFlight is how many calls are in flight, and a channel closed when
@@ -351,6 +353,9 @@ func (f *fence) wake() {
 func (f *fence) inFlight() (int, <-chan struct{}) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.changed == nil {
+		f.changed = make(chan struct{})
+	}
 	return len(f.socks), f.changed
 }
 
