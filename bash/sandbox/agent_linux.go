@@ -111,13 +111,21 @@ func runAgent(c agentConfig) error {
 	if err != nil {
 		return err
 	}
-	fk, listener, why, err := startForker(c.Fence)
+	// The fence's sock_diag socket, made first: without it the host
+	// could not tell the session's sockets from the host's.
+	diag, why := -1, error(nil)
+	if c.Fence {
+		if diag, err = unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_SOCK_DIAG); err != nil {
+			why = fmt.Errorf("no sock_diag socket (%w): unix sockets are refused", err)
+		}
+	}
+	fk, listener, why, err := startForker(c.Fence, why)
 	if err != nil {
 		return err
 	}
 	a := &agent{sock: c.Socket, devNull: devNull, forker: fk, shells: map[int]uint64{}}
 	go a.reapOn(chld)
-	if err := a.ready(c.Proxy, listener, why); err != nil {
+	if err := a.ready(c.Proxy, listener, diag, why); err != nil {
 		return err
 	}
 	return a.serve()
@@ -126,9 +134,12 @@ func runAgent(c agentConfig) error {
 // ready tells the host the agent is ready, handing it the proxy
 // listener if it wants one, and the fence's listener and sock_diag
 // socket where it has them (else why not, in FenceErr).
-func (a *agent) ready(proxy bool, listener int, why error) error {
+func (a *agent) ready(proxy bool, listener, diag int, why error) error {
 	var fds []int
 	defer func() { closeFDs(fds) }()
+	if listener < 0 && diag >= 0 {
+		unix.Close(diag)
+	}
 	m := agentMsg{Started: true}
 	if proxy {
 		l, err := proxyListen()
@@ -138,12 +149,7 @@ func (a *agent) ready(proxy bool, listener int, why error) error {
 		fds = append(fds, l)
 	}
 	if listener >= 0 {
-		fds = append(fds, listener)
-		diag, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_SOCK_DIAG)
-		if err != nil {
-			return fmt.Errorf("sock_diag socket: %w", err)
-		}
-		fds = append(fds, diag)
+		fds = append(fds, listener, diag)
 		m.Fence = true
 	}
 	if why != nil {

@@ -21,9 +21,9 @@ type forker struct {
 
 // startForker starts the forker's thread and, with fence, installs the
 // fence's filter on it: it returns the filter's listener, which the host
-// is to supervise, or -1 and why the kernel cannot supervise here, where
-// noUnixProgram stands in for it.
-func startForker(fence bool) (f *forker, listener int, why error, err error) {
+// is to supervise, or -1 and why it cannot be (why, a reason there is
+// already, or the kernel's), where noUnixProgram stands in for it.
+func startForker(fence bool, why error) (f *forker, listener int, _ error, err error) {
 	f = &forker{calls: make(chan func())}
 	type setup struct {
 		listener  int
@@ -32,9 +32,12 @@ func startForker(fence bool) (f *forker, listener int, why error, err error) {
 	done := make(chan setup, 1)
 	go func() {
 		runtime.LockOSThread() // for good: the thread ends with the agent
-		s := setup{listener: -1}
-		if fence {
+		s := setup{listener: -1, why: why}
+		switch {
+		case fence && why == nil:
 			s.listener, s.why, s.fail = installFence()
+		case fence:
+			s.fail = installNoUnix()
 		}
 		done <- s
 		if s.fail != nil {
@@ -74,13 +77,22 @@ func installFence() (listener int, why, fail error) {
 		return listener, nil, nil
 	}
 	why = fmt.Errorf("the kernel cannot supervise the jail's system calls (%w): unix sockets are refused", err)
-	if prog, err = noUnixProgram(); err == nil {
+	if err := installNoUnix(); err != nil {
+		return -1, nil, err
+	}
+	return -1, why, nil
+}
+
+// installNoUnix installs noUnixProgram on the calling thread alone.
+func installNoUnix() error {
+	prog, err := noUnixProgram()
+	if err == nil {
 		_, err = seccompThread(prog, 0)
 	}
 	if err != nil {
-		return -1, nil, fmt.Errorf("install the seccomp filter of the unix sockets: %w", err)
+		return fmt.Errorf("install the seccomp filter of the unix sockets: %w", err)
 	}
-	return -1, why, nil
+	return nil
 }
 
 // seccompThread installs a filter on the calling thread (no TSYNC) and

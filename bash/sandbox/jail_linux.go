@@ -40,8 +40,9 @@ type jail struct {
 	proxyDone chan struct{} // closed once Serve returned
 
 	// fenced: the jail has a network namespace of its own, and its
-	// commands the fence (see fence), set by the reader before ready
-	// (fenceErr: why the kernel cannot, and unix sockets are refused).
+	// commands the fence (see fence), whose supervisor the reader sets
+	// before ready, or why there is none (fenceErr: unix sockets are
+	// refused instead).
 	fenced   bool
 	private  []string // the jail's own tmpfs mounts, for the fence
 	fence    *fence
