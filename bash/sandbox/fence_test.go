@@ -648,3 +648,42 @@ except OSError as e: print(e.strerror)
 		t.Errorf("stdout %q, want Permission denied", out)
 	}
 }
+
+// TestNoUnixFilter: where the fence cannot supervise, the forker's thread,
+// and so every command, refuses socket(AF_UNIX) and keeps socketpair and
+// inet sockets.
+func TestNoUnixFilter(t *testing.T) {
+	got := make(chan string, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the filtered thread exits
+		if err := installNoUnix(); err != nil {
+			got <- err.Error()
+			return
+		}
+		var out []string
+		for _, c := range []struct {
+			name string
+			make func() (int, error)
+		}{
+			{"unix", func() (int, error) { return unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0) }},
+			{"pair", func() (int, error) {
+				p, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+				if err == nil {
+					unix.Close(p[1])
+				}
+				return p[0], err
+			}},
+			{"inet", func() (int, error) { return unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0) }},
+		} {
+			fd, err := c.make()
+			if err == nil {
+				unix.Close(fd)
+			}
+			out = append(out, c.name+": "+result(err))
+		}
+		got <- strings.Join(out, ", ")
+	}()
+	if out, want := <-got, "unix: operation not permitted, pair: succeeded, inet: succeeded"; out != want {
+		t.Errorf("%s, want %s", out, want)
+	}
+}
