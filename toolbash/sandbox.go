@@ -74,7 +74,19 @@ func SandboxText(f SandboxFacts) string {
 	default:
 		b.WriteString("The network is on.")
 	}
+	b.WriteString(unixSocketsText(f))
 	return b.String()
+}
+
+// unixSocketsText tells the model which unix sockets its commands reach.
+func unixSocketsText(f SandboxFacts) string {
+	switch {
+	case f.Landlock:
+		return ` Commands cannot make unix sockets (socket(AF_UNIX) fails with "Operation not permitted"; socketpair works).`
+	case f.NetworkOff || f.Allowlist != nil:
+		return ` Unix sockets work between this session's own programs (bind them in /tmp; in the workspace some file systems refuse them); those of services on the host (docker, the Nix daemon, …) are refused with "Permission denied": ask the user to run what needs them.`
+	}
+	return " Services on the host are within reach too: on its loopback, and by their unix sockets outside the hidden paths."
 }
 
 // allowlistText tells the model about the network allowlist.

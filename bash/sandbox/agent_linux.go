@@ -34,6 +34,11 @@ type agentConfig struct {
 	// the first message (NetworkAllowlist), then one per Forward.
 	Proxy   bool           `json:"proxy,omitempty"`
 	Forward []agentForward `json:"forward,omitempty"`
+	// Fence: put the commands under the fence's filter, and hand its
+	// listener and a sock_diag socket of the jail's network namespace to
+	// the host with the first message (a jail with a network namespace
+	// of its own; see fence).
+	Fence bool `json:"fence,omitempty"`
 }
 
 // Main runs the sandbox agent when this process was started as one, and
@@ -64,6 +69,7 @@ func Main() {
 type agent struct {
 	sock    int
 	devNull int
+	forker  *forker // forks every shell
 
 	mu     sync.Mutex // held from a fork until the shell is registered
 	shells map[int]uint64
@@ -106,23 +112,47 @@ func runAgent(c agentConfig) error {
 	if err != nil {
 		return err
 	}
-	a := &agent{sock: c.Socket, devNull: devNull, shells: map[int]uint64{}}
+	// The fence's sock_diag socket, made first: without it the host
+	// could not tell the session's sockets from the host's.
+	diag, why := -1, error(nil)
+	if c.Fence {
+		if diag, err = unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_SOCK_DIAG); err != nil {
+			why = fmt.Errorf("no sock_diag socket (%w): unix sockets are refused", err)
+		}
+	}
+	fk, listener, why, err := startForker(c.Fence, why)
+	if err != nil {
+		return err
+	}
+	a := &agent{sock: c.Socket, devNull: devNull, forker: fk, shells: map[int]uint64{}}
 	go a.reapOn(chld)
-	if err := a.ready(c); err != nil {
+	if err := a.ready(c, listener, diag, why); err != nil {
 		return err
 	}
 	return a.serve()
 }
 
 // ready tells the host the agent is ready, handing it the proxy and
-// forward listeners if it wants them.
-func (a *agent) ready(c agentConfig) error {
+// forward listeners if it wants them, then the fence's listener and
+// sock_diag socket where it has them (else why not, in FenceErr).
+func (a *agent) ready(c agentConfig, listener, diag int, why error) error {
+	if listener < 0 && diag >= 0 {
+		unix.Close(diag)
+	}
 	fds, skipped, err := listeners(c)
 	if err != nil {
 		return err
 	}
-	defer closeFDs(fds)
-	return sendMsg(a.sock, agentMsg{Started: true, Skipped: skipped}, fds)
+	defer func() { closeFDs(fds) }()
+	m := agentMsg{Started: true, Skipped: skipped}
+	if listener >= 0 {
+		fds = append(fds, listener, diag)
+		m.Fence = true
+	}
+	if why != nil {
+		m.FenceErr = why.Error()
+	}
+	return sendMsg(a.sock, m, fds)
 }
 
 // restrictFiles is the second layer under the jail's mounts, and the
@@ -243,7 +273,9 @@ func (a *agent) fork(m *spawnMsg, fds []int) (pid, pidfd int, err error) {
 	if oerr == nil {
 		_ = os.WriteFile("/proc/self/oom_score_adj", []byte(commandOOMScoreAdj), 0)
 	}
-	pid, err = syscall.ForkExec(m.Path, m.Args, &syscall.ProcAttr{Dir: m.Dir, Env: m.Env, Files: files, Sys: sys})
+	a.forker.do(func() {
+		pid, err = syscall.ForkExec(m.Path, m.Args, &syscall.ProcAttr{Dir: m.Dir, Env: m.Env, Files: files, Sys: sys})
+	})
 	if oerr == nil {
 		_ = os.WriteFile("/proc/self/oom_score_adj", own, 0)
 	}

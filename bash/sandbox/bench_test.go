@@ -4,6 +4,7 @@ package sandbox
 
 import (
 	"context"
+	"fmt"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -163,4 +164,107 @@ func BenchmarkInputRoundTrip(b *testing.B) {
 	b.ReportMetric(median(tLl), "landlock-median-ms")
 	b.ReportMetric(median(diff), "sandbox-over-local-median-ms")
 	b.ReportMetric(median(diffLl), "landlock-over-local-median-ms")
+}
+
+// BenchmarkFenceConnect measures what the fence costs a connect, in one
+// loop that alternates two jails with the network off, one fenced and one
+// not (Options.noFence): each iteration runs the probe there, which
+// times 200 connects (and accepts) on TCP loopback, then 200 to a unix
+// socket in /tmp, from blocking sockets and then from non-blocking ones,
+// then 200 sendmsg on a connected pair, and a call of `true`. It reports
+// the medians of each jail's mean connect of each kind, sendmsg, and
+// call.
+func BenchmarkFenceConnect(b *testing.B) {
+	ctx := context.Background()
+	kinds := []string{"tcp-blocking", "unix-blocking", "tcp-nonblocking", "unix-nonblocking", "sendmsg"}
+	type jail struct {
+		name  string
+		run   func() string
+		call  func()
+		conns [5][]time.Duration
+		calls []time.Duration
+	}
+	mk := func(noFence bool) *jail {
+		ws := b.TempDir()
+		se, err := newSandbox(b, &Options{Layer: LayerJail, noFence: noFence, Policy: Policy{Network: NetworkOff},
+			Local: &local.Options{Cwd: ws}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { se.Close() })
+		probe, _ := se.Resolve(ctx, bash.ExecRequest{Command: probeIn(ws, "fence", "bench", "200"), Owner: "bench"})
+		tr, _ := se.Resolve(ctx, bash.ExecRequest{Command: "true", Owner: "bench"})
+		j := &jail{name: map[bool]string{false: "fenced", true: "unfenced"}[noFence]}
+		j.run = func() string {
+			res, err := se.Run(ctx, probe)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return res.Stdout.Text
+		}
+		j.call = func() {
+			if _, err := se.Run(ctx, tr); err != nil {
+				b.Fatal(err)
+			}
+		}
+		return j
+	}
+	jails := []*jail{mk(false), mk(true)}
+	for _, j := range jails {
+		j.call() // the jails' starts are measured by BenchmarkFenceStart
+	}
+	for b.Loop() {
+		for _, j := range jails {
+			var ns [5]int64
+			out := j.run()
+			if _, err := fmt.Sscanf(out, "bench: %d %d %d %d %d", &ns[0], &ns[1], &ns[2], &ns[3], &ns[4]); err != nil {
+				b.Fatalf("the probe said %q", out)
+			}
+			for i := range ns {
+				j.conns[i] = append(j.conns[i], time.Duration(ns[i]))
+			}
+			j.calls = append(j.calls, timed(j.call))
+		}
+	}
+	for _, j := range jails {
+		for i, kind := range kinds {
+			b.ReportMetric(median(j.conns[i])*1000, kind+"-"+j.name+"-µs")
+		}
+		b.ReportMetric(median(j.calls), "call-"+j.name+"-ms")
+	}
+}
+
+// BenchmarkFenceStart measures a new session's first call in a jail with
+// the network off, fenced and not, alternately.
+func BenchmarkFenceStart(b *testing.B) {
+	ctx := context.Background()
+	var ts [2][]time.Duration
+	var es [2]*Executor
+	for i, noFence := range []bool{false, true} {
+		se, err := newSandbox(b, &Options{Layer: LayerJail, noFence: noFence, Policy: Policy{Network: NetworkOff},
+			Local: &local.Options{Cwd: b.TempDir()}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { se.Close() })
+		es[i] = se
+	}
+	n := 0
+	for b.Loop() {
+		n++
+		for i, se := range es {
+			owner := "session-" + strconv.Itoa(n)
+			spec, _ := se.Resolve(ctx, bash.ExecRequest{Command: "true", Owner: owner})
+			ts[i] = append(ts[i], timed(func() {
+				if _, err := se.Run(ctx, spec); err != nil {
+					b.Fatal(err)
+				}
+			}))
+			if err := se.EndOwner(ctx, owner); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportMetric(median(ts[0]), "first-call-fenced-ms")
+	b.ReportMetric(median(ts[1]), "first-call-unfenced-ms")
 }

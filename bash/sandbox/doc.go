@@ -32,6 +32,16 @@
 //     listens there too and hands those listeners over with the proxy's,
 //     and the host connects each connection to the service (a
 //     [Forwarder]); the rest of the jail's loopback is the session's.
+//   - Unix sockets: in a jail with a network namespace of its own, the
+//     commands reach the unix sockets their session binds (in /tmp, and
+//     elsewhere where the file system numbers inodes in 32 bits) and no
+//     other: every connect, sendmsg, sendmmsg and sendto with an address
+//     is made by the host for the command (a seccomp user notification),
+//     which refuses with EACCES a path that does not lead to a socket
+//     bound in the jail's network namespace, before the socket's owner
+//     hears of it. With NetworkOn the host's sockets outside the hidden
+//     paths are reachable, as its loopback is. Where the kernel cannot
+//     supervise (before Linux 5.19), such a jail refuses socket(AF_UNIX).
 //   - System calls: a seccomp filter refusing ptrace, process_vm_*,
 //     io_uring, bpf, perf_event_open, userfaultfd, the keyring, mount and
 //     namespace calls, modules, kexec, TIOCSTI and other architectures.

@@ -69,7 +69,9 @@ func (j *jail) dispatch(m agentMsg, fds []int) error {
 }
 
 // readyMsg takes the agent's first message, which says it is ready, with
-// the proxy listener and the forwards' where the jail has them (j.egress).
+// the proxy listener and the forwards' where the jail has them (j.egress),
+// then the fence's descriptors where it is fenced (j.fenced), unless the
+// kernel cannot supervise it (FenceErr).
 func (j *jail) readyMsg(m agentMsg, fds []int) error {
 	select {
 	case <-j.ready:
@@ -77,24 +79,39 @@ func (j *jail) readyMsg(m agentMsg, fds []int) error {
 		return fmt.Errorf("%w: it said it was ready twice", errProtocol)
 	default:
 	}
-	want := 0
+	listeners, fence := 0, 0
 	if j.egress != nil {
-		want = 1 + len(j.forwards) - len(m.Skipped)
+		listeners = 1 + len(j.forwards) - len(m.Skipped)
+	}
+	if m.Fence {
+		fence = 2
 	}
 	switch {
 	case !m.Started || m.Exited || m.Err != "":
 		closeFDs(fds)
 		return fmt.Errorf("%w: its first message was not that it is ready", errProtocol)
-	case len(fds) != want:
+	case m.Fence && !j.fenced || j.fenced && !m.Fence && m.FenceErr == "":
 		closeFDs(fds)
-		return fmt.Errorf("%w: it said it was ready with %d descriptors, not %d", errProtocol, len(fds), want)
+		return fmt.Errorf("%w: its fence is not the one it was asked for", errProtocol)
+	case len(fds) != listeners+fence:
+		closeFDs(fds)
+		return fmt.Errorf("%w: it said it was ready with %d descriptors, not %d", errProtocol, len(fds), listeners+fence)
 	}
 	if err := j.checkSkipped(m.Skipped); err != nil {
 		closeFDs(fds)
 		return err
 	}
+	if fence == 2 {
+		f, err := newFence(fds[listeners], fds[listeners+1], j.private)
+		if err != nil {
+			closeFDs(fds[:listeners])
+			return err
+		}
+		j.fence = f
+	}
+	j.fenceErr = m.FenceErr
 	if j.egress != nil {
-		if err := j.serveListeners(fds, m.Skipped); err != nil {
+		if err := j.serveListeners(fds[:listeners], m.Skipped); err != nil {
 			return err
 		}
 	}

@@ -41,6 +41,15 @@ type jail struct {
 	forwards  []Forward     // NetworkAllowlist: Policy.Forward
 	fwd       forwarded     // their listeners, served by the Forwarder
 
+	// fenced: the jail has a network namespace of its own, and its
+	// commands the fence (see fence), whose supervisor the reader sets
+	// before ready, or why there is none (fenceErr: unix sockets are
+	// refused instead).
+	fenced   bool
+	private  []string // the jail's own tmpfs mounts, for the fence
+	fence    *fence
+	fenceErr string
+
 	cmd    *exec.Cmd
 	stderr *capBuffer
 	sock   *os.File
@@ -119,13 +128,21 @@ func (js *jails) startJail(ctx context.Context, j *jail, req *local.SpawnRequest
 	ctx, cancel := context.WithTimeoutCause(ctx, js.startTimeout,
 		fmt.Errorf("the sandbox did not start within %v (%s: %s)", js.startTimeout, j.starter(), bwrapSaid(j)))
 	defer cancel()
-	return j.awaitReady(ctx)
+	if err := j.awaitReady(ctx); err != nil {
+		return err
+	}
+	if j.fenceErr != "" {
+		js.noteFenceErr(j.fenceErr)
+	}
+	return nil
 }
 
 // bwrapCmd is the command of a jail: bwrap, running the agent inside.
 func (js *jails) bwrapCmd(j *jail, jp jailPaths) {
 	args := js.policy.bwrapArgs(jp)
-	agent := agentConfig{Socket: fdAgentSock, Exe: fdAgentExe, Writable: js.policy.landlockWritable(jp), Proxy: j.egress != nil}
+	j.fenced = js.policy.Network != NetworkOn && !js.noFence
+	j.private = append([]string{"/tmp", "/dev"}, js.policy.tempCovers(jp.serverTemp)...)
+	agent := agentConfig{Socket: fdAgentSock, Exe: fdAgentExe, Writable: js.policy.landlockWritable(jp), Proxy: j.egress != nil, Fence: j.fenced}
 	agent.Forward = agentForwards(j.forwards)
 	args = append(append(args, "--", "/proc/self/fd/"+strconv.Itoa(fdAgentExe)), agentArgs(agent)...)
 	j.cmd = &exec.Cmd{Path: js.bwrap, Args: append([]string{"bwrap"}, args...), Env: jp.env}
@@ -402,6 +419,9 @@ func (j *jail) close() error {
 	}
 	j.sendMu.Unlock()
 	j.closeProxy() // after the reader, which set it
+	if j.fence != nil {
+		j.fence.close() // after the jail's processes
+	}
 	if j.unpin != nil {
 		j.unpin()
 	}

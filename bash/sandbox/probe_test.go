@@ -61,6 +61,8 @@ func probe(args []string, w io.Writer) int {
 		}
 		c.Close()
 		fmt.Fprintln(w, "unix: connected")
+	case args[0] == "fence":
+		return probeFence(args[1:], w)
 	case args[0] == "mptcp" && len(args) == 2:
 		probeMPTCP(w, args[1])
 	case args[0] == "shm" && len(args) == 2:

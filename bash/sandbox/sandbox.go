@@ -57,6 +57,10 @@ type Options struct {
 	// to that one call) run outside the sandbox; by default such a spec
 	// fails with bash.ErrSandboxFinal, and the sandbox is final.
 	AllowUnsandboxed bool
+
+	// noFence leaves the jails without the fence, for benchmarks that
+	// measure it.
+	noFence bool
 }
 
 // Egress serves the connections the commands of a session make through

@@ -35,6 +35,7 @@ type jails struct {
 	admit func(workspace string) error // refuses a workspace (checkWorkspace)
 
 	allowUnsandboxed bool      // Options.AllowUnsandboxed
+	noFence          bool      // Options.noFence
 	egress           Egress    // Options.Egress
 	layer            Layer     // LayerJail or LayerLandlock
 	noJail           error     // why LayerAuto chose the Landlock layer at once
@@ -42,9 +43,17 @@ type jails struct {
 	root             string
 	rootErr          error
 
-	mu     sync.Mutex
-	byKey  map[string]*jail
-	closed bool
+	mu       sync.Mutex
+	byKey    map[string]*jail
+	closed   bool
+	fenceErr string // why the last jail could not be fenced, if it could not
+}
+
+// noteFenceErr records why a jail could not be fenced, for View.
+func (js *jails) noteFenceErr(why string) {
+	js.mu.Lock()
+	js.fenceErr = why
+	js.mu.Unlock()
 }
 
 func newJails(o *Options, serverTemp []string, hold func(string) (string, func(), error), admit func(string) error) (*jails, error) {
@@ -87,7 +96,7 @@ func newJails(o *Options, serverTemp []string, hold func(string) (string, func()
 		startTimeout = 30 * time.Second
 	}
 	limits, limitsErr := newLimiter(o.Limits)
-	return &jails{egress: o.Egress, allowUnsandboxed: o.AllowUnsandboxed, layer: layer, noJail: noJail, policy: o.Policy, bwrap: bw, agent: agent, filter: filter, layerFilter: layerFilter, tempDir: o.TempDir, serverTemp: serverTemp,
+	return &jails{noFence: o.noFence, egress: o.Egress, allowUnsandboxed: o.AllowUnsandboxed, layer: layer, noJail: noJail, policy: o.Policy, bwrap: bw, agent: agent, filter: filter, layerFilter: layerFilter, tempDir: o.TempDir, serverTemp: serverTemp,
 		startTimeout: startTimeout, limits: limits, limitsErr: limitsErr, hold: hold, admit: admit, byKey: map[string]*jail{}}, nil
 }
 

@@ -155,3 +155,63 @@ func filterBytes(o filterOpts) ([]byte, error) {
 	}
 	return b, nil
 }
+
+// The fence's filter, which the agent's forker thread installs over the
+// jail's (see forker) where the jail has a network namespace of its own,
+// so that every command runs under both. It leaves to the host, as a
+// seccomp user notification, each system call that can reach a unix
+// socket by its path: connect, sendmsg and sendmmsg (their address is
+// behind a pointer no filter can read), and sendto with an address. The
+// host makes the call itself, for the command (see fence), and a host
+// service's socket is never reached. The rest is left to the jail's
+// filter.
+
+// Offsets of sendto's address argument (the fifth), in two halves.
+const (
+	offArg4Lo = 16 + 4*8
+	offArg4Hi = offArg4Lo + 4
+)
+
+// fenceProgram assembles the fence's filter.
+func fenceProgram() ([]bpf.RawInstruction, error) {
+	arch, err := auditArch()
+	if err != nil {
+		return nil, err
+	}
+	const allow, notify = 11, 12 // the indices of the two returns
+	at := func(i, target int) uint8 { return uint8(target - i - 1) }
+	return bpf.Assemble([]bpf.Instruction{
+		/* 0 */ bpf.LoadAbsolute{Off: offArch, Size: 4},
+		/* 1 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: arch, SkipFalse: at(1, allow)}, // the jail's filter kills it
+		/* 2 */ bpf.LoadAbsolute{Off: offNr, Size: 4},
+		/* 3 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.SYS_CONNECT, SkipTrue: at(3, notify)},
+		/* 4 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.SYS_SENDMSG, SkipTrue: at(4, notify)},
+		/* 5 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.SYS_SENDMMSG, SkipTrue: at(5, notify)},
+		/* 6 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.SYS_SENDTO, SkipFalse: at(6, allow)},
+		/* 7 */ bpf.LoadAbsolute{Off: offArg4Lo, Size: 4},
+		/* 8 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: 0, SkipFalse: at(8, notify)},
+		/* 9 */ bpf.LoadAbsolute{Off: offArg4Hi, Size: 4},
+		/* 10 */ bpf.JumpIf{Cond: bpf.JumpEqual, Val: 0, SkipTrue: at(10, allow), SkipFalse: at(10, notify)},
+		/* 11 */ bpf.RetConstant{Val: retAllow},
+		/* 12 */ bpf.RetConstant{Val: unix.SECCOMP_RET_USER_NOTIF},
+	})
+}
+
+// noUnixProgram is the fence's stand-in where the kernel cannot supervise
+// (before Linux 5.19, or under another supervisor): socket(AF_UNIX) is
+// refused, as in the Landlock layer, which closes the route to the host's
+// sockets and the session's own with it; socketpair stays.
+func noUnixProgram() ([]bpf.RawInstruction, error) {
+	arch, err := auditArch()
+	if err != nil {
+		return nil, err
+	}
+	p := []bpf.Instruction{
+		bpf.LoadAbsolute{Off: offArch, Size: 4},
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: arch, SkipTrue: 1},
+		bpf.RetConstant{Val: retAllow},
+		bpf.LoadAbsolute{Off: offNr, Size: 4},
+	}
+	p = append(p, argCheck(unix.SYS_SOCKET, offArg0, bpf.JumpEqual, unix.AF_UNIX)...)
+	return bpf.Assemble(append(p, bpf.RetConstant{Val: retAllow}))
+}

@@ -21,8 +21,12 @@ type View struct {
 	ReadOnly []string
 	// Hidden are replaced by empty ones.
 	Hidden []string
-	// Network is the jail's network.
-	Network Network
+	// Network is the jail's network. Where it is not NetworkOn, a jail's
+	// commands reach the unix sockets their session binds and no other
+	// (see the package doc), unless FenceErr says why the kernel cannot
+	// tell them apart here, and the jail refuses unix sockets altogether.
+	Network  Network
+	FenceErr string
 	// LandlockABI is the kernel's Landlock ABI version, which the agent
 	// restricts writes with too (0: none, the bind mounts alone).
 	LandlockABI int

@@ -21,6 +21,9 @@ func (e *Executor) View(workspace string, env []string) View {
 		Network:     p.Network,
 		LandlockABI: abi,
 	}
+	e.jails.mu.Lock()
+	v.FenceErr = e.jails.fenceErr
+	e.jails.mu.Unlock()
 	e.limitsView(&v)
 	return v
 }

@@ -43,6 +43,11 @@ type agentMsg struct {
 	Signal  int    `json:"signal,omitempty"`
 	Started bool   `json:"started,omitempty"`
 	Skipped []int  `json:"skipped,omitempty"` // ready: the optional forwards it has no listener for
+	// In the first message: the fence's listener and sock_diag socket
+	// follow the proxy listener (Fence), or why the jail has none
+	// (FenceErr: unix sockets are refused instead).
+	Fence    bool   `json:"fence,omitempty"`
+	FenceErr string `json:"fenceErr,omitempty"`
 }
 
 // maxPacket bounds one packet. A spawn message longer than this is refused

@@ -86,6 +86,7 @@ func describe(w io.Writer, exec bash.Executor, ws string, sf *sandboxFlags) {
 	if v.Network == sandbox.NetworkAllowlist {
 		describeAllowlist(w, &sf.net)
 	}
+	fmt.Fprintf(w, "unix sockets: %s\n", unixSockets(v))
 	fmt.Fprintf(w, "limits per session: memory %s, processes %s, /tmp %s, CPU %s\n",
 		limitText(v.Memory, sandbox.ByteSize(v.Memory)), limitText(int64(v.Pids), strconv.Itoa(v.Pids)),
 		map[bool]string{true: "not its own (TMPDIR is)", false: limitText(v.Tmp, sandbox.ByteSize(v.Tmp)+" in memory")}[v.Layer == sandbox.LayerLandlock],
@@ -112,6 +113,19 @@ func describe(w io.Writer, exec bash.Executor, ws string, sf *sandboxFlags) {
 	if !strings.Contains(cont, "cgroup") {
 		fmt.Fprintln(w, "note: no cgroup per command here; a command's processes are followed by process group")
 	}
+}
+
+// unixSockets says which unix sockets commands reach.
+func unixSockets(v sandbox.View) string {
+	switch {
+	case v.Layer == sandbox.LayerLandlock:
+		return "none (socket(AF_UNIX) is refused; socketpair works)"
+	case v.Network == sandbox.NetworkOn:
+		return "the host's, outside the hidden paths, and the session's own"
+	case v.FenceErr != "":
+		return "none: " + v.FenceErr
+	}
+	return "the session's own (bound in its jail) only; the host's are refused"
 }
 
 // describeAllowlist writes the network allowlist's rules.

@@ -1,0 +1,111 @@
+package sandbox
+
+import (
+	"fmt"
+	"runtime"
+	"unsafe"
+
+	"golang.org/x/net/bpf"
+	"golang.org/x/sys/unix"
+)
+
+// forker starts the agent's shells, every one from the same OS thread,
+// which the agent keeps for that alone. In a fenced jail (see fence) that
+// thread carries the fence's filter, and so does every process it forks,
+// and theirs; the agent's other threads do not, so nothing the agent does
+// itself waits on the host. (The Go runtime never clones a new thread
+// from one locked with LockOSThread, but from a clean one.)
+type forker struct {
+	calls chan func()
+}
+
+// startForker starts the forker's thread and, with fence, installs the
+// fence's filter on it: it returns the filter's listener, which the host
+// is to supervise, or -1 and why it cannot be (why, a reason there is
+// already, or the kernel's), where noUnixProgram stands in for it.
+func startForker(fence bool, why error) (f *forker, listener int, _ error, err error) {
+	f = &forker{calls: make(chan func())}
+	type setup struct {
+		listener  int
+		why, fail error
+	}
+	done := make(chan setup, 1)
+	go func() {
+		runtime.LockOSThread() // for good: the thread ends with the agent
+		s := setup{listener: -1, why: why}
+		switch {
+		case fence && why == nil:
+			s.listener, s.why, s.fail = installFence()
+		case fence:
+			s.fail = installNoUnix()
+		}
+		done <- s
+		if s.fail != nil {
+			return
+		}
+		for call := range f.calls {
+			call()
+		}
+	}()
+	s := <-done
+	return f, s.listener, s.why, s.fail
+}
+
+// do runs call on the forker's thread and returns when it has.
+func (f *forker) do(call func()) {
+	done := make(chan struct{})
+	f.calls <- func() {
+		defer close(done)
+		call()
+	}
+	<-done
+}
+
+// installFence installs the fence's filter on the calling thread alone,
+// with a listener for the host, whose waits for the host's answer only a
+// fatal signal ends (so that the host never makes a call twice for a
+// command a signal interrupted). Where the kernel cannot (before 5.19,
+// or the agent is under another supervisor's filter already), it
+// installs noUnixProgram instead and says why; fail is an error of that.
+func installFence() (listener int, why, fail error) {
+	prog, err := fenceProgram()
+	if err != nil {
+		return -1, nil, err
+	}
+	listener, err = seccompThread(prog, unix.SECCOMP_FILTER_FLAG_NEW_LISTENER|unix.SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV)
+	if err == nil {
+		return listener, nil, nil
+	}
+	why = fmt.Errorf("the kernel cannot supervise the jail's system calls (%w): unix sockets are refused", err)
+	if err := installNoUnix(); err != nil {
+		return -1, nil, err
+	}
+	return -1, why, nil
+}
+
+// installNoUnix installs noUnixProgram on the calling thread alone.
+func installNoUnix() error {
+	prog, err := noUnixProgram()
+	if err == nil {
+		_, err = seccompThread(prog, 0)
+	}
+	if err != nil {
+		return fmt.Errorf("install the seccomp filter of the unix sockets: %w", err)
+	}
+	return nil
+}
+
+// seccompThread installs a filter on the calling thread (no TSYNC) and
+// returns what seccomp returned (a listener with NEW_LISTENER).
+func seccompThread(prog []bpf.RawInstruction, flags uintptr) (int, error) {
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return -1, fmt.Errorf("no new privileges: %w", err)
+	}
+	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: (*unix.SockFilter)(unsafe.Pointer(&prog[0]))}
+	r, _, e := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, flags, uintptr(unsafe.Pointer(&fprog)))
+	runtime.KeepAlive(prog)
+	if e != 0 {
+		return -1, e
+	}
+	return int(r), nil
+}
