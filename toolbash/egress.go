@@ -55,4 +55,3 @@ func EgressRefusal(r *egress.Refusal, howToAllow func(host string) string) strin
 	}
 	return fmt.Sprintf("dsh sandbox: the network proxy refused the request: %s.", r.Cause)
 }
-
