@@ -244,3 +244,37 @@ func TestMCPEscapeOffSays(t *testing.T) {
 		t.Error("it ran")
 	}
 }
+
+// TestHTTPAnswersReachTheCall: over streamable HTTP, on the newest
+// protocol and the one before, the client's answers to the server's
+// question come back to the same session, bound to the question, and
+// the command runs once they say yes.
+func TestHTTPAnswersReachTheCall(t *testing.T) {
+	t.Parallel()
+	for _, proto := range []string{"", "2025-11-25"} {
+		t.Run("protocol "+proto, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			s := startHTTP(t, nil, "--http", "127.0.0.1:0", "--no-auth", "--sandbox=off", "--cwd", dir, "--ask", "touch")
+			var y yesToAll
+			var sopts *mcp.ClientSessionOptions
+			if proto != "" {
+				sopts = &mcp.ClientSessionOptions{ProtocolVersion: proto}
+			}
+			cs, err := testwait.Reply("initialize", func(ctx context.Context) (*mcp.ClientSession, error) {
+				return mcp.NewClient(&mcp.Implementation{Name: "test"}, y.options()).Connect(ctx,
+					&mcp.StreamableClientTransport{Endpoint: s.where, MaxRetries: -1}, sopts)
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { cs.Close() })
+			if got := callText(t, cs, "bash", map[string]any{"command": "touch marker && echo made", "description": "Mark"}); got != "made\n" || len(y.asked()) != 1 {
+				t.Errorf("got %q, asked %q", got, y.asked())
+			}
+			if _, err := os.Stat(filepath.Join(dir, "marker")); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
