@@ -195,3 +195,64 @@ func TestUnsandboxedListedWhereAsked(t *testing.T) {
 		})
 	}
 }
+
+// TestEarlierAnswerIsToItsQuestion: an answer a call brought in an
+// earlier round counts only for the question the user saw: once the
+// session's directory changes between the rounds (the client's roots
+// changed), the question is put again, and the command does not run in
+// a directory the user never approved.
+func TestEarlierAnswerIsToItsQuestion(t *testing.T) {
+	r := permissionRig(t)
+	dir1, dir2 := t.TempDir(), t.TempDir()
+	st, ct := mcp.NewInMemoryTransports()
+	ran := make(chan error, 1)
+	go func() { ran <- r.srv.Run(context.Background(), st) }()
+	c := mcp.NewClient(&mcp.Implementation{Name: "raw"}, &mcp.ClientOptions{
+		Capabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}},
+			RootsV2: &mcp.RootCapabilities{ListChanged: true}},
+		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
+	})
+	cs := connectClient(t, c, ct)
+	t.Cleanup(func() {
+		cs.Close()
+		testwait.Recv(t, ran, "return of Run")
+	})
+	// The session's directory is known from an earlier call.
+	p := &mcp.CallToolParams{Name: "bash", Arguments: bashArgs("echo hi")}
+	res := rawCall(t, cs, p)
+	p.InputResponses = mcp.InputResponseMap{"roots": &mcp.ListRootsResult{Roots: []*mcp.Root{{URI: "file://" + dir1}}}}
+	p.RequestState = res.RequestState
+	if res = rawCall(t, cs, p); text(res) != "hi\n" {
+		t.Fatalf("echo: %+v", res)
+	}
+	p = &mcp.CallToolParams{Name: "bash", Arguments: bashArgs("touch marker")}
+	res = rawCall(t, cs, p)
+	q, ok := res.InputRequests[permissionInput].(*mcp.ElicitParams)
+	if !ok || !strings.Contains(q.Message, dir1) {
+		t.Fatalf("the question: %+v", res)
+	}
+	// The roots change (as the client's notification does), then the
+	// answer comes: the directory is asked for again first.
+	r.srv.mu.Lock()
+	for _, st := range r.srv.sessions {
+		st.forgetRoots()
+	}
+	r.srv.mu.Unlock()
+	p.InputResponses = mcp.InputResponseMap{permissionInput: accept(choiceOnce)}
+	p.RequestState = res.RequestState
+	res = rawCall(t, cs, p)
+	if res.InputRequests["roots"] == nil {
+		t.Fatalf("after the roots changed: %q", text(res))
+	}
+	p.InputResponses = mcp.InputResponseMap{"roots": &mcp.ListRootsResult{Roots: []*mcp.Root{{URI: "file://" + dir2}}}}
+	p.RequestState = res.RequestState
+	res = rawCall(t, cs, p)
+	if q, ok := res.InputRequests[permissionInput].(*mcp.ElicitParams); !ok || !strings.Contains(q.Message, dir2) {
+		t.Errorf("the answer to the question about %s ran the command in %s: %q", dir1, dir2, text(res))
+	}
+	for _, d := range []string{dir1, dir2} {
+		if _, err := os.Stat(filepath.Join(d, "marker")); err == nil {
+			t.Errorf("it ran in %s", d)
+		}
+	}
+}

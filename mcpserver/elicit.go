@@ -58,12 +58,11 @@ func (s *Server) elicit(ctx context.Context, q toolbash.Question) (toolbash.Answ
 		key, params = unsandboxedInput, unsandboxedParams(q)
 	}
 	if res, ok := cs.answers.responses[key].(*mcp.ElicitResult); ok {
-		asked, _ := cs.answers.asked[key].(*mcp.ElicitParams)
-		if asked == nil || sameForm(asked, params) {
+		if asked, _ := cs.answers.asked[key].(*mcp.ElicitParams); asked != nil && sameForm(asked, params) {
 			return answerTo(params, res)
 		}
-		// The answer was to another question (the rules changed between
-		// the rounds): ask this one.
+		// The answer was to another question (the rules or the session's
+		// directory changed between the rounds): ask this one.
 	}
 	if cs.req.ProtocolVersion() >= newProtocol {
 		cs.needInput = mcp.InputRequestMap{key: params}

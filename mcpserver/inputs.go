@@ -37,8 +37,8 @@ const maxInputRounds = 16
 type inputRound struct {
 	tool    string
 	args    string               // the call's arguments, canonical
-	asked   mcp.InputRequestMap  // this round's questions
-	earlier mcp.InputResponseMap // the answers of the call's earlier rounds, checked
+	asked   mcp.InputRequestMap // this round's questions
+	earlier callAnswers         // the call's earlier rounds: their answers, checked, and questions
 	expires time.Time
 }
 
@@ -51,7 +51,7 @@ type inputRounds struct {
 
 // put keeps a round of questions and returns the request state that names
 // it.
-func (r *inputRounds) put(tool string, args json.RawMessage, asked mcp.InputRequestMap, earlier mcp.InputResponseMap) string {
+func (r *inputRounds) put(tool string, args json.RawMessage, asked mcp.InputRequestMap, earlier callAnswers) string {
 	b := make([]byte, 16)
 	_, _ = rand.Read(b)
 	state := "dsh-" + hex.EncodeToString(b)
@@ -110,8 +110,11 @@ func (r *inputRounds) answersFor(tool string, p *mcp.CallToolParamsRaw) (callAns
 		return callAnswers{}, fmt.Errorf("%w (the questions were about another call)", errUnasked)
 	}
 	got := callAnswers{responses: mcp.InputResponseMap{}, asked: mcp.InputRequestMap{}}
-	for key, resp := range round.earlier {
+	for key, resp := range round.earlier.responses {
+		// With the question it answered: an answer counts only for the
+		// question the user saw (see elicit).
 		got.responses[key] = resp
+		got.asked[key] = round.earlier.asked[key]
 	}
 	for key, resp := range p.InputResponses {
 		q, ok := round.asked[key]

@@ -345,7 +345,7 @@ func (s *Server) handler(name string) mcp.ToolHandler {
 // keeps them (with the answers the call brought) for the call that
 // answers.
 func (st *sessionState) askInput(tool string, req *mcp.CallToolRequest, need mcp.InputRequestMap, earlier callAnswers) *mcp.CallToolResult {
-	state := st.inputs.put(tool, req.Params.Arguments, need, earlier.responses)
+	state := st.inputs.put(tool, req.Params.Arguments, need, earlier)
 	return &mcp.CallToolResult{InputRequests: need, RequestState: state}
 }
 
