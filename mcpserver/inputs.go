@@ -36,7 +36,7 @@ const maxInputRounds = 16
 // inputRound is one round of questions put within a tool call.
 type inputRound struct {
 	tool    string
-	args    string               // the call's arguments, canonical
+	args    string              // the call's arguments, canonical
 	asked   mcp.InputRequestMap // this round's questions
 	earlier callAnswers         // the call's earlier rounds: their answers, checked, and questions
 	expires time.Time
