@@ -248,7 +248,7 @@ func (a *Agent) askUnsandboxed(ctx context.Context, q toolbash.Question) (toolba
 	p := a.reg.PresentCall(q.Call.Tool, q.Call.Args)
 	kind := acp.ToolKind(p.Kind)
 	title := "Run OUTSIDE the sandbox: " + p.Title
-	runs := ""
+	runs := "\nWhat it leaves running is stopped when it ends."
 	if q.Background {
 		runs = "\nIt starts in the background and keeps running, outside the sandbox, until it ends or is stopped."
 	}

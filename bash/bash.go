@@ -194,8 +194,13 @@ type RunResult struct {
 	// command left running after its shell exited; empty when none were left.
 	Adopted TaskID
 	// LeftoversKilled is set when processes outlived the shell but could not
-	// be adopted (the caller's task limit was reached), so they were killed.
+	// be adopted (the caller's task limit was reached, or the run was
+	// Unsandboxed: see LeftoversOutside), so they were killed.
 	LeftoversKilled bool
+	// LeftoversOutside is set with LeftoversKilled for an Unsandboxed run:
+	// the user's yes covered that one command, not processes that would
+	// run on outside the sandbox after it, so they are never adopted.
+	LeftoversOutside bool `json:",omitempty"`
 	// Limit names the resource limit that ended the command ("memory
 	// limit 2 GiB"), empty when none did.
 	Limit string `json:",omitempty"`

@@ -100,7 +100,7 @@ func unsandboxedQuestion(q toolbash.Question) (toolbash.Question, bool) {
 // unsandboxedParams is the form that asks whether q's call may run
 // outside the sandbox: this once, or not.
 func unsandboxedParams(q toolbash.Question) *mcp.ElicitParams {
-	runs := ""
+	runs := "\n\nWhat it leaves running is stopped when it ends."
 	if q.Background {
 		runs = "\n\nIt starts in the background and keeps running, outside the sandbox, until it ends or is stopped."
 	}

@@ -129,7 +129,7 @@ func metaExit(m map[string]any) (code *int, sig string, ok bool) {
 var (
 	exitMarker   = regexp.MustCompile(`^\[exit code: (-?\d+)\]$`)
 	signalMarker = regexp.MustCompile(`^\[killed by signal: ([A-Za-z0-9 +-]+)\]$`)
-	trailMarker  = regexp.MustCompile(`^\[still running in background as task bash-\d+\]$|^` + regexp.QuoteMeta(leftoversKilled) + `$`)
+	trailMarker  = regexp.MustCompile(`^\[still running in background as task bash-\d+\]$|^` + regexp.QuoteMeta(leftoversKilled) + `$|^` + regexp.QuoteMeta(leftoversOutside) + `$`)
 )
 
 // parseExit reads the exit status from the markers that end a bash result

@@ -150,6 +150,7 @@ func TestPresentResultRoundTrip(t *testing.T) {
 		{Stdout: out("hi"), ExitCode: 6, Adopted: "bash-2"},
 		{Stdout: out("hi"), ExitCode: -1, Signal: "SIGTERM", Adopted: "bash-2"},
 		{Stdout: out("hi\n"), ExitCode: 5, LeftoversKilled: true},
+		{Stdout: out("hi\n"), ExitCode: 6, LeftoversKilled: true, LeftoversOutside: true},
 	}
 	for i, r := range runs {
 		var wantCode *int

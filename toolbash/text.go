@@ -46,6 +46,8 @@ func runTextWhole(r bash.RunResult) string {
 	switch {
 	case r.Adopted != "":
 		line(&b, "[still running in background as task "+string(r.Adopted)+"]")
+	case r.LeftoversOutside:
+		line(&b, leftoversOutside)
 	case r.LeftoversKilled:
 		line(&b, leftoversKilled)
 	}
@@ -55,6 +57,11 @@ func runTextWhole(r bash.RunResult) string {
 // leftoversKilled tells the model that processes its command left running
 // were stopped because its session was at the background task limit.
 const leftoversKilled = "[processes left running were stopped: too many background tasks]"
+
+// leftoversOutside tells the model that processes a command run outside
+// the sandbox left running were stopped: the user's yes covered the
+// command, not what would run on after it.
+const leftoversOutside = "[processes left running were stopped: a call outside the sandbox ends with its command]"
 
 // streams writes stdout, then a [stderr] section when stderr has anything;
 // note, if not nil, follows a stream whose Output was truncated.

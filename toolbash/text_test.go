@@ -85,6 +85,7 @@ func TestRunTextGolden(t *testing.T) {
 		{"adopted", bash.RunResult{Stdout: out("started\n"), Adopted: "bash-4"}},
 		{"adopted-exit-code", bash.RunResult{Stdout: out("hi"), ExitCode: 2, Adopted: "bash-5"}},
 		{"leftovers-killed", bash.RunResult{Stdout: out("hi\n"), LeftoversKilled: true}},
+		{"leftovers-outside", bash.RunResult{Stdout: out("hi\n"), ExitCode: 3, LeftoversKilled: true, LeftoversOutside: true}},
 	}
 	got := map[string]string{}
 	var names []string

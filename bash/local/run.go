@@ -75,10 +75,18 @@ wait:
 // adopt turns the processes a foreground command left behind into a
 // background task of the same owner, or kills them when the owner is at its
 // task limit.
+// An Unsandboxed run's leftovers are always killed: the user's yes to
+// run that one command outside the sandbox does not cover processes that
+// would run on there after it (a loop that runs what a later, sandboxed
+// command writes to a file).
 func (e *Executor) adopt(p *proc, spec bash.ExecSpec, res *bash.RunResult) {
-	t, err := e.reserve(spec)
+	var t *task
+	err := errors.New("outside the sandbox")
+	if !spec.Unsandboxed {
+		t, err = e.reserve(spec)
+	}
 	if err != nil {
-		res.LeftoversKilled = true
+		res.LeftoversKilled, res.LeftoversOutside = true, spec.Unsandboxed
 		p.stop()
 		<-p.done
 		return

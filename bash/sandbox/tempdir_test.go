@@ -5,6 +5,7 @@ package sandbox
 import (
 	"context"
 	"errors"
+	"golang.org/x/sys/unix"
 	"os"
 	"path/filepath"
 	"testing"
@@ -93,6 +94,23 @@ func TestUnsandboxedCall(t *testing.T) {
 			}
 			if try("sandboxed", false) || !try("unsandboxed", true) || try("sandboxed-again", false) {
 				t.Error("want only the Unsandboxed call to write outside the workspace")
+			}
+			// One yes is one call: what the command leaves running outside is
+			// stopped when it ends, never adopted as a task.
+			gate := filepath.Join(ws, "gate")
+			if err := unix.Mkfifo(gate, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			spec, _ := e.Resolve(ctx, bash.ExecRequest{Owner: "o", Workspace: ws, Workdir: ws,
+				Command: "(read < " + gate + "; touch " + filepath.Join(outside, "late") + ") & echo x"})
+			spec.Unsandboxed = true
+			res, err := e.Run(ctx, spec)
+			if err != nil || res.Adopted != "" || !res.LeftoversKilled || !res.LeftoversOutside {
+				t.Errorf("leftovers of a run outside: %+v, %v; want them killed, not adopted", res, err)
+			}
+			if fd, err := unix.Open(gate, unix.O_WRONLY|unix.O_NONBLOCK, 0); err == nil {
+				unix.Close(fd)
+				t.Error("the leftover still reads its gate")
 			}
 		})
 	}

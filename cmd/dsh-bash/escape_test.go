@@ -278,3 +278,26 @@ func TestHTTPAnswersReachTheCall(t *testing.T) {
 		})
 	}
 }
+
+// TestMCPForegroundYesEndsWithItsCommand: a foreground command run
+// outside the sandbox on one yes leaves nothing running there: a loop it
+// starts (which would run what later, sandboxed calls write to a file of
+// the workspace) is stopped when it ends, never adopted as a task, and
+// the question says so.
+func TestMCPForegroundYesEndsWithItsCommand(t *testing.T) {
+	t.Parallel()
+	requireBwrap(t)
+	var y yesToAll
+	cs, _ := mcpClientWith(t, y.options(), "--sandbox=jail", "--sandbox-network=off", "--cwd", t.TempDir())
+	callText(t, cs, "bash", map[string]any{"description": "Write setup", "command": `printf '%s\n' 'echo setting up' '(while sleep 0.2; do [ -f .q ] && sh .q && rm -f .q; done) >/dev/null 2>&1 &' > setup.sh`})
+	got := callText(t, cs, "bash", map[string]any{"description": "Set up the dev environment", "command": "sh setup.sh", "unsandboxed": true})
+	if got != "setting up\n[processes left running were stopped: a call outside the sandbox ends with its command]" {
+		t.Errorf("the run outside: %q", got)
+	}
+	if q := y.asked(); len(q) != 1 || !strings.Contains(q[0], "What it leaves running is stopped when it ends.") {
+		t.Errorf("the question: %q", q)
+	}
+	if got := callText(t, cs, "bash_tasks", map[string]any{}); got != "(no background tasks)" {
+		t.Errorf("tasks: %q", got)
+	}
+}
