@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -685,5 +686,26 @@ func TestNoUnixFilter(t *testing.T) {
 	}()
 	if out, want := <-got, "unix: operation not permitted, pair: succeeded, inet: succeeded"; out != want {
 		t.Errorf("%s, want %s", out, want)
+	}
+}
+
+// TestTmpfsDevs: the jail's own tmpfs mounts are found in its mount
+// table at the paths they are mounted at now, the one on top where
+// several are; a path moved away (a directory above it renamed) or
+// covered by something else is not one of them.
+func TestTmpfsDevs(t *testing.T) {
+	const mountinfo = `1 0 8:1 / / ro - ext4 /dev/root rw
+2 1 0:40 / /tmp rw - tmpfs tmpfs rw
+3 1 0:41 / /dev rw - tmpfs tmpfs rw
+4 1 8:1 /home/u/ws /home/u/ws rw - ext4 /dev/root rw
+5 4 0:42 / /home/u/ws/sub.old/cover rw - tmpfs tmpfs rw
+6 1 0:43 / /srv/a\040b rw - tmpfs tmpfs rw
+7 1 0:44 / /var/tmp rw - tmpfs tmpfs rw
+8 7 8:1 /x /var/tmp rw - ext4 /dev/root rw
+`
+	got := tmpfsDevs(mountinfo, []string{"/tmp", "/dev", "/home/u/ws/sub/cover", "/srv/a b", "/var/tmp"})
+	want := []uint32{40, 41, 43}
+	if !slices.Equal(got, want) {
+		t.Errorf("got %v, want %v", got, want)
 	}
 }

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"math"
 	"os"
 	"slices"
@@ -120,18 +121,72 @@ func (f *fence) ownSocket(v *jailView, pin, typ int) error {
 	return nil
 }
 
-// privateDevs are the devices of the jail's own tmpfs mounts, found once
-// (mount points, which no command can move or replace).
+// privateDevs are the devices of the jail's own tmpfs mounts, found once,
+// in the mount table of the jail (as the command's thread sees it): a
+// mount is listed at the path it is mounted at now, so a command that
+// renames a directory above one, and puts a symbolic link or a directory
+// of its own in its place, only takes that path out of the list. (A
+// lookup of the paths themselves would follow that link, or find that
+// directory, on a file system that is not the jail's own.)
 func (f *fence) privateDevs(v *jailView) []uint32 {
 	f.privOnce.Do(func() {
-		for _, p := range f.private {
-			var st unix.Statx_t
-			if unix.Statx(v.root, strings.TrimLeft(p, "/"), unix.AT_SYMLINK_NOFOLLOW, unix.STATX_TYPE, &st) == nil {
-				f.privDevs = append(f.privDevs, st.Dev_major<<20|st.Dev_minor)
-			}
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(v.tid) + "/mountinfo")
+		if err == nil {
+			f.privDevs = tmpfsDevs(string(b), f.private)
 		}
 	})
 	return f.privDevs
+}
+
+// tmpfsDevs reads a mountinfo table for the devices (the kernel's dev_t)
+// of the tmpfs mounted at each of paths: the last mount listed there, the
+// one on top.
+func tmpfsDevs(mountinfo string, paths []string) []uint32 {
+	top := map[string]uint32{}
+	for _, line := range strings.Split(mountinfo, "\n") {
+		pre, post, ok := strings.Cut(line, " - ")
+		f, g := strings.Fields(pre), strings.Fields(post)
+		if !ok || len(f) < 5 || len(g) < 1 {
+			continue
+		}
+		var major, minor uint32
+		if _, err := fmt.Sscanf(f[2], "%d:%d", &major, &minor); err != nil {
+			continue
+		}
+		at := unescapeMount(f[4])
+		if g[0] != "tmpfs" {
+			delete(top, at)
+			continue
+		}
+		top[at] = major<<20 | minor
+	}
+	var devs []uint32
+	for _, p := range paths {
+		if d, ok := top[p]; ok {
+			devs = append(devs, d)
+		}
+	}
+	return devs
+}
+
+// unescapeMount undoes mountinfo's octal escapes of space, tab, newline
+// and backslash.
+func unescapeMount(s string) string {
+	if !strings.Contains(s, "\\") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
 }
 
 // sock_diag for unix sockets (linux/unix_diag.h).
