@@ -216,7 +216,8 @@ func (f *fence) recv() (seccompNotif, error) {
 }
 
 // answer makes the call of notification n for its command, at once or,
-// where it may block, on a goroutine of its own (once a slot is free),
+// where it may block, on a goroutine of its own, which makes it once a
+// slot is free (a slot is a thread of the host's blocked in the call),
 // and tells the kernel what the command's call returns.
 func (f *fence) answer(n *seccompNotif) {
 	t, sock, err := f.open(n)
@@ -228,10 +229,13 @@ func (f *fence) answer(n *seccompNotif) {
 		f.finish(t, sock, n)
 		return
 	}
-	f.slots <- struct{}{}
+	// The loop never waits for a slot: a command whose calls hold every
+	// slot (connects to a full backlog) holds up only its own calls that
+	// may block, not the answers to the others.
 	f.wg.Add(1)
 	go func() {
 		defer f.wg.Done()
+		f.slots <- struct{}{}
 		defer func() { <-f.slots }()
 		f.finish(t, sock, n)
 	}()

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -707,5 +708,54 @@ func TestTmpfsDevs(t *testing.T) {
 	want := []uint32{40, 41, 43}
 	if !slices.Equal(got, want) {
 		t.Errorf("got %v, want %v", got, want)
+	}
+}
+
+// slotsHog holds every slot of the fence with connects that block (to a
+// socket of its own whose backlog is full) and more waiting, then makes a
+// non-blocking connect to another socket of its own, which must complete:
+// the fence's loop does not wait for a slot.
+const slotsHog = `
+import glob, socket, threading, time
+l = socket.socket(socket.AF_UNIX); l.bind('/tmp/full.sock'); l.listen(0)
+for i in range(4):
+    c = socket.socket(socket.AF_UNIX); c.setblocking(False)
+    try: c.connect('/tmp/full.sock')
+    except OSError: pass
+def block():
+    try: socket.socket(socket.AF_UNIX).connect('/tmp/full.sock')
+    except OSError: pass
+for i in range(70):
+    threading.Thread(target=block, daemon=True).start()
+def waiting():
+    n = 0
+    for w in glob.glob('/proc/self/task/*/wchan'):
+        try: n += 'seccomp' in open(w).read()
+        except OSError: pass
+    return n
+deadline = time.monotonic() + 15
+while waiting() < 66 and time.monotonic() < deadline:
+    time.sleep(0.01)
+print('waiting', waiting() >= 66)
+o = socket.socket(socket.AF_UNIX); o.bind('/tmp/other.sock'); o.listen(5)
+c = socket.socket(socket.AF_UNIX); c.setblocking(False); c.connect('/tmp/other.sock')
+print('connected')
+`
+
+// TestFenceSlotsFull: a command whose calls hold every slot of the fence
+// holds up only its own calls that may block: a non-blocking connect
+// still completes (found by an attack review: the loop waited for a slot,
+// and every call of the jail hung).
+func TestFenceSlotsFull(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("no python3")
+	}
+	r := newFenceRig(t, NetworkOff, nil)
+	if err := os.WriteFile(filepath.Join(r.ws, "hog.py"), []byte(slotsHog), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.run(t, "timeout 15 python3 hog.py"); got != "waiting True\nconnected\n" {
+		t.Errorf("got %q", got)
 	}
 }
