@@ -101,7 +101,7 @@ type Server struct {
 	wg       sync.WaitGroup // session watchers, log sends, task kills
 }
 
-// New makes a server with the three shell tools over exec.
+// New makes a server with the five shell tools over exec.
 func New(exec bash.Executor, opts *Options) (*Server, error) {
 	if opts == nil {
 		opts = &Options{}

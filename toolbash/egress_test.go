@@ -92,3 +92,14 @@ func TestNoticesWithinBudget(t *testing.T) {
 		t.Errorf("the rest was not counted: %q", n)
 	}
 }
+
+// TestNoNotices: nothing to say is the empty string, not a bare heading.
+func TestNoNotices(t *testing.T) {
+	if got := NoticesText(nil); got != "" {
+		t.Errorf("NoticesText(nil) = %q", got)
+	}
+	var tb Tools
+	if got := tb.NoticeTexts("s", 0); len(got) != 0 {
+		t.Errorf("NoticeTexts with none waiting: %q", got)
+	}
+}

@@ -120,8 +120,11 @@ func (b *noticeBox) drop(owner string) {
 }
 
 // NoticesText is how waiting completion notices reach the model: a heading,
-// then one notice per line.
+// then one notice per line; "" for none.
 func NoticesText(notices []string) string {
+	if len(notices) == 0 {
+		return ""
+	}
 	return "[background task notices; no reply needed]\n" + strings.Join(notices, "\n")
 }
 

@@ -12,7 +12,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 )
 
-// How editors draw the three tools. Every function here is pure and copes
+// How editors draw the five tools. Every function here is pure and copes
 // with arguments of any shape (they also run when a logged session is
 // replayed): what they cannot read gets the generic presentation.
 

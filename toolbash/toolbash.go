@@ -1,8 +1,9 @@
-// Package toolbash is the model-facing shell tools: bash, bash_output and
-// bash_kill. It owns their schemas, descriptions and every byte of text the
-// model sees, the fence that keeps one session out of another's background
-// tasks, per-session working directories, background completion notices,
-// and how editors draw each call.
+// Package toolbash is the model-facing shell tools: bash, bash_output,
+// bash_kill, bash_input and bash_tasks. It owns their schemas,
+// descriptions and every byte of text the model sees, the fence that keeps
+// one session out of another's background tasks, per-session working
+// directories, background completion notices, and how editors draw each
+// call.
 //
 // It never touches a process: everything about processes goes through a
 // bash.Executor, so a local, sandboxed or remote executor changes nothing
@@ -65,7 +66,7 @@ type Options struct {
 	Sandbox *SandboxFacts
 }
 
-// Tools is the three shell tools over one executor. Make it with New and
+// Tools is the five shell tools over one executor. Make it with New and
 // Close it when done (that stops the notices); the executor stays the
 // caller's. The zero Tools can describe the tools (Tools) but not run them.
 type Tools struct {

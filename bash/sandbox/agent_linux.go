@@ -47,6 +47,7 @@ type agentConfig struct {
 // TestMain): the sandbox starts each jail's agent by executing the running
 // binary again.
 func Main() {
+	mainCalled.Store(true)
 	if len(os.Args) < 3 || os.Args[1] != agentArg {
 		return
 	}

@@ -9,6 +9,7 @@ import (
 	"hash/fnv"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -25,6 +26,12 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == noMainArg {
+		// A program that forgot Main: New says so.
+		_, err := New(context.Background(), nil)
+		fmt.Println(err)
+		os.Exit(0)
+	}
 	Main()
 	if len(os.Args) > 1 && os.Args[1] == probeArg {
 		os.Exit(probe(os.Args[2:], os.Stdout))
@@ -593,5 +600,23 @@ func TestNetworkOff(t *testing.T) {
 		if got := udpGot(); strings.Contains(got, "udp-"+c.layer.String()) != (network == NetworkOn) {
 			t.Errorf("network %v, layer %v: the UDP listener got %q", network, c.layer, got)
 		}
+	}
+}
+
+// noMainArg makes the test binary a program that makes a sandbox
+// without calling Main.
+const noMainArg = "__dsh_test_no_main"
+
+// TestNoMain: a program that makes a sandbox without calling Main is told
+// what is missing, at once, instead of a sandbox that is gone at its first
+// call.
+func TestNoMain(t *testing.T) {
+	t.Parallel()
+	out, err := exec.Command(os.Args[0], noMainArg).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(string(out)); got != ErrNoMain.Error() {
+		t.Errorf("got %q", got)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/dshgo/dsh/bash"
@@ -19,6 +20,15 @@ var ErrUnavailable = errors.New("the sandbox is unavailable")
 // errAllowlistNeedsJail: the Landlock layer has no network namespace in
 // which to confine commands to the proxy.
 var errAllowlistNeedsJail = errors.New("the network allowlist needs the jail (bubblewrap, with user namespaces): the Landlock layer can turn TCP off but cannot confine it to the proxy; give the network off, or on")
+
+// mainCalled records that the program called Main: without it, the
+// running binary started as a jail's agent would run the program again
+// instead, and every call would fail with a sandbox that is gone.
+var mainCalled atomic.Bool
+
+// ErrNoMain: New was called in a program that did not call Main (and no
+// Options.Agent names a binary that does).
+var ErrNoMain = errors.New("sandbox: Main was not called: a program that makes a sandbox Executor must call sandbox.Main() first thing in main (each jail's agent is the running binary, started again), or set Options.Agent to a binary that does")
 
 // Options configures a sandbox Executor. A nil *Options, and every zero
 // field, means the default named on the field.
@@ -137,6 +147,9 @@ func New(ctx context.Context, opts *Options) (*Executor, error) {
 	}
 	if lo.Spawn != nil {
 		return nil, errors.New("sandbox: Options.Local.Spawn must be nil")
+	}
+	if o.Agent == "" && !mainCalled.Load() {
+		return nil, ErrNoMain
 	}
 	if o.Bwrap == "" {
 		o.Bwrap = "bwrap"

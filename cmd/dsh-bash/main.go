@@ -12,7 +12,7 @@
 // acp is an agent for an ACP editor (Zed) that drives an OpenAI-compatible
 // model with the tools;
 // run makes one bash call through the same tool layer a model uses and
-// prints exactly the text the model would get; schema prints the three
+// prints exactly the text the model would get; schema prints the five
 // tool definitions as JSON; doctor prints what a session would get here
 // (where commands run, the sandbox and why, its layers, network and
 // paths). Executor flags: --default-timeout-ms,

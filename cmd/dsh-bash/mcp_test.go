@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -297,5 +298,45 @@ func elicitingClient(answer func(*mcp.ElicitRequest) *mcp.ElicitResult) *mcp.Cli
 		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 			return answer(req), nil
 		},
+	}
+}
+
+// TestMCPREPLAdvice: every REPL the bash tool's description advises for
+// input: true answers over the pipe as advised (the advice python3 -q or
+// node without their flags gets nothing back over a pipe).
+func TestMCPREPLAdvice(t *testing.T) {
+	t.Parallel()
+	cs, _ := mcpClient(t, "--sandbox=off")
+	res, err := testwait.Reply("tools/list", func(ctx context.Context) (*mcp.ListToolsResult, error) { return cs.ListTools(ctx, nil) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	desc := ""
+	for _, tool := range res.Tools {
+		if tool.Name == "bash" {
+			desc = tool.Description
+		}
+	}
+	for i, r := range []struct{ cmd, line string }{
+		{"python3 -u -i -q", "print(6*7)\n"},
+		{"node -i", "6*7\n"},
+		{"sqlite3 -interactive", "select 6*7;\n"},
+	} {
+		if !strings.Contains(desc, r.cmd) {
+			t.Errorf("the description does not advise %q", r.cmd)
+		}
+		if _, err := exec.LookPath(strings.Fields(r.cmd)[0]); err != nil {
+			t.Logf("%s: not installed here", r.cmd)
+			continue
+		}
+		callText(t, cs, "bash", map[string]any{"command": r.cmd, "description": "Start a REPL", "input": true})
+		id := fmt.Sprintf("bash-%d", i+1)
+		if got := inputAnswer(t, cs, id, r.line, "42"); !strings.Contains(got, "42") {
+			t.Errorf("%s: %q", r.cmd, got)
+		}
+		callText(t, cs, "bash_kill", map[string]any{"task_id": id})
+	}
+	if strings.Contains(desc, "(python3 -q, node,") {
+		t.Error("the description still advises REPLs without their flags")
 	}
 }

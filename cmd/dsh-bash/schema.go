@@ -17,7 +17,7 @@ type definition struct {
 	Annotations tools.Annotations `json:"annotations"`
 }
 
-// schemaCmd prints the three tool definitions as JSON.
+// schemaCmd prints the five tool definitions as JSON.
 func schemaCmd(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 {
 		fmt.Fprintf(stderr, "dsh-bash schema takes no arguments\n")
