@@ -253,7 +253,7 @@ func TestCheckReasons(t *testing.T) {
 		// operand, and the words before a subcommand.
 		{"sed -i s/a/b/ f", "no rule allows `sed -i s/a/b/ f`", []string{"sed -i"}},
 		{"git -c x=y push --force origin", "no rule allows `git -c x=y push --force origin`", []string{"git -c x=y push --force"}},
-		{"python3 -c 'import os'", "no rule allows `python3 -c import os`", []string{"python3 -c import os"}},
+		{"python3 -c 'import os'", "no rule allows `python3 -c import os`", []string{"python3 -c 'import os'"}},
 		{"rm -rf build", "`rm -rf build` matches rule deny \"rm\" (test)", nil},
 	}
 	for _, tt := range tests {
