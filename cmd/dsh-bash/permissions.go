@@ -86,11 +86,36 @@ func (s ruleSet) rules() ([]permission.Rule, error) {
 	return permission.NewRules(s.decision, s.source, s.patterns...)
 }
 
-// howToAllow says how the user can allow prefix: a flag, or the file of
-// the configuration in use.
-func howToAllow(prefix, file string) string {
-	q := strings.ReplaceAll(prefix, "'", `'\''`)
-	return fmt.Sprintf("start dsh-bash with --allow '%s', or add %q to \"permissions\": {\"allow\": […]} in %s", q, prefix, file)
+// howToAllow says how the user can allow pattern (a rule's, as
+// permission.Pattern writes it): a flag, written for the user's shell, or
+// a string of the configuration file in use, written as JSON; each ends
+// at a space, so that what is copied is the argument and no more.
+func howToAllow(pattern, file string) string {
+	return fmt.Sprintf("start dsh-bash with --allow %s or add %s to \"permissions\": {\"allow\": […]} in %s", shellArg(pattern), jsonString(pattern), file)
+}
+
+// shellArg quotes s as one argument for a POSIX shell: in single quotes;
+// where s holds a single quote, in double quotes when nothing in it is
+// special there (easier to read), else in single quotes with each single
+// quote closed, escaped and reopened.
+func shellArg(s string) string {
+	switch {
+	case !strings.Contains(s, "'"):
+		return "'" + s + "'"
+	case !strings.ContainsAny(s, "\"$`\\!"):
+		return `"` + s + `"`
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// jsonString is s as a JSON string, as the configuration file holds it
+// (s is valid UTF-8: permission.Pattern escapes any other byte).
+func jsonString(s string) string {
+	var b strings.Builder
+	e := json.NewEncoder(&b)
+	e.SetEscapeHTML(false) // <, > and & as they are
+	_ = e.Encode(s)        // a string always encodes
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 func cmpOr(a, b string) string {
