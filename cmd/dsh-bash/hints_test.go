@@ -80,12 +80,12 @@ func TestRunHintsWork(t *testing.T) {
 		t.Run("", func(t *testing.T) {
 			t.Parallel()
 			dir := hintDir(t)
-			out, _, code := dshBash(t, dir, "run", "--deny", "rm -rf", "--", cmd)
+			out, _, code := dshBash(t, dir, "run", "--deny", "rm -rf", "--default", "ask", "--", cmd)
 			flags, strs := parseHint(t, out)
 			if code != 1 || len(flags) == 0 {
 				t.Fatalf("%s: no hint: %q (exit %d)", cmd, out, code)
 			}
-			args := []string{"run", "--deny", "rm -rf"}
+			args := []string{"run", "--deny", "rm -rf", "--default", "ask"}
 			for _, f := range flags {
 				args = append(args, "--allow", f)
 			}
@@ -93,7 +93,7 @@ func TestRunHintsWork(t *testing.T) {
 				t.Errorf("%s: with %q: %q (exit %d)", cmd, flags, out, code)
 			}
 			cfg := filepath.Join(t.TempDir(), "config.json")
-			os.WriteFile(cfg, []byte(`{"permissions": {"deny": ["rm -rf"], "allow": [`+strings.Join(strs, ", ")+`]}}`), 0o600)
+			os.WriteFile(cfg, []byte(`{"permissions": {"deny": ["rm -rf"], "default": "ask", "allow": [`+strings.Join(strs, ", ")+`]}}`), 0o600)
 			if out, errOut, code := dshBash(t, hintDir(t), "run", "--config", cfg, "--", cmd); code != 0 || strings.Contains(out, "approval") {
 				t.Errorf("%s: with the configuration's allow %s: %q %s (exit %d)", cmd, strs, out, errOut, code)
 			}
