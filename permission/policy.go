@@ -36,8 +36,10 @@ type Verdict struct {
 	// Reason says why, in words for the model and the user.
 	Reason string
 	// Prefixes are, for Ask, the narrowest argv prefixes that, allowed,
-	// would have let the command run (empty when no prefix rule could:
-	// the ask comes from what cannot be known statically).
+	// would have let the command run, written as rules' patterns that
+	// NewRule parses (see Pattern: python3 -c 'print(1)'); empty when no
+	// prefix rule could: the ask comes from what cannot be known
+	// statically.
 	Prefixes []string
 }
 
