@@ -253,7 +253,7 @@ func TestCheckReasons(t *testing.T) {
 		// operand, and the words before a subcommand.
 		{"sed -i s/a/b/ f", "no rule allows `sed -i s/a/b/ f`", []string{"sed -i"}},
 		{"git -c x=y push --force origin", "no rule allows `git -c x=y push --force origin`", []string{"git -c x=y push --force"}},
-		{"python3 -c 'import os'", "no rule allows `python3 -c import os`", []string{"python3 -c import os"}},
+		{"python3 -c 'import os'", "no rule allows `python3 -c import os`", []string{"python3 -c 'import os'"}},
 		{"rm -rf build", "`rm -rf build` matches rule deny \"rm\" (test)", nil},
 	}
 	for _, tt := range tests {
@@ -293,6 +293,67 @@ func TestGranted(t *testing.T) {
 	} {
 		if v := p.Check(tt.cmd, "/w", "/w"); v.Decision != tt.want {
 			t.Errorf("Check(%q) = %v (%s), want %v", tt.cmd, v.Decision, v.Reason, tt.want)
+		}
+	}
+}
+
+// TestUnmatchedAllow: a policy whose unmatched commands are allowed (a
+// deny list) keeps every other decision: deny and ask rules, and the ask
+// about what cannot be known statically, which may hide a denied command.
+func TestUnmatchedAllow(t *testing.T) {
+	p := &Policy{Unmatched: Allow, ReadOnly: true, Home: "/home/u"}
+	for _, r := range []struct {
+		d       Decision
+		pattern string
+	}{{Deny, "rm -rf"}, {Deny, "git push --force"}, {Ask, "git push"}, {Ask, "npm publish"}} {
+		rule, err := NewRule(r.d, r.pattern, "test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Rules = append(p.Rules, rule)
+	}
+	for _, tt := range []struct {
+		cmd  string
+		want Decision
+	}{
+		// No rule matches: allowed, whatever the built-in tables say.
+		{"touch f", Allow},
+		{"go build ./...", Allow},
+		{"python3 -q", Allow},
+		{"sed -i s/a/b/ f", Allow},
+		{"rm x", Allow},
+		{"rm -r x", Allow},
+		{"sudo touch f", Allow},
+		{"bash -c 'mkdir d && touch d/f'", Allow},
+		{"echo x > out", Allow},
+		// Deny rules, in every spelling and at any depth.
+		{"rm -rf x", Deny},
+		{"rm -fr x", Deny},
+		{"rm --recursive --force x", Deny},
+		{"touch f && rm -r -f x", Deny},
+		{"timeout 5 rm -rf x", Deny},
+		{"bash -c 'rm -rf x'", Deny},
+		{"echo $(rm -rf x)", Deny},
+		{"git push --force origin", Deny},
+		{"git push -f", Deny},
+		// Ask rules.
+		{"git push origin main", Ask},
+		{"git push -n", Ask},
+		{"touch f; npm publish", Ask},
+		// What cannot be known statically may be a denied command.
+		{"$X -rf y", Ask},
+		{"c=rm; $c -rf x", Ask},
+		{"eval \"$s\"", Ask},
+		{"bash -c \"$s\"", Ask},
+		{"rm $OPT x", Ask},
+		{"PATH=/tmp/x rm x", Ask},
+		{"echo x > /etc/x", Ask},
+		{"ｒｍ -rf x", Ask},
+		{"ls 'unterminated", Ask},
+	} {
+		v := p.Check(tt.cmd, "/w", "/w")
+		if v.Decision != tt.want {
+			t.Errorf("%q: %v (%s), want %v", tt.cmd, v.Decision, v.Reason, tt.want)
 		}
 	}
 }

@@ -88,3 +88,41 @@ func FuzzNotReadOnlyStaysAsked(f *testing.F) {
 		}
 	})
 }
+
+// FuzzHintsAllow: for a command of any words (quoted so that they stay
+// words), every prefix the verdict offers parses as a rule, and allowing
+// them all allows the command.
+func FuzzHintsAllow(f *testing.F) {
+	for i, tt := range hintCommands {
+		f.Add(i, tt.cmd, "x")
+	}
+	f.Add(0, "print('(a)')", "!x")
+	f.Add(3, "*", "\x1b[2K\u202e")
+	heads := []string{"python3 -c", "node -e", "mkdir -p", "git -c", "./build.sh", "sed -i", "npm"}
+	f.Fuzz(func(t *testing.T, i int, a, b string) {
+		qa, err := syntax.Quote(a, syntax.LangBash)
+		if err != nil {
+			return
+		}
+		qb, err := syntax.Quote(b, syntax.LangBash)
+		if err != nil {
+			return
+		}
+		cmd := heads[(i%len(heads)+len(heads))%len(heads)] + " " + qa + " " + qb
+		p := &Policy{Unmatched: Ask}
+		v := p.Check(cmd, "/w", "/w")
+		if v.Decision != Ask || len(v.Prefixes) == 0 {
+			return // what cannot be known statically offers none
+		}
+		for _, pattern := range v.Prefixes {
+			r, err := NewRule(Allow, pattern, "hint")
+			if err != nil {
+				t.Fatalf("%q: the hint %q does not parse: %v", cmd, pattern, err)
+			}
+			p.Rules = append(p.Rules, r)
+		}
+		if v2 := p.Check(cmd, "/w", "/w"); v2.Decision != Allow {
+			t.Errorf("%q: allowed %q, it is %v (%s)", cmd, v.Prefixes, v2.Decision, v2.Reason)
+		}
+	})
+}

@@ -244,24 +244,35 @@ func (r *Rule) prefixMatch(words, argv []string, known int) (ok, maybe bool) {
 	return true, false
 }
 
-// suggest is the narrowest useful prefix to allow for a command: its
-// name; for a command with subcommands, the words up to the subcommand
-// (git -c x=y push); then the options that follow, up to the first
-// operand (sed -i, git push --force). An interpreter is offered with the
-// script it runs, or (running code given inline) the whole command.
+// suggest is the narrowest useful prefix to allow for a command, written
+// as a rule's pattern (see Pattern): its name; for a command with
+// subcommands, the words up to the subcommand (git -c x=y push); then the
+// options that follow, up to the first operand (sed -i, git push
+// --force). An interpreter is offered with the script it runs, or
+// (running code given inline) the whole command. A name given with a
+// path (./build.sh) stays as given: an allowed bare name is the program
+// PATH finds.
 func suggest(args []string, known int) string {
 	if known == 0 {
 		return ""
 	}
 	args = args[:known]
-	name := path.Base(args[0])
+	name := args[0]
+	if !strings.Contains(name, "/") {
+		name = path.Base(name)
+	}
+	return Pattern(append([]string{name}, args[1:suggestEnd(path.Base(name), args)]...))
+}
+
+// suggestEnd is where the words suggest offers end.
+func suggestEnd(name string, args []string) int {
 	i := 1
 	switch {
 	case interpreters[name] && len(args) > 1:
 		if isOption(args[1]) {
-			return strings.Join(append([]string{name}, args[1:]...), " ")
+			return len(args)
 		}
-		return name + " " + args[1]
+		return 2
 	case withSubcommands[name]:
 		for i < len(args) && !subcommand.MatchString(args[i]) {
 			i++
@@ -271,7 +282,7 @@ func suggest(args []string, known int) string {
 	for i < len(args) && isOption(args[i]) {
 		i++
 	}
-	return strings.Join(append([]string{name}, args[1:i]...), " ")
+	return i
 }
 
 // subcommand matches a word that looks like a subcommand (push, run:dev).

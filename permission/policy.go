@@ -5,8 +5,10 @@ package permission
 // callers with no rules configured do not check at all.
 type Policy struct {
 	Rules []Rule
-	// Unmatched is the decision for a simple command no rule matches (Ask
-	// where rules are configured).
+	// Unmatched is the decision for a simple command no rule matches:
+	// Allow makes the rules a deny list (and an ask list). It never
+	// applies to what cannot be known statically, which is Ask whatever
+	// it is: a command named by a variable may be a denied one.
 	Unmatched Decision
 	// Home is what ~ means; empty makes ~ unknown (ask).
 	Home string
@@ -34,8 +36,10 @@ type Verdict struct {
 	// Reason says why, in words for the model and the user.
 	Reason string
 	// Prefixes are, for Ask, the narrowest argv prefixes that, allowed,
-	// would have let the command run (empty when no prefix rule could:
-	// the ask comes from what cannot be known statically).
+	// would have let the command run, written as rules' patterns that
+	// NewRule parses (see Pattern: python3 -c 'print(1)'); empty when no
+	// prefix rule could: the ask comes from what cannot be known
+	// statically.
 	Prefixes []string
 }
 

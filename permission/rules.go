@@ -67,7 +67,7 @@ type Rule struct {
 
 // NewRule parses a pattern.
 func NewRule(d Decision, pattern, source string) (Rule, error) {
-	words, err := shell.Fields(pattern, func(string) string { return "" })
+	words, err := splitPattern(pattern)
 	if err != nil {
 		return Rule{}, fmt.Errorf("rule %q: %w", pattern, err)
 	}
@@ -85,6 +85,12 @@ func NewRule(d Decision, pattern, source string) (Rule, error) {
 		return Rule{}, fmt.Errorf("rule %q: no command", pattern)
 	}
 	return r, nil
+}
+
+// splitPattern reads a pattern's shell words (quotes removed; a
+// variable is empty).
+func splitPattern(pattern string) ([]string, error) {
+	return shell.Fields(pattern, func(string) string { return "" })
 }
 
 // split sorts a pattern's words into the parts matching uses (see
@@ -141,11 +147,11 @@ func (r *Rule) String() string {
 // escapeGlob makes a word match only itself.
 func escapeGlob(w string) string {
 	var b strings.Builder
-	for _, r := range w {
-		if strings.ContainsRune(`*?[\`, r) {
+	for i := 0; i < len(w); i++ { // by byte: a word need not be UTF-8
+		if strings.IndexByte(`*?[\`, w[i]) >= 0 {
 			b.WriteByte('\\')
 		}
-		b.WriteRune(r)
+		b.WriteByte(w[i])
 	}
 	return b.String()
 }

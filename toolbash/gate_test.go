@@ -101,6 +101,27 @@ func TestGateAsks(t *testing.T) {
 	}
 }
 
+// TestGateAlwaysAllowsWhatItOffered: "always allow" allows the prefix
+// the question offered, however odd its words (parentheses, quotes, a
+// glob character): the same command is not asked about again.
+func TestGateAlwaysAllowsWhatItOffered(t *testing.T) {
+	var asked []string
+	reg, _ := gated(t, func(_ context.Context, q Question) (Answer, error) {
+		asked = append(asked, q.Command)
+		return AllowPrefixes, nil
+	})
+	dir := t.TempDir()
+	cmd := `perl -e 'print("(*) it'\''s")'`
+	for range 2 {
+		if res := callBash(t, reg, "s", dir, cmd); res.IsError || res.Text() != "(*) it's" {
+			t.Fatalf("%s: %q", cmd, res.Text())
+		}
+	}
+	if len(asked) != 1 {
+		t.Errorf("asked %q, want once", asked)
+	}
+}
+
 // TestGateAlwaysAnswersAskRule: "always allow" answers the user's own ask
 // rule for the session (it was asked once, and need not be again), but
 // never a deny rule.

@@ -45,7 +45,7 @@ func acpCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		return code
 	}
 	defer ef.closeExecutor("acp", exec, stderr)
-	perm, err := ef.permissions.options()
+	perm, err := ef.permissions.options("acp")
 	if err != nil {
 		fmt.Fprintf(stderr, "dsh-bash acp: %v\n", err)
 		return 2

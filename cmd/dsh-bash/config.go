@@ -89,6 +89,9 @@ func loadConfig(path string, explicit bool) (*config, error) {
 	if err := c.Sandbox.check(b); err != nil {
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
+	if err := c.Permissions.check(b); err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
 	return c, nil
 }
 

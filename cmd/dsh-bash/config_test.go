@@ -29,6 +29,7 @@ func TestLoadConfig(t *testing.T) {
 		{name: "unknown field", file: "{\"sandbox\": {\n\"writeable\": []}}", err: `line 2: json: unknown field "writeable"`},
 		{name: "unknown field, object closed later", file: "{\"sandbox\": {\n\"mode\": \"on\",\n\"writeable\": [],\n\"network\": \"on\"\n}\n}", err: `line 3: json: unknown field "writeable"`},
 		{name: "bad mode", file: "{\"sandbox\": {\n\"mode\": \"yes\"}}", err: `line 2: sandbox.mode must be auto, on, off (got "yes")`},
+		{name: "bad permissions default", file: "{\"permissions\": {\"defaults\": true,\n\"default\": \"deny\"}}", err: `line 2: permissions.default must be allow or ask (got "deny")`},
 		{name: "bad network", file: `{"sandbox": {"network": "partly"}}`, err: `line 1: sandbox.network must be on, off, allowlist (got "partly")`},
 		{name: "allowlist", file: `{"sandbox": {"network": "allowlist", "allowDomains": ["*.corp.example", "10.0.0.0/8"], "denyDomains": ["evil.example"], "defaultDomains": false}}`,
 			want: sandboxConfig{Network: "allowlist", AllowDomains: []string{"*.corp.example", "10.0.0.0/8"}, DenyDomains: []string{"evil.example"}, DefaultDomains: new(false)}},

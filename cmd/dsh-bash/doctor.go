@@ -41,6 +41,7 @@ func doctorCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		ws, _ = os.Getwd()
 	}
 	describe(stdout, exec, ws, &ef.sandbox)
+	describePermissions(stdout, &ef.permissions)
 	return 0
 }
 

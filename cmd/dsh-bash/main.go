@@ -104,8 +104,12 @@ permission flags (mcp, acp, run; see README):
   --allow PATTERN          run commands matching it without asking: 'npm run *'
   --ask PATTERN            ask the user first: 'git push'
   --deny PATTERN           never run them: 'git push --force' (any spelling)
-                           (each repeatable; with any rule, commands known to
-                           only read run, and the others are asked about)
+                           (each repeatable)
+  --default allow|ask      what a command no rule matches does: by default
+                           allow under mcp and run (the MCP client asks its
+                           user), ask under acp; commands known to only read
+                           run either way, and what cannot be known
+                           statically is asked about
 
 'dsh-bash COMMAND -h' lists a command's flags.
 `

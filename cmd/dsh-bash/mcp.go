@@ -37,7 +37,7 @@ func mcpCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		fmt.Fprintf(stderr, "dsh-bash mcp: %v\n", err)
 		return 2
 	}
-	perm, err := ef.permissions.options()
+	perm, err := ef.permissions.options("mcp")
 	if err != nil {
 		fmt.Fprintf(stderr, "dsh-bash mcp: %v\n", err)
 		return 2

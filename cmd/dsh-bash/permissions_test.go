@@ -18,9 +18,10 @@ import (
 )
 
 // TestRunPermissions: rules from flags and the configuration file; a
-// denied command does not run; an ask without a terminal is a denial that
-// says how to allow; a repository's own rules count only when the user's
-// configuration says so.
+// denied command does not run; a command no rule matches runs, as run's
+// default, or with --default ask is an ask, which without a terminal is a
+// denial that says how to allow; a repository's own rules count only when
+// the user's configuration says so.
 func TestRunPermissions(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -35,7 +36,12 @@ func TestRunPermissions(t *testing.T) {
 	if code != 0 || out != "listed\n" {
 		t.Errorf("a built-in allowed command: %q (exit %d)", out, code)
 	}
+	// run's default: a command no rule matches runs (the user typed it).
 	out, _, code = dshBash(t, dir, "run", "--deny", "touch", "--", "mkdir made")
+	if _, err := os.Stat(filepath.Join(dir, "made")); code != 0 || err != nil {
+		t.Errorf("unmatched, under run's default: %q (exit %d), %v", out, code, err)
+	}
+	out, _, code = dshBash(t, dir, "run", "--deny", "touch", "--default", "ask", "--", "mkdir asked")
 	if code != 1 || !strings.Contains(out, "this client cannot ask the user") || !strings.Contains(out, "--allow 'mkdir'") {
 		t.Errorf("an ask without a terminal: %q (exit %d)", out, code)
 	}
@@ -44,7 +50,7 @@ func TestRunPermissions(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, ".dsh", "permissions.json"), []byte(`{"allow": ["mkdir"]}`), 0o644)
 	for _, trust := range []bool{false, true} {
 		cfg := filepath.Join(t.TempDir(), "config.json")
-		os.WriteFile(cfg, []byte(`{"permissions": {"deny": ["touch"], "projectRules": `+map[bool]string{false: "false", true: "true"}[trust]+`}}`), 0o600)
+		os.WriteFile(cfg, []byte(`{"permissions": {"deny": ["touch"], "default": "ask", "projectRules": `+map[bool]string{false: "false", true: "true"}[trust]+`}}`), 0o600)
 		out, _, code = dshBash(t, dir, "run", "--config", cfg, "--", "mkdir by-project")
 		_, err := os.Stat(filepath.Join(dir, "by-project"))
 		if ran := err == nil; ran != trust {
@@ -58,7 +64,7 @@ func TestRunPermissions(t *testing.T) {
 		t.Errorf("an ask rule's hint: %q (exit %d)", out, code)
 	}
 	cfg := filepath.Join(t.TempDir(), "mine.json")
-	os.WriteFile(cfg, []byte(`{"permissions": {"deny": ["touch"]}}`), 0o600)
+	os.WriteFile(cfg, []byte(`{"permissions": {"deny": ["touch"], "default": "ask"}}`), 0o600)
 	out, _, code = dshBash(t, dir, "run", "--config", cfg, "--", "sed -i s/a/b/ f")
 	if code != 1 || !strings.Contains(out, "--allow 'sed -i'") || !strings.Contains(out, "in "+cfg+".") {
 		t.Errorf("the hint with --config: %q (exit %d)", out, code)
@@ -80,7 +86,7 @@ func TestRunAsksOnTerminal(t *testing.T) {
 			if _, err := master.Write([]byte(answer + "\n")); err != nil {
 				t.Fatal(err)
 			}
-			cmd := exec.Command(binary, "run", "--deny", "touch", "--", "mkdir viatty")
+			cmd := exec.Command(binary, "run", "--deny", "touch", "--default", "ask", "--", "mkdir viatty")
 			cmd.Dir, cmd.Stdin, cmd.Env = dir, slave, append(os.Environ(), "TMPDIR="+t.TempDir())
 			var out, errOut bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &out, &errOut

@@ -63,7 +63,7 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	tb := toolbash.New(exec, &toolbash.Options{MaxResultChars: ef.maxResultChars})
 	defer tb.Close()
 	var reg tools.Registry
-	perm, err := ef.permissions.options()
+	perm, err := ef.permissions.options("run")
 	if err != nil {
 		fmt.Fprintf(stderr, "dsh-bash run: %v\n", err)
 		return 2
