@@ -24,7 +24,10 @@ func versionLine() string {
 func doctorCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs, ef := newFlags("doctor", stderr)
 	cwd := fs.String("cwd", "", "the workspace to describe (default: the current directory)")
-	if !parseNoArgs(fs, args, stderr) || !checkCwd("doctor", *cwd, stderr) {
+	if code, done := parseNoArgs(fs, args, stdout, stderr); done {
+		return code
+	}
+	if !checkCwd("doctor", *cwd, stderr) {
 		return 2
 	}
 	opts := ef.options()

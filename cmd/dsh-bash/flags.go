@@ -202,30 +202,36 @@ func newFlags(name string, stderr io.Writer) (*flag.FlagSet, *execFlags) {
 	return fs, ef
 }
 
-// parseFlags parses args: after -h it prints the subcommand's flags, after
-// a bad flag (which the flag package has named) where to find them.
-func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) bool {
+// parseFlags parses args. done says that the command ends here, with
+// code: 0 after -h or --help (the subcommand's flags printed on stdout), 2
+// after a bad flag (which the flag package has named on stderr; one line
+// says where the flags are listed).
+func parseFlags(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (code int, done bool) {
 	err := fs.Parse(args)
 	switch {
 	case errors.Is(err, flag.ErrHelp):
-		fmt.Fprintf(stderr, "usage of dsh-bash %s:\n", fs.Name())
+		fmt.Fprintf(stdout, "usage of dsh-bash %s:\n", fs.Name())
+		fs.SetOutput(stdout)
 		fs.PrintDefaults()
+		return 0, true
 	case err != nil:
 		fmt.Fprintf(stderr, "dsh-bash %s: run 'dsh-bash %s -h' for its flags, 'dsh-bash help' for the commands\n", fs.Name(), fs.Name())
+		return 2, true
 	}
-	return err == nil
+	return 0, false
 }
 
-// parseNoArgs parses args for a subcommand that takes flags only.
-func parseNoArgs(fs *flag.FlagSet, args []string, stderr io.Writer) bool {
-	if !parseFlags(fs, args, stderr) {
-		return false
+// parseNoArgs parses args for a subcommand that takes flags only, as
+// parseFlags does.
+func parseNoArgs(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (code int, done bool) {
+	if code, done := parseFlags(fs, args, stdout, stderr); done {
+		return code, done
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "dsh-bash %s: unexpected arguments %q\n", fs.Name(), fs.Args())
-		return false
+		return 2, true
 	}
-	return true
+	return 0, false
 }
 
 // warnLogger is the servers' diagnostics log: warnings and errors, on stderr.

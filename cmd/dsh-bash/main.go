@@ -132,7 +132,7 @@ func cli(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case "-V", "--version", "version":
 		fmt.Fprint(stdout, versionLine())
 		return 0
-	case "-h", "--help", "help":
+	case "-h", "--h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0
 	}

@@ -225,7 +225,7 @@ func TestSignalStopsEverything(t *testing.T) {
 }
 
 // TestBadFlagShort: a bad flag is named, with one line saying where the
-// help is, not the whole flag list; -h gives the list.
+// help is, not the whole flag list.
 func TestBadFlagShort(t *testing.T) {
 	t.Parallel()
 	out, errOut, code := dshBash(t, t.TempDir(), "run", "--bogus", "--", "true")
@@ -233,9 +233,21 @@ func TestBadFlagShort(t *testing.T) {
 	if code != 2 || out != "" || errOut != want {
 		t.Errorf("bad flag: exit %d, stdout %q, stderr %q; want stderr %q", code, out, errOut, want)
 	}
-	_, errOut, code = dshBash(t, t.TempDir(), "mcp", "-h")
-	if code != 2 || !strings.HasPrefix(errOut, "usage of dsh-bash mcp:\n") || !strings.Contains(errOut, "-sandbox-memory") {
-		t.Errorf("-h: exit %d, stderr %q", code, errOut)
+}
+
+// TestHelpExitsZero: -h and --help, of dsh-bash and of every command, print
+// the usage on stdout and exit 0, as asking for help is no error.
+func TestHelpExitsZero(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{{"-h"}, {"--help"}, {"help"}, {"mcp", "-h"}, {"mcp", "--help"}, {"acp", "-h"}, {"run", "-h"},
+		{"executor", "-h"}, {"doctor", "--help"}, {"schema", "-h"}} {
+		out, errOut, code := dshBash(t, t.TempDir(), args...)
+		if code != 0 || errOut != "" || !strings.HasPrefix(out, "usage") {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want the usage on stdout, exit 0", args, code, out, errOut)
+		}
+	}
+	if out, _, _ := dshBash(t, t.TempDir(), "mcp", "-h"); !strings.HasPrefix(out, "usage of dsh-bash mcp:\n") || !strings.Contains(out, "-sandbox-memory") {
+		t.Errorf("mcp -h: %q", out)
 	}
 }
 
@@ -243,10 +255,10 @@ func TestBadFlagShort(t *testing.T) {
 // command, so that no flag is found only by reading a command's -h.
 func TestUsageNamesEveryFlag(t *testing.T) {
 	t.Parallel()
-	_, usageText, _ := dshBash(t, "")
+	usageText, _, _ := dshBash(t, "", "-h")
 	flagLine := regexp.MustCompile(`(?m)^  -([a-z0-9-]+)`)
 	for _, cmd := range []string{"mcp", "acp", "run", "executor", "doctor"} {
-		_, help, _ := dshBash(t, "", cmd, "-h")
+		help, _, _ := dshBash(t, "", cmd, "-h")
 		for _, m := range flagLine.FindAllStringSubmatch(help, -1) {
 			if !strings.Contains(usageText, "--"+m[1]) {
 				t.Errorf("dsh-bash %s has --%s, which the top-level help does not name", cmd, m[1])

@@ -17,7 +17,13 @@ func mcpCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	fs, ef := newFlags("mcp", stderr)
 	cwd := fs.String("cwd", "", "working directory of sessions whose client has no roots (default: the current directory)")
 	hf := registerHTTPFlags(fs)
-	if !refuseTokenArg(args, stderr) || !parseNoArgs(fs, args, stderr) || !hf.check(fs, stderr) || !checkCwd("mcp", *cwd, stderr) {
+	if !refuseTokenArg(args, stderr) {
+		return 2
+	}
+	if code, done := parseNoArgs(fs, args, stdout, stderr); done {
+		return code
+	}
+	if !hf.check(fs, stderr) || !checkCwd("mcp", *cwd, stderr) {
 		return 2
 	}
 	if err := hf.prepare(); err != nil {

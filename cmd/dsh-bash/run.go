@@ -31,8 +31,8 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	fs, ef := newFlags("run", stderr)
 	workdir := fs.String("workdir", "", "working directory of the call (relative: from the current directory)")
 	timeoutMs := fs.Float64("timeout-ms", 0, "the call's timeoutMs")
-	if !parseFlags(fs, args, stderr) {
-		return 2
+	if code, done := parseFlags(fs, args, stdout, stderr); done {
+		return code
 	}
 	command := strings.Join(fs.Args(), " ")
 	if strings.TrimSpace(command) == "" {
