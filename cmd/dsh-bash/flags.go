@@ -103,8 +103,8 @@ const staleTimeout = 10 * time.Second
 // executor cannot be made here (no sandbox under --sandbox=on, a far side
 // that cannot be reached).
 func (f *execFlags) executor(ctx context.Context, name string, opts *local.Options, stderr io.Writer) (bash.Executor, int) {
-	if f.maxResultChars < 0 {
-		fmt.Fprintf(stderr, "dsh-bash %s: --max-result-chars must not be negative (got %d)\n", name, f.maxResultChars)
+	if err := f.checkValues(); err != nil {
+		fmt.Fprintf(stderr, "dsh-bash %s: %v\n", name, err)
 		return nil, 2
 	}
 	if err := f.loadConfig(); err != nil {

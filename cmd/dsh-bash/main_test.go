@@ -266,3 +266,36 @@ func TestUsageNamesEveryFlag(t *testing.T) {
 		}
 	}
 }
+
+// TestBadFlagValues: a flag value the executor would refuse is a usage
+// error (exit 2) that names the flag, not the Go option it sets.
+func TestBadFlagValues(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--max-output-bytes", "-1"}, "--max-output-bytes must not be negative (got -1)"},
+		{[]string{"--default-timeout-ms", "-1"}, "--default-timeout-ms must not be negative"},
+		{[]string{"--max-timeout-ms", "-5"}, "--max-timeout-ms must not be negative"},
+		{[]string{"--grace-ms", "-1"}, "--grace-ms must not be negative"},
+		{[]string{"--drain-delay-ms", "-1"}, "--drain-delay-ms must not be negative"},
+		{[]string{"--max-tasks", "-1"}, "--max-tasks must not be negative"},
+		{[]string{"--max-tasks-per-session", "-1"}, "--max-tasks-per-session must not be negative"},
+		{[]string{"--max-result-chars", "-1"}, "--max-result-chars must not be negative"},
+		{[]string{"--max-timeout-ms", "9999999999999999"}, "--max-timeout-ms must be at most"},
+		{[]string{"--default-timeout-ms", "2000", "--max-timeout-ms", "1000"}, "--default-timeout-ms 2000 is above --max-timeout-ms 1000"},
+		{[]string{"--env", "NOEQUALS"}, `--env "NOEQUALS" is not NAME=VALUE`},
+	} {
+		for _, cmd := range [][]string{{"run"}, {"mcp"}} {
+			args := append(append(cmd, tc.args...), "--", "true")
+			if cmd[0] == "mcp" {
+				args = args[:len(args)-2]
+			}
+			out, errOut, code := dshBash(t, t.TempDir(), args...)
+			if code != 2 || out != "" || !strings.Contains(errOut, "dsh-bash "+cmd[0]+": "+tc.want) || strings.Contains(errOut, "invalid executor options") {
+				t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit 2 and %q", args, code, out, errOut, tc.want)
+			}
+		}
+	}
+}
