@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -115,7 +116,8 @@ func (f *execFlags) executor(ctx context.Context, name string, opts *local.Optio
 	removed, err := local.CleanStale(cleanCtx, opts.SpillDir)
 	jails, jerr := sandbox.CleanStale(cleanCtx, "")
 	cancel()
-	removed, err = append(removed, jails...), errors.Join(err, jerr)
+	tokens, terr := cleanStaleTokenDirs("")
+	removed, err = slices.Concat(removed, jails, tokens), errors.Join(err, jerr, terr)
 	for _, dir := range removed {
 		fmt.Fprintf(stderr, "dsh-bash %s: removed %s, left behind by a dsh-bash that was killed\n", name, dir)
 	}

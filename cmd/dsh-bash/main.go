@@ -20,10 +20,10 @@
 //
 // SIGINT, SIGTERM and SIGHUP abort every call in flight and stop every
 // command before dsh-bash exits; a closed stdout is an error to clean up
-// after, not a death by SIGPIPE. At start, the cgroups and spill
-// directories of a dsh-bash that was killed (SIGKILL) are removed, and the
-// process makes itself non-dumpable, so that its commands cannot read its
-// memory or environment (see harden).
+// after, not a death by SIGPIPE. At start, the cgroups, spill directories
+// and token directories of a dsh-bash that was killed (SIGKILL) are
+// removed, and the process makes itself non-dumpable, so that its commands
+// cannot read its memory or environment (see harden).
 package main
 
 import (
