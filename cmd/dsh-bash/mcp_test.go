@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -324,7 +325,8 @@ func TestMCPPipedCallAborted(t *testing.T) {
 				if mode == "on" {
 					requireBwrap(t)
 				}
-				cmd := execCommand("mcp", "--sandbox="+mode, "--cwd", t.TempDir())
+				ws := t.TempDir()
+				cmd := execCommand("mcp", "--sandbox="+mode, "--cwd", ws)
 				cmd.Env = append(os.Environ(), "TMPDIR="+t.TempDir())
 				cmd.Stdin = strings.NewReader(lines)
 				var out, errOut bytes.Buffer
@@ -336,7 +338,26 @@ func TestMCPPipedCallAborted(t *testing.T) {
 				if got[len(got)-1] != want {
 					t.Errorf("the call's answer: %s; want %s", got[len(got)-1], want)
 				}
+				for _, pid := range processesNaming(ws) { // a jail's bwrap names it
+					if err := proctest.WaitExit(pid, testwait.Limit); err != nil {
+						syscall.Kill(pid, syscall.SIGKILL)
+						t.Errorf("a process of the jail cut short outlived dsh-bash: %v", err)
+					}
+				}
 			})
 		}
 	}
+}
+
+// processesNaming are the processes with s in their command line.
+func processesNaming(s string) []int {
+	var pids []int
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		b, _ := os.ReadFile(filepath.Join(d, "cmdline"))
+		if pid, _ := strconv.Atoi(filepath.Base(d)); pid != os.Getpid() && bytes.Contains(b, []byte(s)) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }
