@@ -349,6 +349,57 @@ func TestMCPPipedCallAborted(t *testing.T) {
 	}
 }
 
+// TestMCPOnTerminalSaysSo: dsh-bash mcp started by hand, its stdin a
+// terminal, says on stderr what it serves and how to stop it, and Ctrl-D
+// stops it; a client's pipe gets no such line.
+func TestMCPOnTerminalSaysSo(t *testing.T) {
+	t.Parallel()
+	master, slave := openPTY(t)
+	cmd := execCommand("mcp", "--cwd", t.TempDir())
+	cmd.Stdin, cmd.Env = slave, append(os.Environ(), "TMPDIR="+t.TempDir())
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = pw
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pw.Close()
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil { // the test failed before its end
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	})
+	stderr := testwait.NewLines(pr)
+	for { // past what a start may say of others' leftovers
+		line, err := stderr.Next(t, "the line saying what dsh-bash mcp serves")
+		if err != nil {
+			t.Fatalf("no line saying what it serves: %v", err)
+		}
+		if strings.HasPrefix(line, "dsh-bash mcp: serving MCP on stdin and stdout") {
+			if !strings.Contains(line, "Ctrl-D or Ctrl-C stops it") {
+				t.Errorf("the line does not say how to stop it: %q", line)
+			}
+			break
+		}
+	}
+	if _, err := master.Write([]byte{4}); err != nil { // Ctrl-D: the end of its input
+		t.Fatal(err)
+	}
+	if err := testwait.Exit(t, cmd, "dsh-bash mcp after Ctrl-D"); err != nil {
+		t.Errorf("exit: %v", err)
+	}
+	cmd = execCommand("mcp", "--cwd", t.TempDir())
+	cmd.Stdin = strings.NewReader("")
+	var errOut bytes.Buffer
+	cmd.Stderr = &errOut
+	if err := run(t, cmd); err != nil || strings.Contains(errOut.String(), "serving MCP") {
+		t.Errorf("over a pipe: %v, stderr %q", err, errOut.String())
+	}
+}
+
 // processesNaming are the processes with s in their command line.
 func processesNaming(s string) []int {
 	var pids []int
