@@ -11,14 +11,12 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/dshgo/dsh/bash"
 	"github.com/dshgo/dsh/bash/local"
 	"github.com/dshgo/dsh/bash/remote"
-	"github.com/dshgo/dsh/bash/sandbox"
 )
 
 // execFlags are the executor (and result) flags every command that runs
@@ -95,45 +93,35 @@ func ownConfigPaths(path string) []string {
 	return paths
 }
 
-// staleTimeout bounds the start-up clean-up of what a killed dsh-bash left.
-const staleTimeout = 10 * time.Second
-
 // executor cleans up after dsh-bash processes that died without cleaning up
 // (SIGKILL), then makes the executor. Errors are reported on stderr, with the
 // subcommand's name; the exit status is 0, 2 for bad usage, 1 when the
 // executor cannot be made here (no sandbox under --sandbox=on, a far side
 // that cannot be reached).
 func (f *execFlags) executor(ctx context.Context, name string, opts *local.Options, stderr io.Writer) (bash.Executor, int) {
-	if err := f.checkValues(); err != nil {
-		fmt.Fprintf(stderr, "dsh-bash %s: %v\n", name, err)
-		return nil, 2
-	}
-	if err := f.loadConfig(); err != nil {
-		fmt.Fprintf(stderr, "dsh-bash %s: %v\n", name, err)
-		return nil, 2
-	}
-	cleanCtx, cancel := context.WithTimeout(ctx, staleTimeout)
-	removed, err := local.CleanStale(cleanCtx, opts.SpillDir)
-	jails, jerr := sandbox.CleanStale(cleanCtx, "")
-	cancel()
-	tokens, terr := cleanStaleTokenDirs("")
-	removed, err = slices.Concat(removed, jails, tokens), errors.Join(err, jerr, terr)
-	for _, dir := range removed {
-		fmt.Fprintf(stderr, "dsh-bash %s: removed %s, left behind by a dsh-bash that was killed\n", name, dir)
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "dsh-bash %s: cleaning up after killed dsh-bash processes: %v\n", name, err)
-	}
-	if err := f.inapplicable(); err != nil {
-		fmt.Fprintf(stderr, "dsh-bash %s: %v\n", name, err)
-		return nil, 2
-	}
-	exec, err := f.makeExecutor(ctx, name, opts, stderr)
+	exec, err := f.newExecutor(ctx, name, opts, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "dsh-bash %s: %v\n", name, err)
 		return nil, exitCode(err)
 	}
 	return exec, 0
+}
+
+// newExecutor is executor, returning the error (a usageError for bad
+// usage) where executor reports it. Warnings and what the clean-up removed
+// still go to stderr.
+func (f *execFlags) newExecutor(ctx context.Context, name string, opts *local.Options, stderr io.Writer) (bash.Executor, error) {
+	if err := f.checkValues(); err != nil {
+		return nil, err
+	}
+	if err := f.loadConfig(); err != nil {
+		return nil, usageErr(err)
+	}
+	sweepStale(ctx, name, opts.SpillDir, stderr)
+	if err := f.inapplicable(); err != nil {
+		return nil, usageErr(err)
+	}
+	return f.makeExecutor(ctx, name, opts, stderr)
 }
 
 // inapplicable refuses a flag given on the command line that the other
