@@ -3,7 +3,7 @@
 //
 //	dsh-bash mcp [--cwd DIR] [--http ADDR [--token-file PATH | --no-auth]] [executor flags]
 //	dsh-bash acp --model MODEL [--base-url URL] [--api-key-file PATH] [--yolo] [executor flags]
-//	dsh-bash run [--workdir DIR] [--timeout-ms N] [executor flags] -- COMMAND
+//	dsh-bash run [--cwd DIR] [--workdir DIR] [--timeout-ms N] [executor flags] -- COMMAND
 //	dsh-bash schema
 //	dsh-bash doctor [--cwd DIR] [executor flags]
 //	dsh-bash --version
@@ -57,7 +57,7 @@ func main() {
 const usage = `usage:
   dsh-bash mcp [--cwd DIR] [--http ADDR [HTTP flags]] [executor flags]
   dsh-bash acp --model MODEL [--base-url URL] [--api-key-file PATH] [--yolo] [executor flags]
-  dsh-bash run [--workdir DIR] [--timeout-ms N] [executor flags] -- COMMAND
+  dsh-bash run [--cwd DIR] [--workdir DIR] [--timeout-ms N] [executor flags] -- COMMAND
   dsh-bash executor [executor flags]
   dsh-bash schema
   dsh-bash doctor [--cwd DIR] [executor flags]   what a session gets here
