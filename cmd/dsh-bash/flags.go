@@ -79,7 +79,9 @@ func (f *execFlags) loadConfig() error {
 	return nil
 }
 
-// ownConfigPaths are dsh-bash's configuration file and directory.
+// ownConfigPaths are dsh-bash's configuration file and directory, but for
+// those the sandbox hides anyway (in its own list, or in a directory
+// listed).
 func ownConfigPaths(path string) []string {
 	var paths []string
 	if path != "" {
@@ -90,7 +92,7 @@ func ownConfigPaths(path string) []string {
 	if def := defaultConfigPath(); def != "" {
 		paths = append(paths, filepath.Dir(def))
 	}
-	return paths
+	return notHidden(paths)
 }
 
 // executor cleans up after dsh-bash processes that died without cleaning up
