@@ -56,7 +56,10 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if code != 0 {
 		return code
 	}
-	defer ef.closeExecutor("run", exec, stderr)
+	defer func() {
+		ef.closeExecutor("run", exec, stderr)
+		sayKept(exec, stderr)
+	}()
 	ws, wd := runWorkspace(*cwd, *workdir)
 	if _, err := checkWorkspace(ctx, exec, ws); refusalReason(err) != "" {
 		fmt.Fprintf(stderr, "dsh-bash run: the sandbox refuses the workspace %s: %s. Run it in a project directory, or name one with --cwd DIR\n", ws, refusalReason(err))
