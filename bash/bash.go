@@ -20,7 +20,9 @@
 //     timeout kill and a death by signal are all a [RunResult], never an
 //     error. Cancelling the context kills the command with the same
 //     escalation as a timeout, and Run then returns an error wrapping
-//     [ErrAborted] together with what the command printed.
+//     [ErrAborted] together with what the command printed; a context that
+//     ends before the command has started (while its jail starts, say)
+//     gives an error wrapping ErrAborted too, from Run and Start alike.
 //   - Start is the background call: it returns at once and no timeout
 //     applies. The spec's Owner is stored on the task and never changes.
 //   - Kill, a timeout, an abort and Close all stop a command the same way:

@@ -48,6 +48,8 @@ func errorText(err error) string {
 		return linkText(ke)
 	case errors.Is(err, bash.ErrClosed):
 		return "the shell executor is closed: it is shutting down"
+	case errors.Is(err, bash.ErrAborted):
+		return "command aborted"
 	}
 	return err.Error()
 }

@@ -104,8 +104,9 @@
 // task when it is forgotten, and on Close, which then removes the owner
 // directories and the executor's (a directory found replaced is left alone,
 // and Close says so), unless Options.KeepSpillFiles is set: then complete
-// files stay, in a directory named dsh-spill-kept-RANDOM, which CleanStale
-// never removes. Pipes are always drained, so memory stays bounded whatever
+// files stay, in a directory named dsh-spill-kept-RANDOM (Executor.SpillDir),
+// which CleanStale never removes and CleanKept removes once nothing has been
+// written to it for the time its caller gives. Pipes are always drained, so memory stays bounded whatever
 // a command prints.
 //
 // # Leftovers

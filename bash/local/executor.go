@@ -88,6 +88,11 @@ func New(opts *Options) (*Executor, error) {
 // or ContainProcessGroup.
 func (e *Executor) Containment() Containment { return e.cont.kind() }
 
+// SpillDir is the path of the executor's spill directory, the one its spill
+// paths name, or "" while it has made none. With Options.KeepSpillFiles, it
+// stays after Close while it holds a file (see CleanKept).
+func (e *Executor) SpillDir() string { return e.spill.dir() }
+
 // HoldSpillDir returns the private directory that holds owner's spill files,
 // making it if needed, and keeps it, even while it holds no file, until
 // release is called (or the executor is closed). A sandbox binds it into the

@@ -6,8 +6,10 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime/metrics"
@@ -357,5 +359,56 @@ func TestSpillEviction(t *testing.T) {
 	}
 	if got, _ := os.ReadFile(second.Stdout.SpillPath); string(got) != seqText(500) {
 		t.Error("the second spill file is not complete")
+	}
+}
+
+// TestCleanKept: CleanKept removes a directory of kept spill files once
+// nothing in it has been written to for the time given, and only then;
+// SpillDir names it.
+func TestCleanKept(t *testing.T) {
+	t.Parallel()
+	parent := t.TempDir()
+	e, err := New(testOptions(&Options{MaxOutputBytes: 10, SpillDir: parent, KeepSpillFiles: true}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := runCmd(t, e, "seq 100")
+	e.Close()
+	dir := e.SpillDir()
+	if filepath.Dir(filepath.Dir(res.Stdout.SpillPath)) != dir {
+		t.Fatalf("SpillDir %q; the spill file is %s", dir, res.Stdout.SpillPath)
+	}
+	other := filepath.Join(parent, "dsh-spill-kept-not-ours")
+	os.Mkdir(other, 0o700)
+	old := time.Now().Add(-2 * time.Hour)
+	age := func(paths ...string) {
+		for _, p := range paths {
+			if err := os.Chtimes(p, old, old); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	owner := filepath.Dir(res.Stdout.SpillPath)
+	now := time.Now()
+	// Each of the directory, its owner directories and their files counts.
+	for _, recent := range []string{res.Stdout.SpillPath, owner, dir} {
+		age(dir, owner, res.Stdout.SpillPath, other)
+		if err := os.Chtimes(recent, now, now); err != nil {
+			t.Fatal(err)
+		}
+		if removed, err := CleanKept(parent, time.Hour); len(removed) != 0 || err != nil {
+			t.Errorf("with %s changed just now: removed %q, %v", recent, removed, err)
+		}
+	}
+	age(dir, owner, res.Stdout.SpillPath)
+	if removed, err := CleanKept(parent, 3*time.Hour); len(removed) != 0 || err != nil {
+		t.Errorf("younger than the age given: removed %q, %v", removed, err)
+	}
+	removed, err := CleanKept(parent, time.Hour)
+	if _, serr := os.Stat(dir); len(removed) != 1 || removed[0] != dir || err != nil || !errors.Is(serr, fs.ErrNotExist) {
+		t.Errorf("older than the age given: removed %q, %v; the directory: %v", removed, err, serr)
+	}
+	if _, err := os.Stat(other); err != nil {
+		t.Errorf("a directory of another name: %v", err)
 	}
 }

@@ -22,7 +22,7 @@ func (e *Executor) Run(ctx context.Context, spec bash.ExecSpec) (bash.RunResult,
 	}
 	p, err := e.start(ctx, spec, e.drain)
 	if err != nil {
-		return bash.RunResult{}, err
+		return bash.RunResult{}, abortedStart(ctx, err)
 	}
 	res := bash.RunResult{Timeout: spec.Timeout}
 	timer := time.NewTimer(spec.Timeout)
@@ -70,6 +70,17 @@ wait:
 		return res, fmt.Errorf("the command was stopped: %w", bash.ErrClosed)
 	}
 	return res, nil
+}
+
+// abortedStart is err, the failure of a command's start, or an abort when
+// ctx ended meanwhile: a spawner that gave up with ctx (a jail whose start
+// was cut short) says nothing the caller did not cause, and the call
+// reads as any other aborted call does.
+func abortedStart(ctx context.Context, err error) error {
+	if ctx.Err() == nil {
+		return err
+	}
+	return fmt.Errorf("%w before it started: %w", bash.ErrAborted, context.Cause(ctx))
 }
 
 // adopt turns the processes a foreground command left behind into a

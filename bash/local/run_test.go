@@ -563,3 +563,35 @@ func TestShellControlScrubbed(t *testing.T) {
 		t.Errorf("stdout %q stderr %q exit %d; want \"hi\\na\\\\tb\\n\", nothing, 0", res.Stdout.Text, res.Stderr.Text, res.ExitCode)
 	}
 }
+
+// TestAbortWhileStarting: a call whose context ends while its shell is
+// being started (a sandbox's jail whose start is cut short) is aborted,
+// whatever error the spawner gave up with: the same event reads the same
+// however far the start had got.
+func TestAbortWhileStarting(t *testing.T) {
+	t.Parallel()
+	entered := make(chan struct{}, 2)
+	e := newExec(t, &Options{Spawn: func(ctx context.Context, req *SpawnRequest) (Process, error) {
+		entered <- struct{}{}
+		<-ctx.Done()
+		return nil, fmt.Errorf("start the session's sandbox: %w", ctx.Err())
+	}})
+	spec := bash.ExecSpec{Command: "true", Workdir: "/", Timeout: time.Minute}
+	for _, call := range []struct {
+		name string
+		do   func(ctx context.Context) error
+	}{
+		{"Run", func(ctx context.Context) error { _, err := e.Run(ctx, spec); return err }},
+		{"Start", func(ctx context.Context) error { _, err := e.Start(ctx, spec); return err }},
+	} {
+		ctx, cancel := context.WithCancel(context.Background())
+		errc := make(chan error, 1)
+		go func() { errc <- call.do(ctx) }()
+		testwait.Recv(t, entered, "the spawner's start")
+		cancel()
+		err := testwait.Recv(t, errc, call.name+"'s return")
+		if !errors.Is(err, bash.ErrAborted) || strings.Contains(err.Error(), "sandbox") {
+			t.Errorf("%s: %v; want an abort", call.name, err)
+		}
+	}
+}

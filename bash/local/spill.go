@@ -31,6 +31,7 @@ type spiller struct {
 	top      *dirHandle           // the parent, open while root exists
 	root     *dirHandle           // the executor's directory, made on first use
 	rootName string               // its name in parent
+	rootPath string               // its path, kept after close (see Executor.SpillDir)
 	owners   map[string]*ownerDir // by key
 	used     int64                // bytes reserved by files on disk
 	complete []*spillFile         // finished files, oldest first: evicted first
@@ -130,7 +131,7 @@ func (sp *spiller) rootLocked() (*dirHandle, error) {
 		top.close()
 		return nil, fmt.Errorf("make the spill directory: %w", err)
 	}
-	sp.top, sp.root, sp.rootName = top, root, name
+	sp.top, sp.root, sp.rootName, sp.rootPath = top, root, name, root.path
 	sp.owners = map[string]*ownerDir{}
 	return root, nil
 }
@@ -361,4 +362,11 @@ func (sp *spiller) closeRootLocked() []error {
 	sp.root.close()
 	sp.top.close()
 	return errs
+}
+
+// dir is the path of the executor's directory, "" while none was made.
+func (sp *spiller) dir() string {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	return sp.rootPath
 }

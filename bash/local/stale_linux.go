@@ -169,30 +169,3 @@ func cleanStaleSpills(parent string) ([]string, error) {
 	}
 	return removed, errors.Join(errs...)
 }
-
-// removeSpillTree removes a spill directory of ours (mode 0700, our uid, not
-// a symlink: else it is left alone) with its owner directories and files,
-// through open directories.
-func removeSpillTree(top *dirHandle, name string) error {
-	root, err := top.openPrivate(name)
-	if err != nil {
-		return err
-	}
-	defer root.close()
-	entries, err := root.entries()
-	errs := []error{err}
-	for _, ent := range entries {
-		if !ent.IsDir() {
-			continue
-		}
-		od, err := root.openPrivate(ent.Name())
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		errs = append(errs, od.clear(), root.removeChild(ent.Name(), od))
-		od.close()
-	}
-	errs = append(errs, root.clear(), top.removeChild(name, root))
-	return errors.Join(errs...)
-}

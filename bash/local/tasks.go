@@ -143,6 +143,7 @@ func (e *Executor) Start(ctx context.Context, spec bash.ExecSpec) (bash.Task, er
 	}
 	p, err := e.start(ctx, spec, 0)
 	if err != nil {
+		err = abortedStart(ctx, err)
 		e.failed(t, err)
 		return e.snap(t), &bash.StartError{Task: t.id, Err: err}
 	}

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -253,5 +254,58 @@ func TestAutoFallsBackToLandlock(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(outside, "planted")); err == nil || res.Stdout.Text != "in\n" {
 		t.Errorf("write outside: %v; stdout %q, stderr %q", err, res.Stdout.Text, res.Stderr.Text)
+	}
+}
+
+// TestJailStartCutShortLeavesNothing: a session's jail whose start is cut
+// short (the call's context ends while bwrap sets it up) leaves no process:
+// bwrap's child, which waits for bwrap to set it up and has no parent to
+// die with once bwrap is killed, goes with it. The call is aborted.
+func TestJailStartCutShortLeavesNothing(t *testing.T) {
+	t.Parallel()
+	real, err := exec.LookPath("bwrap")
+	if err != nil {
+		t.Skip("bwrap is not installed")
+	}
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "starting")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The first jail (New's check) is real; the next one's bwrap leaves a
+	// stand-in for its child, in its process group, and never gets ready.
+	bwrap := filepath.Join(dir, "bwrap")
+	script := "#!/bin/sh\nmkdir " + dir + "/first 2>/dev/null && exec " + real + " \"$@\"\n" +
+		"sleep 300 &\necho $! > " + dir + "/left\necho > " + fifo + "\nwait\n"
+	if err := os.WriteFile(bwrap, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if b, err := os.ReadFile(filepath.Join(dir, "left")); err == nil {
+			pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	ws := t.TempDir()
+	e, err := newSandbox(t, &Options{Layer: LayerJail, Bwrap: bwrap, Local: &local.Options{Cwd: ws, SpillDir: t.TempDir()}, TempDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	spec, err := e.Resolve(ctx, bash.ExecRequest{Command: "true", Owner: "s", Workspace: ws, Workdir: ws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ran := make(chan error, 1)
+	go func() { _, err := e.Run(ctx, spec); ran <- err }()
+	testwait.ReadFIFO(t, fifo, "the session's bwrap under way")
+	cancel()
+	if err := testwait.Recv(t, ran, "the cut-short call's return"); !errors.Is(err, bash.ErrAborted) {
+		t.Errorf("the call: %v; want it aborted", err)
+	}
+	pid := proctest.PidFromFile(t, filepath.Join(dir, "left"))
+	if err := proctest.WaitExit(pid, testwait.Limit); err != nil {
+		t.Errorf("bwrap's child outlived the jail cut short: %v", err)
 	}
 }

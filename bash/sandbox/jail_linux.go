@@ -145,7 +145,9 @@ func (js *jails) bwrapCmd(j *jail, jp jailPaths) {
 	agent := agentConfig{Socket: fdAgentSock, Exe: fdAgentExe, Writable: js.policy.landlockWritable(jp), Proxy: j.egress != nil, Fence: j.fenced}
 	agent.Forward = agentForwards(j.forwards)
 	args = append(append(args, "--", "/proc/self/fd/"+strconv.Itoa(fdAgentExe)), agentArgs(agent)...)
-	j.cmd = &exec.Cmd{Path: js.bwrap, Args: append([]string{"bwrap"}, args...), Env: jp.env}
+	// A process group of its own: see jail.kill.
+	j.cmd = &exec.Cmd{Path: js.bwrap, Args: append([]string{"bwrap"}, args...), Env: jp.env,
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true}}
 }
 
 // bwrapWaitDelay bounds how long bwrap's stderr is read after bwrap has
@@ -390,9 +392,18 @@ func (p *jailProc) Wait() (local.ExitStatus, error) {
 	}
 }
 
+// kill kills the process that starts the jail and the rest of its process
+// group (it leads one): a start cut short leaves there bwrap's child, which
+// waits for bwrap to set it up and would have no parent to die with.
+func (j *jail) kill() {
+	_ = unix.Kill(-j.cmd.Process.Pid, unix.SIGKILL)
+	_ = j.cmd.Process.Kill()
+}
+
 // close ends the jail: the agent sees its socket close and exits, and the
 // kernel kills every process left in the jail's pid namespace. A jail whose
-// agent never said it was ready has no agent to wait for: bwrap is killed.
+// agent never said it was ready has no agent to wait for: bwrap is killed,
+// with its process group.
 func (j *jail) close() error {
 	if j.sock != nil {
 		_ = unix.Shutdown(int(j.sock.Fd()), unix.SHUT_RDWR)
@@ -407,7 +418,7 @@ func (j *jail) close() error {
 		select {
 		case <-j.exited:
 		case <-time.After(wait):
-			_ = j.cmd.Process.Kill()
+			j.kill()
 			<-j.exited
 		}
 	}

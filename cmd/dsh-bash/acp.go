@@ -20,8 +20,11 @@ func acpCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	baseURL := fs.String("base-url", "", "OpenAI-compatible API base `URL` (default: $OPENAI_BASE_URL, else OpenAI's)")
 	keyFile := fs.String("api-key-file", "", "read the API key from `PATH`, a file only you can read (default: $OPENAI_API_KEY)")
 	yolo := fs.Bool("yolo", false, "run commands without asking the editor's permission")
-	if !refuseSecretArg(args, "acp", "api-key", "--api-key-file PATH or OPENAI_API_KEY", stderr) || !parseNoArgs(fs, args, stderr) {
+	if !refuseSecretArg(args, "acp", "api-key", "--api-key-file PATH or OPENAI_API_KEY", stderr) {
 		return 2
+	}
+	if code, done := parseNoArgs(fs, args, stdout, stderr); done {
+		return code
 	}
 	if *model == "" {
 		fmt.Fprintln(stderr, "dsh-bash acp: --model is required")

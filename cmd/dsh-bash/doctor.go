@@ -1,15 +1,21 @@
 package main
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/dshgo/dsh/bash"
+	"github.com/dshgo/dsh/bash/remote"
 	"github.com/dshgo/dsh/bash/sandbox"
 )
 
@@ -20,29 +26,120 @@ func versionLine() string {
 
 // doctorCmd prints what a session would get here with the same flags:
 // where commands run, the sandbox and why, its layers, network and paths.
-// It exits 0 when the executor could be made, else 1 (2 for bad usage).
+// It exits 0 when the executor could be made, else 1 (2 for bad usage),
+// saying why in the report.
 func doctorCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs, ef := newFlags("doctor", stderr)
 	cwd := fs.String("cwd", "", "the workspace to describe (default: the current directory)")
-	if !parseNoArgs(fs, args, stderr) || !checkCwd("doctor", *cwd, stderr) {
+	if code, done := parseNoArgs(fs, args, stdout, stderr); done {
+		return code
+	}
+	if !checkCwd("doctor", *cwd, stderr) {
 		return 2
 	}
 	opts := ef.options()
 	opts.Cwd = *cwd
 	fmt.Fprint(stdout, versionLine())
-	exec, code := ef.executor(ctx, "doctor", opts, stderr)
-	if code != 0 {
-		fmt.Fprintln(stdout, "executor: cannot be made with these settings (see above)")
-		return code
+	exec, err := ef.newExecutor(ctx, "doctor", opts, stderr)
+	if err != nil {
+		fmt.Fprintf(stdout, "executor: cannot be made with these settings: %v\n", err)
+		return exitCode(err)
 	}
 	defer ef.closeExecutor("doctor", exec, stderr)
-	ws := *cwd
-	if ws == "" {
-		ws, _ = os.Getwd()
+	ws, err := filepath.Abs(cmp.Or(*cwd, "."))
+	if err != nil {
+		fmt.Fprintf(stdout, "workspace: cannot be found: %v\n", err)
+		return 1
 	}
-	describe(stdout, exec, ws, &ef.sandbox)
+	switch exec.(type) {
+	case *remote.Executor, *remote.Fleet:
+		describeRemote(ctx, stdout, exec, ws, ef.remote.names)
+	default:
+		describe(stdout, exec, &ef.sandbox, ws, workspaceLine(ctx, exec, ws, "workspace",
+			"Start dsh-bash in a project directory, or give --cwd DIR (an MCP client may name its project as a root instead)"))
+		describeMissing(stdout, &ef.sandbox, ownConfigPaths(ef.permissions.configPath))
+	}
 	describePermissions(stdout, &ef.permissions)
 	return 0
+}
+
+// workspaceLine says where sessions work, or that the executor refuses
+// that workspace, and why.
+// label names the line ("workspace"); advice says what to do instead of a
+// workspace refused.
+func workspaceLine(ctx context.Context, exec bash.Executor, ws, label, advice string) string {
+	got, err := checkWorkspace(ctx, exec, ws)
+	if why := refusalReason(err); why != "" {
+		return fmt.Sprintf("%s: %s: REFUSED, a session there gets an error: %s. %s\n", label, ws, why, advice)
+	}
+	if err != nil {
+		return fmt.Sprintf("%s: %s (not usable: %v)\n", label, ws, err)
+	}
+	return fmt.Sprintf("%s: %s\n", label, got)
+}
+
+// describeRemote writes the doctor's report on a remote executor or a
+// fleet, whose hosts are named names: each host, how it holds commands,
+// and the workspace there.
+func describeRemote(ctx context.Context, w io.Writer, exec bash.Executor, ws string, names []string) {
+	hosts := []*remote.Executor{}
+	switch e := exec.(type) {
+	case *remote.Executor:
+		hosts = append(hosts, e)
+	case *remote.Fleet:
+		hosts = e.Hosts()
+	}
+	if len(hosts) == 1 {
+		fmt.Fprintln(w, "commands run: on the remote host below, not on this machine")
+	} else {
+		fmt.Fprintf(w, "commands run: on one of the %d remote hosts below (each session stays on the one it is placed on), not on this machine\n", len(hosts))
+	}
+	for i, h := range hosts {
+		wsLine := workspaceLine(ctx, h, ws, "  workspace there", "Name one with --remote-workspace DIR") // dials a fleet's host
+		hello := h.Hello()
+		if hello.Host == "" {
+			fmt.Fprintf(w, "remote host: %s (not reached)\n", names[i])
+		} else {
+			fmt.Fprintf(w, "remote host: %s (host name %s, dsh-bash executor pid %d)\n", names[i], hello.Host, hello.Pid)
+			fmt.Fprintf(w, "  containment there: %s\n", containmentThere(hello.Containment))
+		}
+		fmt.Fprint(w, wsLine)
+	}
+	fmt.Fprintln(w, "sandbox: the far side's, as its dsh-bash executor's flags and configuration say (run dsh-bash doctor there to see it)")
+}
+
+// containmentThere says how a far side holds commands.
+func containmentThere(c string) string {
+	switch c {
+	case "sandbox":
+		return "sandbox"
+	case "":
+		return "unknown"
+	}
+	return c + ": commands are NOT sandboxed there (give its dsh-bash executor --sandbox=on)"
+}
+
+// describeMissing names the configured sandbox paths that do not exist,
+// which the sandbox skips, but for own, dsh-bash's own files.
+func describeMissing(w io.Writer, sf *sandboxFlags, own []string) {
+	if !sf.active {
+		return
+	}
+	var lines []string
+	for _, l := range []struct {
+		name  string
+		paths []string
+	}{{"writable", sf.writable}, {"read-only", sf.readOnly}, {"hidden", sf.hidden}} {
+		for _, p := range l.paths {
+			if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) && !slices.Contains(own, p) {
+				lines = append(lines, fmt.Sprintf("  %s (%s)\n", p, l.name))
+			}
+		}
+	}
+	if len(lines) > 0 {
+		fmt.Fprintln(w, "configured but not found, so skipped (the start of each session looks again):")
+		fmt.Fprint(w, strings.Join(lines, ""))
+	}
 }
 
 // limitText is text, or "none" for a zero limit.
@@ -53,8 +150,9 @@ func limitText(n int64, text string) string {
 	return text
 }
 
-// describe writes the doctor's report on exec.
-func describe(w io.Writer, exec bash.Executor, ws string, sf *sandboxFlags) {
+// describe writes the doctor's report on exec, a local or sandbox executor,
+// for the workspace ws, whose line is wsLine.
+func describe(w io.Writer, exec bash.Executor, sf *sandboxFlags, ws, wsLine string) {
 	se, ok := exec.(*sandbox.Executor)
 	if !ok {
 		fmt.Fprintf(w, "containment: %s\n", containmentOf(exec))
@@ -63,6 +161,7 @@ func describe(w io.Writer, exec bash.Executor, ws string, sf *sandboxFlags) {
 		} else {
 			fmt.Fprintf(w, "sandbox: not active (--sandbox=%s)\n", sf.mode)
 		}
+		fmt.Fprint(w, wsLine)
 		return
 	}
 	cont := se.Containment().String()
@@ -100,7 +199,7 @@ func describe(w io.Writer, exec bash.Executor, ws string, sf *sandboxFlags) {
 	} else {
 		fmt.Fprintln(w, "outside the sandbox: never (--sandbox-escape=off)")
 	}
-	fmt.Fprintf(w, "workspace: %s\n", ws)
+	fmt.Fprint(w, wsLine)
 	for _, l := range []struct {
 		name  string
 		paths []string

@@ -17,7 +17,10 @@ import (
 func executorCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs, ef := newFlags("executor", stderr)
 	cwd := fs.String("cwd", "", "working directory of a command that names none (default: the current directory)")
-	if !parseNoArgs(fs, args, stderr) || !checkCwd("executor", *cwd, stderr) {
+	if code, done := parseNoArgs(fs, args, stdout, stderr); done {
+		return code
+	}
+	if !checkCwd("executor", *cwd, stderr) {
 		return 2
 	}
 	ef.serving = true

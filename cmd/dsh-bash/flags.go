@@ -17,7 +17,6 @@ import (
 	"github.com/dshgo/dsh/bash"
 	"github.com/dshgo/dsh/bash/local"
 	"github.com/dshgo/dsh/bash/remote"
-	"github.com/dshgo/dsh/bash/sandbox"
 )
 
 // execFlags are the executor (and result) flags every command that runs
@@ -80,7 +79,9 @@ func (f *execFlags) loadConfig() error {
 	return nil
 }
 
-// ownConfigPaths are dsh-bash's configuration file and directory.
+// ownConfigPaths are dsh-bash's configuration file and directory, but for
+// those the sandbox hides anyway (in its own list, or in a directory
+// listed).
 func ownConfigPaths(path string) []string {
 	var paths []string
 	if path != "" {
@@ -91,11 +92,8 @@ func ownConfigPaths(path string) []string {
 	if def := defaultConfigPath(); def != "" {
 		paths = append(paths, filepath.Dir(def))
 	}
-	return paths
+	return notHidden(paths)
 }
-
-// staleTimeout bounds the start-up clean-up of what a killed dsh-bash left.
-const staleTimeout = 10 * time.Second
 
 // executor cleans up after dsh-bash processes that died without cleaning up
 // (SIGKILL), then makes the executor. Errors are reported on stderr, with the
@@ -103,35 +101,29 @@ const staleTimeout = 10 * time.Second
 // executor cannot be made here (no sandbox under --sandbox=on, a far side
 // that cannot be reached).
 func (f *execFlags) executor(ctx context.Context, name string, opts *local.Options, stderr io.Writer) (bash.Executor, int) {
-	if f.maxResultChars < 0 {
-		fmt.Fprintf(stderr, "dsh-bash %s: --max-result-chars must not be negative (got %d)\n", name, f.maxResultChars)
-		return nil, 2
-	}
-	if err := f.loadConfig(); err != nil {
-		fmt.Fprintf(stderr, "dsh-bash %s: %v\n", name, err)
-		return nil, 2
-	}
-	cleanCtx, cancel := context.WithTimeout(ctx, staleTimeout)
-	removed, err := local.CleanStale(cleanCtx, opts.SpillDir)
-	jails, jerr := sandbox.CleanStale(cleanCtx, "")
-	cancel()
-	removed, err = append(removed, jails...), errors.Join(err, jerr)
-	for _, dir := range removed {
-		fmt.Fprintf(stderr, "dsh-bash %s: removed %s, left behind by a dsh-bash that was killed\n", name, dir)
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "dsh-bash %s: cleaning up after killed dsh-bash processes: %v\n", name, err)
-	}
-	if err := f.inapplicable(); err != nil {
-		fmt.Fprintf(stderr, "dsh-bash %s: %v\n", name, err)
-		return nil, 2
-	}
-	exec, err := f.makeExecutor(ctx, name, opts, stderr)
+	exec, err := f.newExecutor(ctx, name, opts, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "dsh-bash %s: %v\n", name, err)
 		return nil, exitCode(err)
 	}
 	return exec, 0
+}
+
+// newExecutor is executor, returning the error (a usageError for bad
+// usage) where executor reports it. Warnings and what the clean-up removed
+// still go to stderr.
+func (f *execFlags) newExecutor(ctx context.Context, name string, opts *local.Options, stderr io.Writer) (bash.Executor, error) {
+	if err := f.checkValues(); err != nil {
+		return nil, err
+	}
+	if err := f.loadConfig(); err != nil {
+		return nil, usageErr(err)
+	}
+	sweepStale(ctx, name, opts.SpillDir, stderr)
+	if err := f.inapplicable(); err != nil {
+		return nil, usageErr(err)
+	}
+	return f.makeExecutor(ctx, name, opts, stderr)
 }
 
 // inapplicable refuses a flag given on the command line that the other
@@ -202,30 +194,36 @@ func newFlags(name string, stderr io.Writer) (*flag.FlagSet, *execFlags) {
 	return fs, ef
 }
 
-// parseFlags parses args: after -h it prints the subcommand's flags, after
-// a bad flag (which the flag package has named) where to find them.
-func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) bool {
+// parseFlags parses args. done says that the command ends here, with
+// code: 0 after -h or --help (the subcommand's flags printed on stdout), 2
+// after a bad flag (which the flag package has named on stderr; one line
+// says where the flags are listed).
+func parseFlags(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (code int, done bool) {
 	err := fs.Parse(args)
 	switch {
 	case errors.Is(err, flag.ErrHelp):
-		fmt.Fprintf(stderr, "usage of dsh-bash %s:\n", fs.Name())
+		fmt.Fprintf(stdout, "usage of dsh-bash %s:\n", fs.Name())
+		fs.SetOutput(stdout)
 		fs.PrintDefaults()
+		return 0, true
 	case err != nil:
 		fmt.Fprintf(stderr, "dsh-bash %s: run 'dsh-bash %s -h' for its flags, 'dsh-bash help' for the commands\n", fs.Name(), fs.Name())
+		return 2, true
 	}
-	return err == nil
+	return 0, false
 }
 
-// parseNoArgs parses args for a subcommand that takes flags only.
-func parseNoArgs(fs *flag.FlagSet, args []string, stderr io.Writer) bool {
-	if !parseFlags(fs, args, stderr) {
-		return false
+// parseNoArgs parses args for a subcommand that takes flags only, as
+// parseFlags does.
+func parseNoArgs(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (code int, done bool) {
+	if code, done := parseFlags(fs, args, stdout, stderr); done {
+		return code, done
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "dsh-bash %s: unexpected arguments %q\n", fs.Name(), fs.Args())
-		return false
+		return 2, true
 	}
-	return true
+	return 0, false
 }
 
 // warnLogger is the servers' diagnostics log: warnings and errors, on stderr.

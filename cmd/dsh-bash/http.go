@@ -179,13 +179,13 @@ func checkToken(token, what string) (string, error) {
 }
 
 // writeTokenFile makes a random token and writes it to a new 0600 file in
-// a new private (0700) directory under $TMPDIR (default /tmp); remove
-// deletes both.
+// a new private (0700) directory under $TMPDIR (default /tmp), named after
+// this process (see tokenDirPrefix); remove deletes both.
 func writeTokenFile() (token, path string, remove func(), err error) {
 	b := make([]byte, 32)
 	_, _ = rand.Read(b) // crypto/rand.Read does not fail
 	token = hex.EncodeToString(b)
-	dir, err := os.MkdirTemp("", "dsh-bash-")
+	dir, err := os.MkdirTemp("", tokenDirPrefix())
 	if err != nil {
 		return "", "", nil, fmt.Errorf("a directory for the token: %w", err)
 	}
@@ -203,11 +203,11 @@ func writeTokenFile() (token, path string, remove func(), err error) {
 	return token, path, remove, nil
 }
 
-// prepare makes the token file when no token was given (and --no-auth was
-// not), so that its path is known before any jail is made: every jail
-// hides it. Call done when the server has ended.
+// prepare makes the token file when serving HTTP and no token was given
+// (and --no-auth was not), so that its path is known before any jail is
+// made: every jail hides it. Call done when the server has ended.
 func (hf *httpFlags) prepare() error {
-	if hf.token != "" || hf.noAuth {
+	if hf.addr == "" || hf.token != "" || hf.noAuth {
 		return nil
 	}
 	var err error

@@ -3,7 +3,7 @@
 //
 //	dsh-bash mcp [--cwd DIR] [--http ADDR [--token-file PATH | --no-auth]] [executor flags]
 //	dsh-bash acp --model MODEL [--base-url URL] [--api-key-file PATH] [--yolo] [executor flags]
-//	dsh-bash run [--workdir DIR] [--timeout-ms N] [executor flags] -- COMMAND
+//	dsh-bash run [--cwd DIR] [--workdir DIR] [--timeout-ms N] [executor flags] -- COMMAND
 //	dsh-bash schema
 //	dsh-bash doctor [--cwd DIR] [executor flags]
 //	dsh-bash --version
@@ -20,10 +20,10 @@
 //
 // SIGINT, SIGTERM and SIGHUP abort every call in flight and stop every
 // command before dsh-bash exits; a closed stdout is an error to clean up
-// after, not a death by SIGPIPE. At start, the cgroups and spill
-// directories of a dsh-bash that was killed (SIGKILL) are removed, and the
-// process makes itself non-dumpable, so that its commands cannot read its
-// memory or environment (see harden).
+// after, not a death by SIGPIPE. At start, the cgroups, spill directories
+// and token directories of a dsh-bash that was killed (SIGKILL) are
+// removed, and the process makes itself non-dumpable, so that its commands
+// cannot read its memory or environment (see harden).
 package main
 
 import (
@@ -57,7 +57,7 @@ func main() {
 const usage = `usage:
   dsh-bash mcp [--cwd DIR] [--http ADDR [HTTP flags]] [executor flags]
   dsh-bash acp --model MODEL [--base-url URL] [--api-key-file PATH] [--yolo] [executor flags]
-  dsh-bash run [--workdir DIR] [--timeout-ms N] [executor flags] -- COMMAND
+  dsh-bash run [--cwd DIR] [--workdir DIR] [--timeout-ms N] [executor flags] -- COMMAND
   dsh-bash executor [executor flags]
   dsh-bash schema
   dsh-bash doctor [--cwd DIR] [executor flags]   what a session gets here
@@ -136,7 +136,7 @@ func cli(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case "-V", "--version", "version":
 		fmt.Fprint(stdout, versionLine())
 		return 0
-	case "-h", "--help", "help":
+	case "-h", "--h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0
 	}

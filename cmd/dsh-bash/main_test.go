@@ -225,7 +225,7 @@ func TestSignalStopsEverything(t *testing.T) {
 }
 
 // TestBadFlagShort: a bad flag is named, with one line saying where the
-// help is, not the whole flag list; -h gives the list.
+// help is, not the whole flag list.
 func TestBadFlagShort(t *testing.T) {
 	t.Parallel()
 	out, errOut, code := dshBash(t, t.TempDir(), "run", "--bogus", "--", "true")
@@ -233,9 +233,21 @@ func TestBadFlagShort(t *testing.T) {
 	if code != 2 || out != "" || errOut != want {
 		t.Errorf("bad flag: exit %d, stdout %q, stderr %q; want stderr %q", code, out, errOut, want)
 	}
-	_, errOut, code = dshBash(t, t.TempDir(), "mcp", "-h")
-	if code != 2 || !strings.HasPrefix(errOut, "usage of dsh-bash mcp:\n") || !strings.Contains(errOut, "-sandbox-memory") {
-		t.Errorf("-h: exit %d, stderr %q", code, errOut)
+}
+
+// TestHelpExitsZero: -h and --help, of dsh-bash and of every command, print
+// the usage on stdout and exit 0, as asking for help is no error.
+func TestHelpExitsZero(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{{"-h"}, {"--help"}, {"help"}, {"mcp", "-h"}, {"mcp", "--help"}, {"acp", "-h"}, {"run", "-h"},
+		{"executor", "-h"}, {"doctor", "--help"}, {"schema", "-h"}} {
+		out, errOut, code := dshBash(t, t.TempDir(), args...)
+		if code != 0 || errOut != "" || !strings.HasPrefix(out, "usage") {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want the usage on stdout, exit 0", args, code, out, errOut)
+		}
+	}
+	if out, _, _ := dshBash(t, t.TempDir(), "mcp", "-h"); !strings.HasPrefix(out, "usage of dsh-bash mcp:\n") || !strings.Contains(out, "-sandbox-memory") {
+		t.Errorf("mcp -h: %q", out)
 	}
 }
 
@@ -243,13 +255,46 @@ func TestBadFlagShort(t *testing.T) {
 // command, so that no flag is found only by reading a command's -h.
 func TestUsageNamesEveryFlag(t *testing.T) {
 	t.Parallel()
-	_, usageText, _ := dshBash(t, "")
+	usageText, _, _ := dshBash(t, "", "-h")
 	flagLine := regexp.MustCompile(`(?m)^  -([a-z0-9-]+)`)
 	for _, cmd := range []string{"mcp", "acp", "run", "executor", "doctor"} {
-		_, help, _ := dshBash(t, "", cmd, "-h")
+		help, _, _ := dshBash(t, "", cmd, "-h")
 		for _, m := range flagLine.FindAllStringSubmatch(help, -1) {
 			if !strings.Contains(usageText, "--"+m[1]) {
 				t.Errorf("dsh-bash %s has --%s, which the top-level help does not name", cmd, m[1])
+			}
+		}
+	}
+}
+
+// TestBadFlagValues: a flag value the executor would refuse is a usage
+// error (exit 2) that names the flag, not the Go option it sets.
+func TestBadFlagValues(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--max-output-bytes", "-1"}, "--max-output-bytes must not be negative (got -1)"},
+		{[]string{"--default-timeout-ms", "-1"}, "--default-timeout-ms must not be negative"},
+		{[]string{"--max-timeout-ms", "-5"}, "--max-timeout-ms must not be negative"},
+		{[]string{"--grace-ms", "-1"}, "--grace-ms must not be negative"},
+		{[]string{"--drain-delay-ms", "-1"}, "--drain-delay-ms must not be negative"},
+		{[]string{"--max-tasks", "-1"}, "--max-tasks must not be negative"},
+		{[]string{"--max-tasks-per-session", "-1"}, "--max-tasks-per-session must not be negative"},
+		{[]string{"--max-result-chars", "-1"}, "--max-result-chars must not be negative"},
+		{[]string{"--max-timeout-ms", "9999999999999999"}, "--max-timeout-ms must be at most"},
+		{[]string{"--default-timeout-ms", "2000", "--max-timeout-ms", "1000"}, "--default-timeout-ms 2000 is above --max-timeout-ms 1000"},
+		{[]string{"--env", "NOEQUALS"}, `--env "NOEQUALS" is not NAME=VALUE`},
+	} {
+		for _, cmd := range [][]string{{"run"}, {"mcp"}} {
+			args := append(append(cmd, tc.args...), "--", "true")
+			if cmd[0] == "mcp" {
+				args = args[:len(args)-2]
+			}
+			out, errOut, code := dshBash(t, t.TempDir(), args...)
+			if code != 2 || out != "" || !strings.Contains(errOut, "dsh-bash "+cmd[0]+": "+tc.want) || strings.Contains(errOut, "invalid executor options") {
+				t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit 2 and %q", args, code, out, errOut, tc.want)
 			}
 		}
 	}

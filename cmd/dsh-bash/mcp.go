@@ -17,7 +17,13 @@ func mcpCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	fs, ef := newFlags("mcp", stderr)
 	cwd := fs.String("cwd", "", "working directory of sessions whose client has no roots (default: the current directory)")
 	hf := registerHTTPFlags(fs)
-	if !refuseTokenArg(args, stderr) || !parseNoArgs(fs, args, stderr) || !hf.check(fs, stderr) || !checkCwd("mcp", *cwd, stderr) {
+	if !refuseTokenArg(args, stderr) {
+		return 2
+	}
+	if code, done := parseNoArgs(fs, args, stdout, stderr); done {
+		return code
+	}
+	if !hf.check(fs, stderr) || !checkCwd("mcp", *cwd, stderr) {
 		return 2
 	}
 	if err := hf.prepare(); err != nil {
@@ -54,6 +60,7 @@ func mcpCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	}
 	defer srv.Close()
 	if hf.addr == "" {
+		sayStdio(stdin, stderr)
 		err = srv.ServeStdio(ctx, stdin, pollable(stdout), nil)
 	} else {
 		err = serveHTTP(ctx, srv, hf, stderr)
@@ -63,4 +70,13 @@ func mcpCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		return 1
 	}
 	return 0
+}
+
+// sayStdio tells a person who started dsh-bash mcp on a terminal, where it
+// would otherwise wait in silence, what it does and how to stop it. A
+// client's pipe gets nothing.
+func sayStdio(stdin io.Reader, stderr io.Writer) {
+	if isTerminal(stdin) {
+		fmt.Fprintln(stderr, "dsh-bash mcp: serving MCP on stdin and stdout, for an MCP client that starts this command (claude mcp add dsh-bash -- dsh-bash mcp); Ctrl-D or Ctrl-C stops it")
+	}
 }

@@ -24,6 +24,7 @@ type remoteFlags struct {
 	workspace string   // the sessions' directory on the far side
 	command   string   // what runs on an SSH host
 	upload    bool
+	names     []string // the hosts' names, in order, once executor has made them
 }
 
 func (f *remoteFlags) register(fs *flag.FlagSet) {
@@ -61,6 +62,9 @@ func (f *remoteFlags) executor(ctx context.Context, stderr io.Writer) (bash.Exec
 	hosts, err := f.hosts(stderr)
 	if err != nil {
 		return nil, err
+	}
+	for _, h := range hosts {
+		f.names = append(f.names, h.Options.Host)
 	}
 	if len(hosts) > 1 {
 		return remote.NewFleet(hosts)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
@@ -29,9 +30,13 @@ func isTerminal(w any) bool {
 // result), 2 for bad usage.
 func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs, ef := newFlags("run", stderr)
-	workdir := fs.String("workdir", "", "working directory of the call (relative: from the current directory)")
+	cwd := fs.String("cwd", "", "the workspace, where the call runs (default: the current directory)")
+	workdir := fs.String("workdir", "", "working directory of the call (relative: from --cwd); one outside --cwd is the workspace")
 	timeoutMs := fs.Float64("timeout-ms", 0, "the call's timeoutMs")
-	if !parseFlags(fs, args, stderr) {
+	if code, done := parseFlags(fs, args, stdout, stderr); done {
+		return code
+	}
+	if !checkCwd("run", *cwd, stderr) {
 		return 2
 	}
 	command := strings.Join(fs.Args(), " ")
@@ -45,12 +50,21 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		return 2
 	}
 	opts := ef.options()
+	opts.Cwd = *cwd
 	opts.KeepSpillFiles = true // their paths are printed for the user to open
 	exec, code := ef.executor(ctx, "run", opts, stderr)
 	if code != 0 {
 		return code
 	}
-	defer ef.closeExecutor("run", exec, stderr)
+	defer func() {
+		ef.closeExecutor("run", exec, stderr)
+		sayKept(exec, stderr)
+	}()
+	ws, wd := runWorkspace(*cwd, *workdir)
+	if _, err := checkWorkspace(ctx, exec, ws); refusalReason(err) != "" {
+		fmt.Fprintf(stderr, "dsh-bash run: the sandbox refuses the workspace %s: %s. Run it in a project directory, or name one with --cwd DIR\n", ws, refusalReason(err))
+		return 2
+	}
 	var netAsk func(context.Context, egress.Question) (egress.Decision, error) // else unlisted hosts are refused
 	if isTerminal(stdin) {
 		netAsk = terminalNetAsker(stdin, stderr)
@@ -78,12 +92,12 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		fmt.Fprintf(stderr, "dsh-bash run: %v\n", err)
 		return 2
 	}
-	raw, err := callArgs(fs, command, *workdir, *timeoutMs)
+	raw, err := callArgs(fs, command, wd, *timeoutMs)
 	if err != nil {
 		fmt.Fprintf(stderr, "dsh-bash run: %v\n", err)
 		return 2
 	}
-	res := reg.Execute(ctx, &tools.Call{Tool: toolbash.BashName, Args: raw, Session: session.Session{Cwd: runWorkspace(*workdir)}})
+	res := reg.Execute(ctx, &tools.Call{Tool: toolbash.BashName, Args: raw, Session: session.Session{Cwd: ws}})
 	text := res.Text()
 	if !strings.HasSuffix(text, "\n") && isTerminal(stdout) {
 		text += "\n" // for the prompt's sake; piped output stays exact
@@ -101,22 +115,24 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	return 0
 }
 
-// runWorkspace is the workspace of run's call: the current directory, or
-// the --workdir the user named when it lies outside it (a directory the
-// user names is one they mean commands to use, sandboxed or not).
-func runWorkspace(workdir string) string {
-	cwd, _ := os.Getwd()
-	if workdir == "" {
-		return cwd
+// runWorkspace is the workspace of run's call, and the working directory
+// to pass it: the directory --cwd names (default: the current one), or the
+// --workdir the user named when it lies outside that (a directory the user
+// names is one they mean commands to use, sandboxed or not), then passed
+// as an absolute path.
+func runWorkspace(cwd, workdir string) (ws, wd string) {
+	base, err := filepath.Abs(cmp.Or(cwd, "."))
+	if err != nil || workdir == "" {
+		return base, workdir
 	}
-	abs, err := filepath.Abs(workdir)
-	if err != nil {
-		return cwd
+	abs := workdir
+	if !filepath.IsAbs(abs) {
+		abs = filepath.Join(base, abs)
 	}
-	if rel, err := filepath.Rel(cwd, abs); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
-		return cwd
+	if inside(abs, base) {
+		return base, workdir
 	}
-	return abs
+	return abs, abs
 }
 
 // callArgs are the bash tool's arguments for the command line's call; the

@@ -17,8 +17,21 @@ type definition struct {
 	Annotations tools.Annotations `json:"annotations"`
 }
 
+// isHelp reports whether arg asks for help, as the flag package reads it.
+func isHelp(arg string) bool {
+	switch arg {
+	case "-h", "--h", "-help", "--help":
+		return true
+	}
+	return false
+}
+
 // schemaCmd prints the five tool definitions as JSON.
 func schemaCmd(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 1 && isHelp(args[0]) {
+		fmt.Fprintln(stdout, "usage of dsh-bash schema: dsh-bash schema prints the tool definitions as JSON; it takes no flags")
+		return 0
+	}
 	if len(args) > 0 {
 		fmt.Fprintf(stderr, "dsh-bash schema takes no arguments\n")
 		return 2
