@@ -50,6 +50,8 @@ type jail struct {
 	fence    *fence
 	fenceErr string
 
+	afterStart func(pidfd int) // Options.afterStart
+
 	cmd    *exec.Cmd
 	stderr *capBuffer
 	sock   *os.File
@@ -73,7 +75,8 @@ type waiter struct {
 	started  chan agentMsg // with pidfd in fds
 	pidfd    int
 	exited   chan local.ExitStatus
-	answered bool // under jail.mu: started has its answer
+	answered bool   // under jail.mu: started has its answer
+	oomBase  uint64 // the jail's memory-limit kills before the shell was asked for
 }
 
 // startJail starts bwrap with the agent and waits until the agent is ready.
@@ -260,7 +263,9 @@ func (j *jail) goneErr() error {
 // spawn asks the agent to start one shell.
 func (j *jail) spawn(req *local.SpawnRequest) (local.Process, error) {
 	id := j.nextID.Add(1)
-	w := &waiter{started: make(chan agentMsg, 1), exited: make(chan local.ExitStatus, 1)}
+	// The count before the request: the shell may run into the limit
+	// before its start is answered, and a kill counted then is its own.
+	w := &waiter{started: make(chan agentMsg, 1), exited: make(chan local.ExitStatus, 1), oomBase: j.cg.oomKills()}
 	j.mu.Lock()
 	if j.err != nil {
 		j.mu.Unlock()
@@ -274,6 +279,9 @@ func (j *jail) spawn(req *local.SpawnRequest) (local.Process, error) {
 	}
 	select {
 	case m := <-w.started:
+		if j.afterStart != nil && m.Err == "" {
+			j.afterStart(w.pidfd)
+		}
 		return j.started(m, w, req)
 	case <-j.gone:
 		return nil, j.goneErr()
@@ -324,7 +332,7 @@ func (j *jail) started(m agentMsg, w *waiter, req *local.SpawnRequest) (local.Pr
 	if err != nil {
 		return nil, err
 	}
-	return &jailProc{pid: pid, w: w, j: j, oomBase: j.cg.oomKills()}, nil
+	return &jailProc{pid: pid, w: w, j: j}, nil
 }
 
 // workdirError is the typed error for a working directory the jail lacks:
@@ -362,10 +370,9 @@ func pidfdPid(fd int) (int, error) {
 
 // jailProc is a shell started in a jail.
 type jailProc struct {
-	pid     int
-	w       *waiter
-	j       *jail
-	oomBase uint64 // the jail's memory-limit kills when the shell started
+	pid int
+	w   *waiter
+	j   *jail
 }
 
 func (p *jailProc) Pid() int { return p.pid }
@@ -376,7 +383,9 @@ func (p *jailProc) Pid() int { return p.pid }
 func (p *jailProc) Wait() (local.ExitStatus, error) {
 	select {
 	case st := <-p.w.exited:
-		if p.j.cg.oomKills() > p.oomBase {
+		// The kernel counts a kill before it sends SIGKILL, so a kill
+		// that ended the shell, or any process it waited for, is counted.
+		if p.j.cg.oomKills() > p.w.oomBase {
 			st.Limit = p.j.limit
 		}
 		return st, nil
