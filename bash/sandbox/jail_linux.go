@@ -51,6 +51,7 @@ type jail struct {
 	fenceErr string
 
 	afterStart func(pidfd int) // Options.afterStart
+	git        *gitHolds       // the jail's (none in the Landlock layer); under mu once started
 
 	cmd    *exec.Cmd
 	stderr *capBuffer
@@ -106,7 +107,7 @@ func (js *jails) startJail(ctx context.Context, j *jail, req *local.SpawnRequest
 	if js.layer == LayerLandlock {
 		err = js.agentCmd(j, jp)
 	} else {
-		js.bwrapCmd(j, jp)
+		err = js.bwrapCmd(j, jp)
 	}
 	if err != nil {
 		closeFiles(files...)
@@ -140,15 +141,27 @@ func (js *jails) startJail(ctx context.Context, j *jail, req *local.SpawnRequest
 	return nil
 }
 
-// bwrapCmd is the command of a jail: bwrap, running the agent inside.
-func (js *jails) bwrapCmd(j *jail, jp jailPaths) {
-	args := js.policy.bwrapArgs(jp)
+// bwrapCmd is the command of a jail: bwrap, running the agent inside. The
+// jail holds the placeholders of the git directories it binds (see
+// gitHolds) from here on.
+func (js *jails) bwrapCmd(j *jail, jp jailPaths) error {
+	var err error
+	j.git = &gitHolds{}
+	args := js.policy.bwrapArgs(jp, func(gd string) {
+		if err == nil {
+			err = j.git.hold(jp.workspace, gd)
+		}
+	})
+	if err != nil {
+		return err
+	}
 	j.fenced = js.policy.Network != NetworkOn && !js.noFence
 	j.private = append([]string{"/tmp", "/dev"}, js.policy.tempCovers(jp.serverTemp)...)
 	agent := agentConfig{Socket: fdAgentSock, Exe: fdAgentExe, Writable: js.policy.landlockWritable(jp), Proxy: j.egress != nil, Fence: j.fenced}
 	agent.Forward = agentForwards(j.forwards)
 	args = append(append(args, "--", "/proc/self/fd/"+strconv.Itoa(fdAgentExe)), agentArgs(agent)...)
 	j.cmd = &exec.Cmd{Path: js.bwrap, Args: append([]string{"bwrap"}, args...), Env: jp.env}
+	return nil
 }
 
 // bwrapWaitDelay bounds how long bwrap's stderr is read after bwrap has
@@ -434,6 +447,11 @@ func (j *jail) close() error {
 	if j.unpin != nil {
 		j.unpin()
 	}
+	j.mu.Lock()
+	if j.git != nil {
+		j.git.release() // after the jail's processes, and its mounts
+	}
+	j.mu.Unlock()
 	// Its processes are gone; the kernel may not have released the last
 	// of them yet: a cgroup still busy is left for the executor's Close,
 	// or the next start's CleanStale.
