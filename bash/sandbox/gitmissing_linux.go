@@ -67,6 +67,7 @@ type gitHolds struct {
 type gitDir struct {
 	path string
 	fd   int
+	had  []string // which of repoEntries it had then
 }
 
 // heldEntry is a placeholder (or an entry that may be another jail's)
@@ -91,7 +92,7 @@ func (g *gitHolds) hold(workspace, gd string) error {
 		unix.Close(dir)
 		return nil
 	}
-	g.dirs = append(g.dirs, gitDir{path: gd, fd: dir})
+	g.dirs = append(g.dirs, gitDir{path: gd, fd: dir, had: present(dir, repoEntries)})
 	for _, ph := range phTop {
 		if _, err := g.take(dir, ph); err != nil {
 			return err

@@ -118,3 +118,45 @@ func TestGitLeavesNoTrace(t *testing.T) {
 	}
 	onHost(t, r.ws, r.env, "git status --short && git log -1 --format=%s | grep -qx host")
 }
+
+// TestGitRemovedRepository: a repository a command removes cannot be made
+// anew in the sandbox (its config and hooks, the user's, stay read-only),
+// and the model reads why, and what to do: after the command that removed
+// it, and after each failing one while it is gone. Once the session ends,
+// the user's config and hooks are as they were, and nothing of the jail's
+// is left.
+func TestGitRemovedRepository(t *testing.T) {
+	t.Parallel()
+	r := newGitRig(t)
+	config, _ := os.ReadFile(filepath.Join(r.ws, ".git", "config"))
+	hooks, _ := os.ReadDir(filepath.Join(r.ws, ".git", "hooks"))
+	const note = "is no longer a git repository, and git init cannot make it one in the sandbox"
+	res := r.run(t, "alice", "rm -rf .git; git init -q && git commit -q --allow-empty -m again && git log --format=%s")
+	switch {
+	case res.ExitCode == 0 && res.Stdout.Text == "again\n":
+		// It works: fine too.
+	case res.ExitCode == 0 || !strings.Contains(res.Note, note):
+		t.Errorf("rm -rf .git, git init, git commit: exit %d, note %q, stdout %q, stderr %q; want it to work, or a note saying why not",
+			res.ExitCode, res.Note, res.Stdout.Text, res.Stderr.Text)
+	}
+	if res := r.run(t, "alice", "git status"); res.ExitCode == 0 || !strings.Contains(res.Note, note) {
+		t.Errorf("git status after: exit %d, note %q", res.ExitCode, res.Note)
+	}
+	if res := r.run(t, "alice", "true"); res.Note != "" {
+		t.Errorf("a command that worked got the note again: %q", res.Note)
+	}
+	if err := r.e.EndOwner(context.Background(), "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := os.ReadFile(filepath.Join(r.ws, ".git", "config")); string(after) != string(config) {
+		t.Errorf("the user's config changed:\n%s\nwas:\n%s", after, config)
+	}
+	if after, _ := os.ReadDir(filepath.Join(r.ws, ".git", "hooks")); len(after) != len(hooks) {
+		t.Errorf("the user's hooks changed: %d entries, were %d", len(after), len(hooks))
+	}
+	for _, name := range []string{"commondir", "config.worktree", "info/attributes"} {
+		if _, err := os.Lstat(filepath.Join(r.ws, ".git", name)); err == nil {
+			t.Errorf("the jail's placeholder .git/%s is left", name)
+		}
+	}
+}

@@ -52,6 +52,7 @@ type jail struct {
 
 	afterStart func(pidfd int) // Options.afterStart
 	git        *gitHolds       // the jail's (none in the Landlock layer); under mu once started
+	gitLost    map[string]bool // git directories the model was told are gone, under mu
 
 	cmd    *exec.Cmd
 	stderr *capBuffer
@@ -401,6 +402,7 @@ func (p *jailProc) Wait() (local.ExitStatus, error) {
 		if p.j.cg.oomKills() > p.w.oomBase {
 			st.Limit = p.j.limit
 		}
+		st.Note = p.j.gitNote(st.Code != 0)
 		return st, nil
 	case <-p.j.gone:
 		select {
