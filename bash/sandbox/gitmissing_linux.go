@@ -60,7 +60,7 @@ var (
 type gitHolds struct {
 	dirs []gitDir
 	held []heldEntry // parents before their entries
-	fds  []int       // entries held open only (the user's info directory)
+	fds  []int       // entries held open only, as parents (the user's info directory)
 }
 
 // gitDir is a git directory found at the jail's start, open.
@@ -94,29 +94,34 @@ func (g *gitHolds) hold(workspace, gd string) error {
 	}
 	g.dirs = append(g.dirs, gitDir{path: gd, fd: dir, had: present(dir, repoEntries)})
 	for _, ph := range phTop {
-		if _, err := g.take(dir, ph); err != nil {
+		if _, err := g.take(dir, ph, false); err != nil {
 			return err
 		}
 	}
-	info, err := g.take(dir, phInfo)
+	info, err := g.take(dir, phInfo, true)
 	if err != nil || info < 0 {
 		return err
 	}
-	_, err = g.take(info, phAttributes)
+	_, err = g.take(info, phAttributes, false)
 	return err
 }
 
 // take holds entry ph of directory parent: made if missing, and locked
 // shared if it is, or may be, a placeholder. It returns the entry open
-// (-1 if it is neither there nor could be made); release closes it.
-func (g *gitHolds) take(parent int, ph placeholder) (int, error) {
+// (-1 if it is neither there nor could be made, or is the user's and not
+// to be kept open as a parent); release closes it.
+func (g *gitHolds) take(parent int, ph placeholder, parentOf bool) (int, error) {
 	for range 3 {
 		fd, made, err := openOrMake(parent, ph)
 		if err != nil || fd < 0 {
 			return -1, nil
 		}
-		if !made && !mayBePlaceholder(fd, ph) {
-			g.fds = append(g.fds, fd) // the user's own
+		if !made && !mayBePlaceholder(fd, ph) { // the user's own
+			if !parentOf {
+				unix.Close(fd)
+				return -1, nil
+			}
+			g.fds = append(g.fds, fd)
 			return fd, nil
 		}
 		if err := lockShared(fd, ph.name); err != nil {
