@@ -206,6 +206,10 @@ type RunResult struct {
 	// Limit names the resource limit that ended the command ("memory
 	// limit 2 GiB"), empty when none did.
 	Limit string `json:",omitempty"`
+	// Note is the sandbox's word on what the command did that the model
+	// must know to go on (a repository it removed cannot be made anew
+	// in the sandbox), empty when it has none.
+	Note string `json:",omitempty"`
 }
 
 // Output is the text of one stream.

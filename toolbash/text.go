@@ -30,6 +30,9 @@ func runTextWhole(r bash.RunResult) string {
 	if b.Len() == 0 {
 		b.WriteString(noOutput)
 	}
+	if r.Note != "" {
+		line(&b, "[sandbox: "+r.Note+"]")
+	}
 	if r.TimedOut {
 		line(&b, fmt.Sprintf("[timed out after %dms]", r.Timeout.Milliseconds()))
 	}

@@ -79,6 +79,8 @@ func TestRunTextGolden(t *testing.T) {
 		{"signal-no-timeout", bash.RunResult{Stdout: out("x\n"), ExitCode: -1, Signal: "SIGKILL"}},
 		{"memory-limit", bash.RunResult{Stdout: out("x\n"), ExitCode: -1, Signal: "SIGKILL", Limit: "memory limit 2 GiB"}},
 		{"memory-limit-child", bash.RunResult{ExitCode: 137, Limit: "memory limit 64 MiB"}},
+		{"sandbox-note", bash.RunResult{Stderr: out("fatal: could not set 'core.repositoryformatversion' to '0'\n"), ExitCode: 128,
+			Note: "/w/.git is no longer a git repository, and git init cannot make it one in the sandbox: ask the user"}},
 		{"truncated-with-path", bash.RunResult{Stdout: bash.Output{Text: "99\n100\n", Truncated: true, SpillPath: spill}}},
 		{"truncated-unavailable", bash.RunResult{Stdout: bash.Output{Text: "99\n100", Truncated: true}}},
 		{"truncated-stderr", bash.RunResult{Stdout: out("ok\n"), Stderr: bash.Output{Text: "r 8\ne9\n", Truncated: true, SpillPath: "/tmp/dsh-spill-1/stderr-cd34.log"}, ExitCode: 1}},

@@ -62,7 +62,7 @@ wait:
 		e.track(p, false)
 	}
 	res.ExitCode, res.Signal = exitStatus(p)
-	res.Limit = p.status.Limit
+	res.Limit, res.Note = p.status.Limit, p.status.Note
 	switch {
 	case res.Aborted:
 		return res, fmt.Errorf("%w: %w", bash.ErrAborted, context.Cause(ctx))

@@ -77,6 +77,9 @@ type ExitStatus struct {
 	// Limit names the resource limit that ended the shell ("memory limit
 	// 2 GiB"), when a SpawnFunc that enforces limits knows one did.
 	Limit string
+	// Note is what a SpawnFunc that confines the shell has to tell the
+	// model of the command's effect on its confinement (RunResult.Note).
+	Note string
 }
 
 // SpawnExec is the default SpawnFunc: the shell started with os/exec on

@@ -32,7 +32,10 @@ const (
 // and uts namespaces (and network namespace, unless the network is on), no
 // capability, user namespaces disabled inside, the host's root read-only
 // with the policy's paths bound over it, and the agent as pid 1.
-func (p *Policy) bwrapArgs(jp jailPaths) []string {
+//
+// prepare gets each git directory in the workspace before its entries are
+// listed (see protected).
+func (p *Policy) bwrapArgs(jp jailPaths, prepare func(gitDir string)) []string {
 	a := []string{
 		"--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
 		"--disable-userns", "--cap-drop", "ALL", "--die-with-parent",
@@ -48,7 +51,7 @@ func (p *Policy) bwrapArgs(jp jailPaths) []string {
 		a = append(a, tmpfsArgs(dir, 0o700, jp.tmpSize)...)
 	}
 	a = append(a, bindArgs("--bind", p.writable(jp))...)
-	mounts, readOnly := protected(jp.workspace, func(gd string) { makeMissing(jp.workspace, gd) })
+	mounts, readOnly := protected(jp.workspace, prepare)
 	a = append(a, bindArgs("--bind", mounts)...)
 	a = append(a, bindArgs("--ro-bind", append(readOnly, p.ReadOnly...))...)
 	if jp.spill != "" {

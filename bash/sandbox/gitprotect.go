@@ -24,8 +24,9 @@ var WorkspaceReadOnly = []string{".dsh", ".vscode", ".idea", ".envrc", ".claude"
 
 // gitReadOnly are the entries of a git directory that make git run code or
 // read its configuration elsewhere: read-only in every jail. Those missing
-// at a jail's start are made first (see makeMissing), since a command
-// could otherwise create them.
+// at a jail's start but config are made first, as placeholders the jail
+// holds for its life (see gitHolds), since a command could otherwise
+// create them.
 var gitReadOnly = []string{"config", "config.worktree", "hooks", "commondir", "info/attributes"}
 
 // protected lists what a jail of workspace binds to keep host programs'
@@ -35,8 +36,8 @@ var gitReadOnly = []string{"config", "config.worktree", "hooks", "commondir", "i
 // directories bound read-only. A .git that is a file (a worktree's or
 // submodule's pointer to its git directory) is read-only itself. With
 // prepare set, each git directory is handed to it before its entries are
-// listed (a jail's start makes the missing ones; a view of the policy
-// changes nothing).
+// listed (a jail's start makes the missing ones, see gitHolds; a view of
+// the policy changes nothing).
 func protected(workspace string, prepare func(gitDir string)) (mounts, readOnly []string) {
 	for _, rel := range WorkspaceReadOnly {
 		readOnly = append(readOnly, filepath.Join(workspace, rel))

@@ -50,6 +50,10 @@ type jail struct {
 	fence    *fence
 	fenceErr string
 
+	afterStart func(pidfd int) // Options.afterStart
+	git        *gitHolds       // the jail's (none in the Landlock layer); under mu once started
+	gitLost    map[string]bool // git directories the model was told are gone, under mu
+
 	cmd    *exec.Cmd
 	stderr *capBuffer
 	sock   *os.File
@@ -73,7 +77,8 @@ type waiter struct {
 	started  chan agentMsg // with pidfd in fds
 	pidfd    int
 	exited   chan local.ExitStatus
-	answered bool // under jail.mu: started has its answer
+	answered bool   // under jail.mu: started has its answer
+	oomBase  uint64 // the jail's memory-limit kills before the shell was asked for
 }
 
 // startJail starts bwrap with the agent and waits until the agent is ready.
@@ -103,7 +108,7 @@ func (js *jails) startJail(ctx context.Context, j *jail, req *local.SpawnRequest
 	if js.layer == LayerLandlock {
 		err = js.agentCmd(j, jp)
 	} else {
-		js.bwrapCmd(j, jp)
+		err = js.bwrapCmd(j, jp)
 	}
 	if err != nil {
 		closeFiles(files...)
@@ -137,9 +142,20 @@ func (js *jails) startJail(ctx context.Context, j *jail, req *local.SpawnRequest
 	return nil
 }
 
-// bwrapCmd is the command of a jail: bwrap, running the agent inside.
-func (js *jails) bwrapCmd(j *jail, jp jailPaths) {
-	args := js.policy.bwrapArgs(jp)
+// bwrapCmd is the command of a jail: bwrap, running the agent inside. The
+// jail holds the placeholders of the git directories it binds (see
+// gitHolds) from here on.
+func (js *jails) bwrapCmd(j *jail, jp jailPaths) error {
+	var err error
+	j.git = &gitHolds{}
+	args := js.policy.bwrapArgs(jp, func(gd string) {
+		if err == nil {
+			err = j.git.hold(jp.workspace, gd)
+		}
+	})
+	if err != nil {
+		return err
+	}
 	j.fenced = js.policy.Network != NetworkOn && !js.noFence
 	j.private = append([]string{"/tmp", "/dev"}, js.policy.tempCovers(jp.serverTemp)...)
 	agent := agentConfig{Socket: fdAgentSock, Exe: fdAgentExe, Writable: js.policy.landlockWritable(jp), Proxy: j.egress != nil, Fence: j.fenced}
@@ -148,6 +164,7 @@ func (js *jails) bwrapCmd(j *jail, jp jailPaths) {
 	// A process group of its own: see jail.kill.
 	j.cmd = &exec.Cmd{Path: js.bwrap, Args: append([]string{"bwrap"}, args...), Env: jp.env,
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true}}
+	return nil
 }
 
 // bwrapWaitDelay bounds how long bwrap's stderr is read after bwrap has
@@ -262,7 +279,9 @@ func (j *jail) goneErr() error {
 // spawn asks the agent to start one shell.
 func (j *jail) spawn(req *local.SpawnRequest) (local.Process, error) {
 	id := j.nextID.Add(1)
-	w := &waiter{started: make(chan agentMsg, 1), exited: make(chan local.ExitStatus, 1)}
+	// The count before the request: the shell may run into the limit
+	// before its start is answered, and a kill counted then is its own.
+	w := &waiter{started: make(chan agentMsg, 1), exited: make(chan local.ExitStatus, 1), oomBase: j.cg.oomKills()}
 	j.mu.Lock()
 	if j.err != nil {
 		j.mu.Unlock()
@@ -276,6 +295,9 @@ func (j *jail) spawn(req *local.SpawnRequest) (local.Process, error) {
 	}
 	select {
 	case m := <-w.started:
+		if j.afterStart != nil && m.Err == "" {
+			j.afterStart(w.pidfd)
+		}
 		return j.started(m, w, req)
 	case <-j.gone:
 		return nil, j.goneErr()
@@ -326,7 +348,7 @@ func (j *jail) started(m agentMsg, w *waiter, req *local.SpawnRequest) (local.Pr
 	if err != nil {
 		return nil, err
 	}
-	return &jailProc{pid: pid, w: w, j: j, oomBase: j.cg.oomKills()}, nil
+	return &jailProc{pid: pid, w: w, j: j}, nil
 }
 
 // workdirError is the typed error for a working directory the jail lacks:
@@ -364,10 +386,9 @@ func pidfdPid(fd int) (int, error) {
 
 // jailProc is a shell started in a jail.
 type jailProc struct {
-	pid     int
-	w       *waiter
-	j       *jail
-	oomBase uint64 // the jail's memory-limit kills when the shell started
+	pid int
+	w   *waiter
+	j   *jail
 }
 
 func (p *jailProc) Pid() int { return p.pid }
@@ -378,9 +399,12 @@ func (p *jailProc) Pid() int { return p.pid }
 func (p *jailProc) Wait() (local.ExitStatus, error) {
 	select {
 	case st := <-p.w.exited:
-		if p.j.cg.oomKills() > p.oomBase {
+		// The kernel counts a kill before it sends SIGKILL, so a kill
+		// that ended the shell, or any process it waited for, is counted.
+		if p.j.cg.oomKills() > p.w.oomBase {
 			st.Limit = p.j.limit
 		}
+		st.Note = p.j.gitNote(st.Code != 0)
 		return st, nil
 	case <-p.j.gone:
 		select {
@@ -436,6 +460,11 @@ func (j *jail) close() error {
 	if j.unpin != nil {
 		j.unpin()
 	}
+	j.mu.Lock()
+	if j.git != nil {
+		j.git.release() // after the jail's processes, and its mounts
+	}
+	j.mu.Unlock()
 	// Its processes are gone; the kernel may not have released the last
 	// of them yet: a cgroup still busy is left for the executor's Close,
 	// or the next start's CleanStale.

@@ -13,6 +13,8 @@ import (
 
 	"github.com/dshgo/dsh/bash"
 	"github.com/dshgo/dsh/bash/local"
+	"github.com/dshgo/dsh/internal/testwait"
+	"golang.org/x/sys/unix"
 )
 
 // TestLimits: a session's memory hog is killed at its memory limit, and
@@ -29,12 +31,7 @@ func TestLimits(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	if e.jails.limitsErr != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("limits unavailable under CI: %v", e.jails.limitsErr)
-		}
-		t.Skipf("limits unavailable here: %v", e.jails.limitsErr)
-	}
+	skipWithoutLimits(t, e)
 	run := func(owner, cmd string, timeout time.Duration) bash.RunResult {
 		t.Helper()
 		ctx := context.Background()
@@ -75,6 +72,66 @@ func TestLimits(t *testing.T) {
 	if other := run("bob", "echo fine", 10*time.Second); other.Stdout.Text != "fine\n" || other.Limit != "" {
 		t.Errorf("the other session: %+v", other)
 	}
+}
+
+// TestMemoryLimitBeforeStartAnswered: a shell that the memory limit
+// ends before the host has taken up the answer to its start (a busy host)
+// still gets the marker: the kill is counted against what the count was
+// before the start was asked for. The host here waits, after the agent's
+// answer, until the shell has exited.
+func TestMemoryLimitBeforeStartAnswered(t *testing.T) {
+	t.Parallel()
+	ws := t.TempDir()
+	e, err := newSandbox(t, &Options{Limits: Limits{Memory: 64 << 20}, afterStart: awaitExit(t),
+		Local: &local.Options{Cwd: ws, Grace: 200 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	skipWithoutLimits(t, e)
+	ctx := context.Background()
+	spec, err := e.Resolve(ctx, bash.ExecRequest{Command: "head -c 300000000 /dev/zero | tail > /dev/null",
+		Workspace: ws, Workdir: ws, Timeout: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.Run(ctx, spec)
+	if err != nil || res.Limit != "memory limit 64 MiB" || res.ExitCode != 137 {
+		t.Errorf("limit %q, exit %d, err %v; want the memory limit's kill", res.Limit, res.ExitCode, err)
+	}
+}
+
+// awaitExit is an afterStart that waits, within testwait.Limit, until the
+// shell of pidfd has exited.
+func awaitExit(t *testing.T) func(pidfd int) {
+	return func(pidfd int) {
+		fds := []unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}
+		deadline := time.Now().Add(testwait.Limit)
+		for {
+			n, err := unix.Poll(fds, int(time.Until(deadline).Milliseconds()))
+			switch {
+			case n > 0:
+				return
+			case err == unix.EINTR:
+				continue
+			}
+			t.Errorf("the shell did not exit within %v: %v", testwait.Limit, err)
+			return
+		}
+	}
+}
+
+// skipWithoutLimits skips a test where the host lets no limit apply,
+// unless CI=true: CI runs on hosts where they do.
+func skipWithoutLimits(t *testing.T, e *Executor) {
+	t.Helper()
+	if e.jails.limitsErr == nil {
+		return
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("limits unavailable under CI: %v", e.jails.limitsErr)
+	}
+	t.Skipf("limits unavailable here: %v", e.jails.limitsErr)
 }
 
 // TestV1Dir: where this process's cgroup lies in a v1 hierarchy, from the

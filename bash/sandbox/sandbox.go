@@ -71,6 +71,9 @@ type Options struct {
 	// noFence leaves the jails without the fence, for benchmarks that
 	// measure it.
 	noFence bool
+	// afterStart, for tests, runs once a jail's agent has answered a
+	// spawn with the shell's pidfd, before the answer is taken up.
+	afterStart func(pidfd int)
 }
 
 // Egress serves the connections the commands of a session make through

@@ -36,6 +36,7 @@ type jails struct {
 
 	allowUnsandboxed bool      // Options.AllowUnsandboxed
 	noFence          bool      // Options.noFence
+	afterStart       func(int) // Options.afterStart
 	egress           Egress    // Options.Egress
 	layer            Layer     // LayerJail or LayerLandlock
 	noJail           error     // why LayerAuto chose the Landlock layer at once
@@ -96,7 +97,7 @@ func newJails(o *Options, serverTemp []string, hold func(string) (string, func()
 		startTimeout = 30 * time.Second
 	}
 	limits, limitsErr := newLimiter(o.Limits)
-	return &jails{noFence: o.noFence, egress: o.Egress, allowUnsandboxed: o.AllowUnsandboxed, layer: layer, noJail: noJail, policy: o.Policy, bwrap: bw, agent: agent, filter: filter, layerFilter: layerFilter, tempDir: o.TempDir, serverTemp: serverTemp,
+	return &jails{noFence: o.noFence, afterStart: o.afterStart, egress: o.Egress, allowUnsandboxed: o.AllowUnsandboxed, layer: layer, noJail: noJail, policy: o.Policy, bwrap: bw, agent: agent, filter: filter, layerFilter: layerFilter, tempDir: o.TempDir, serverTemp: serverTemp,
 		startTimeout: startTimeout, limits: limits, limitsErr: limitsErr, hold: hold, admit: admit, byKey: map[string]*jail{}}, nil
 }
 
@@ -157,6 +158,7 @@ func (js *jails) get(ctx context.Context, req *local.SpawnRequest) (*jail, error
 	j := js.byKey[key]
 	if j == nil {
 		j = newJail(key, req.Owner)
+		j.afterStart = js.afterStart
 		js.byKey[key] = j
 		js.mu.Unlock()
 		err := js.startJail(ctx, j, req)

@@ -21,6 +21,12 @@ type View struct {
 	ReadOnly []string
 	// Hidden are replaced by empty ones.
 	Hidden []string
+	// NotHidden and NotReadOnly, in the Landlock layer, are the hidden
+	// and the policy's read-only paths it cannot honour: they lie within
+	// a writable path (the workspace, a cache, Policy.Writable), and a
+	// Landlock rule only adds rights, so they stay visible and writable
+	// there. The jail honours them (and lists none).
+	NotHidden, NotReadOnly []string
 	// Network is the jail's network. Where it is not NetworkOn, a jail's
 	// commands reach the unix sockets their session binds and no other
 	// (see the package doc), unless FenceErr says why the kernel cannot

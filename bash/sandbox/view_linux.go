@@ -1,6 +1,10 @@
 package sandbox
 
-import "os"
+import (
+	"os"
+	"path/filepath"
+	"slices"
+)
 
 // View describes the jail a session with the given workspace gets, whose
 // commands have env as their environment.
@@ -28,12 +32,19 @@ func (e *Executor) View(workspace string, env []string) View {
 	return v
 }
 
-// landlockView is View for the Landlock layer.
+// landlockView is View for the Landlock layer. A workspace that no
+// session may have makes nothing writable.
 func (e *Executor) landlockView(jp jailPaths, abi int) View {
 	p := &e.jails.policy
-	v := View{Layer: LayerLandlock, Writable: existing(append(p.writable(jp), landlockDevices...)),
-		Hidden:  existing(p.hiddenPaths()),
-		Network: p.Network, LandlockABI: abi}
+	writable := p.writable(jp)
+	if e.jails.admit(jp.workspace) != nil {
+		writable = writable[1:]
+	}
+	v := View{Layer: LayerLandlock, Writable: existing(append(writable, landlockDevices...)),
+		NotHidden:   inAny(existing(p.hiddenPaths()), writable),
+		NotReadOnly: inAny(existing(p.ReadOnly), writable),
+		Network:     p.Network, LandlockABI: abi}
+	v.Hidden = without(existing(p.hiddenPaths()), v.NotHidden)
 	if _, why := e.Layer(); why != nil {
 		v.JailError = why.Error()
 	}
@@ -54,6 +65,30 @@ func (e *Executor) limitsView(v *View) {
 	if e.jails.limitsErr != nil {
 		v.LimitsMissing = e.jails.limitsErr.Error()
 	}
+}
+
+// inAny are those of paths that lie within one of dirs (or are one),
+// their links resolved.
+func inAny(paths, dirs []string) []string {
+	var real []string
+	for _, d := range dirs {
+		if r := realPath(d); filepath.IsAbs(r) {
+			real = append(real, r)
+		}
+	}
+	var out []string
+	for _, p := range paths {
+		r := realPath(p)
+		if slices.ContainsFunc(real, func(d string) bool { return within(r, d) }) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// without are those of paths not in drop.
+func without(paths, drop []string) []string {
+	return slices.DeleteFunc(slices.Clone(paths), func(p string) bool { return slices.Contains(drop, p) })
 }
 
 // existing are those of paths that exist.

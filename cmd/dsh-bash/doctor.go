@@ -209,6 +209,15 @@ func describe(w io.Writer, exec bash.Executor, sf *sandboxFlags, ws, wsLine stri
 			fmt.Fprintf(w, "  %s\n", p)
 		}
 	}
+	for _, l := range []struct {
+		name  string
+		paths []string
+	}{{"not hidden, within a writable path (the Landlock layer cannot hide them)", v.NotHidden},
+		{"not read-only, within a writable path (the Landlock layer cannot protect them)", v.NotReadOnly}} {
+		if len(l.paths) > 0 {
+			fmt.Fprintf(w, "%s:\n  %s\n", l.name, strings.Join(l.paths, "\n  "))
+		}
+	}
 	fmt.Fprintln(w, "everything else: read-only")
 	if !strings.Contains(cont, "cgroup") {
 		fmt.Fprintln(w, "note: no cgroup per command here; a command's processes are followed by process group")

@@ -176,7 +176,7 @@ func (f *sandboxFlags) executor(ctx context.Context, name string, opts *local.Op
 		f.active = true
 		var why error
 		if f.layer, why = se.Layer(); f.layer == sandbox.LayerLandlock {
-			f.landlockNotes(name, why, stderr)
+			f.landlockNotes(name, why, se.View(startWorkspace(opts), os.Environ()), stderr)
 		} else {
 			f.tmpSize = se.Limits().Tmp // the Landlock layer has no /tmp of its own
 		}
@@ -194,17 +194,29 @@ func (f *sandboxFlags) executor(ctx context.Context, name string, opts *local.Op
 }
 
 // landlockNotes say on stderr that the sandbox is the Landlock layer (and
-// why, where there could be no jail), and what of the flags it cannot do.
-func (f *sandboxFlags) landlockNotes(name string, why error, stderr io.Writer) {
+// why, where there could be no jail), and which paths it cannot hide or
+// keep read-only in v, the view of the start's workspace: those within a
+// writable path.
+func (f *sandboxFlags) landlockNotes(name string, why error, v sandbox.View, stderr io.Writer) {
 	if why != nil {
 		fmt.Fprintf(stderr, "dsh-bash %s: the sandbox is the Landlock layer, without a jail (%v): %s\n", name, why, landlockLacks)
 	}
-	if len(f.readOnly) > 0 {
-		fmt.Fprintf(stderr, "dsh-bash %s: WARNING: the Landlock layer cannot keep --sandbox-read-only paths within writable ones read-only: %s\n", name, strings.Join(f.readOnly, ", "))
+	if len(v.NotReadOnly) > 0 {
+		fmt.Fprintf(stderr, "dsh-bash %s: WARNING: the Landlock layer cannot keep --sandbox-read-only paths within writable ones read-only: %s\n", name, strings.Join(v.NotReadOnly, ", "))
 	}
-	if len(f.hidden) > 0 {
-		fmt.Fprintf(stderr, "dsh-bash %s: WARNING: the Landlock layer cannot hide --sandbox-hide paths within writable ones (the workspace, the caches, --sandbox-writable): %s\n", name, strings.Join(f.hidden, ", "))
+	if len(v.NotHidden) > 0 {
+		fmt.Fprintf(stderr, "dsh-bash %s: WARNING: the Landlock layer cannot hide paths within writable ones (the workspace, the caches, --sandbox-writable); commands can read and change: %s\n", name, strings.Join(v.NotHidden, ", "))
 	}
+}
+
+// startWorkspace is the workspace sessions get unless their client names
+// one: --cwd, else the current directory.
+func startWorkspace(opts *local.Options) string {
+	if opts.Cwd != "" {
+		return opts.Cwd
+	}
+	wd, _ := os.Getwd()
+	return wd
 }
 
 func (f *sandboxFlags) policy() (sandbox.Policy, error) {

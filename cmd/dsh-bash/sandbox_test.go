@@ -81,6 +81,28 @@ func requireBwrap(t *testing.T) {
 	}
 }
 
+// requireLimits skips a test where the host lets no session limit apply,
+// as doctor says, or there is no sandbox, unless CI=true: as package
+// sandbox's tests do.
+func requireLimits(t *testing.T) {
+	t.Helper()
+	out, errOut, code := dshBash(t, t.TempDir(), "doctor", "--sandbox=on")
+	why := ""
+	_, missing, _ := strings.Cut(out, "limits unavailable: ")
+	switch missing, _, _ = strings.Cut(missing, "\n"); {
+	case code != 0:
+		why = "no sandbox here: " + errOut
+	case missing != "":
+		why = "limits unavailable here: " + missing
+	default:
+		return
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal(why)
+	}
+	t.Skip(why)
+}
+
 // findByArgv0 finds the one process whose argv[0] is name.
 func findByArgv0(t *testing.T, name string) int {
 	t.Helper()
@@ -228,16 +250,51 @@ func TestDoctor(t *testing.T) {
 	}
 }
 
+// TestLandlockWarnsOnlyOfOverlaps: the Landlock layer warns at start of
+// the hidden paths it cannot hide, those within a writable one, and of no
+// other: none by default (dsh-bash's own configuration is hidden, and
+// stays unreadable), one for a path hidden inside the workspace (which
+// commands do read), none for one hidden elsewhere (which they cannot);
+// doctor lists the one.
+func TestLandlockWarnsOnlyOfOverlaps(t *testing.T) {
+	t.Parallel()
+	home, ws, elsewhere := t.TempDir(), t.TempDir(), t.TempDir()
+	config := filepath.Join(home, ".config", "dsh", "config.json")
+	os.MkdirAll(filepath.Dir(config), 0o700)
+	os.WriteFile(config, []byte("{}\n"), 0o600)
+	os.Mkdir(filepath.Join(ws, "secret"), 0o700)
+	os.WriteFile(filepath.Join(ws, "secret", "f"), []byte("IN-WORKSPACE\n"), 0o600)
+	os.WriteFile(filepath.Join(elsewhere, "f"), []byte("ELSEWHERE\n"), 0o600)
+	env := []string{"HOME=" + home, "XDG_CONFIG_HOME=" + filepath.Join(home, ".config"), "TMPDIR=" + t.TempDir()}
+	out, errOut, code := dshBashEnv(t, ws, env, "run", "--sandbox=landlock", "--", "cat "+config)
+	if code == 1 && strings.Contains(errOut, "Landlock") && os.Getenv("CI") != "true" {
+		t.Skipf("no Landlock layer here: %s", errOut)
+	}
+	if code != 0 || strings.Contains(errOut, "WARNING") || !strings.Contains(out, "Permission denied") {
+		t.Errorf("by default: exit %d, stdout %q, stderr %q; want no warning, and the configuration hidden", code, out, errOut)
+	}
+	out, errOut, code = dshBashEnv(t, ws, env, "run", "--sandbox=landlock", "--sandbox-hide", "secret",
+		"--sandbox-hide", elsewhere, "--", "cat secret/f; cat "+filepath.Join(elsewhere, "f"))
+	warning := "WARNING: the Landlock layer cannot hide paths within writable ones (the workspace, the caches, --sandbox-writable); commands can read and change: " +
+		filepath.Join(ws, "secret") + "\n"
+	if code != 0 || !strings.Contains(errOut, warning) || strings.Count(errOut, "WARNING") != 1 ||
+		!strings.Contains(out, "IN-WORKSPACE") || strings.Contains(out, "ELSEWHERE") {
+		t.Errorf("hiding paths in and out of the workspace: exit %d, stdout %q, stderr %q; want a warning of %s alone", code, out, errOut, filepath.Join(ws, "secret"))
+	}
+	out, errOut, code = dshBashEnv(t, ws, env, "doctor", "--sandbox=landlock", "--sandbox-hide", "secret", "--sandbox-hide", elsewhere)
+	if want := "not hidden, within a writable path (the Landlock layer cannot hide them):\n  " + filepath.Join(ws, "secret") + "\n"; code != 0 || !strings.Contains(out, want) {
+		t.Errorf("doctor: exit %d, stdout %q, stderr %q; want %q", code, out, errOut, want)
+	}
+}
+
 // TestSandboxMemoryLimit: --sandbox-memory bounds a session's memory, and
 // the model reads that the limit ended the command; a bad size is a usage
 // error.
 func TestSandboxMemoryLimit(t *testing.T) {
 	t.Parallel()
 	requireBwrap(t)
+	requireLimits(t)
 	out, errOut, code := dshBash(t, t.TempDir(), "run", "--sandbox=on", "--sandbox-memory", "64M", "--", "head -c 300000000 /dev/zero | tail > /dev/null")
-	if strings.Contains(errOut, "limits unavailable") {
-		t.Skip(errOut)
-	}
 	if code != 0 || !strings.Contains(out, "[killed: memory limit 64 MiB reached]\n[exit code: 137]") {
 		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
