@@ -37,7 +37,7 @@ func CleanKept(spillParent string, olderThan time.Duration) (removed []string, e
 	}
 	var errs []error
 	for _, ent := range entries {
-		if !ent.IsDir() || !keptSpillName.MatchString(ent.Name()) || !ownEntry(ent) {
+		if !ent.IsDir() || !keptSpillName.MatchString(ent.Name()) || !ownedByUs(ent) {
 			continue
 		}
 		last, err := lastWritten(top, ent)
@@ -51,16 +51,6 @@ func CleanKept(spillParent string, olderThan time.Duration) (removed []string, e
 		removed = append(removed, top.sub(ent.Name()))
 	}
 	return removed, errors.Join(errs...)
-}
-
-// ownEntry reports whether ent belongs to this process's effective user.
-func ownEntry(ent os.DirEntry) bool {
-	fi, err := ent.Info()
-	if err != nil {
-		return false
-	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	return ok && int(st.Uid) == os.Geteuid()
 }
 
 // lastWritten is when the spill directory ent of top, its owner
@@ -136,4 +126,17 @@ func removeSpillTree(top *dirHandle, name string) error {
 	}
 	errs = append(errs, root.clear(), top.removeChild(name, root))
 	return errors.Join(errs...)
+}
+
+// ownedByUs reports whether ent belongs to this process's effective user:
+// another user's executor cgroup (an unprivileged dsh-bash started from a
+// root one's cgroup sees root's) or kept spill directory is not ours to
+// remove, and trying would only print a permission error at every start.
+func ownedByUs(ent os.DirEntry) bool {
+	fi, err := ent.Info()
+	if err != nil {
+		return false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && int(st.Uid) == os.Geteuid()
 }

@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -87,19 +86,6 @@ func cleanStaleCgroups(ctx context.Context, parent string) ([]string, error) {
 		removed = append(removed, dir)
 	}
 	return removed, errors.Join(errs...)
-}
-
-// ownedByUs reports whether ent belongs to this process's effective user:
-// another user's executor cgroup (an unprivileged dsh-bash started from a
-// root one's cgroup sees root's) is not ours to kill, and trying would only
-// print a permission error at every start.
-func ownedByUs(ent os.DirEntry) bool {
-	fi, err := ent.Info()
-	if err != nil {
-		return false
-	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	return ok && int(st.Uid) == os.Geteuid()
 }
 
 // killCgroup kills every process in the cgroup dir and its descendants and
