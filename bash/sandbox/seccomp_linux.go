@@ -96,12 +96,7 @@ func filterProgram(o filterOpts) ([]bpf.RawInstruction, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := []bpf.Instruction{
-		bpf.LoadAbsolute{Off: offArch, Size: 4},
-		bpf.JumpIf{Cond: bpf.JumpEqual, Val: arch, SkipTrue: 1},
-		bpf.RetConstant{Val: retKill},
-		bpf.LoadAbsolute{Off: offNr, Size: 4},
-	}
+	p := archCheck(arch, retKill)
 	if runtime.GOARCH == "amd64" { // the x32 ABI: the same arch, nr | 1<<30
 		p = append(p, bpf.JumpIf{Cond: bpf.JumpLessThan, Val: 0x40000000, SkipTrue: 1},
 			bpf.RetConstant{Val: retKill})
@@ -126,6 +121,17 @@ func filterProgram(o filterOpts) ([]bpf.RawInstruction, error) {
 	p = append(p, argCheck(unix.SYS_IOCTL, offArg1, bpf.JumpEqual, unix.TIOCLINUX)...)
 	p = append(p, bpf.RetConstant{Val: retAllow})
 	return bpf.Assemble(p)
+}
+
+// archCheck returns other for a system call of another architecture than
+// arch, and leaves the syscall number loaded for the next check.
+func archCheck(arch, other uint32) []bpf.Instruction {
+	return []bpf.Instruction{
+		bpf.LoadAbsolute{Off: offArch, Size: 4},
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: arch, SkipTrue: 1},
+		bpf.RetConstant{Val: other},
+		bpf.LoadAbsolute{Off: offNr, Size: 4},
+	}
 }
 
 // argCheck refuses syscall nr when the low 32 bits of an argument match val
@@ -206,12 +212,7 @@ func noUnixProgram() ([]bpf.RawInstruction, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := []bpf.Instruction{
-		bpf.LoadAbsolute{Off: offArch, Size: 4},
-		bpf.JumpIf{Cond: bpf.JumpEqual, Val: arch, SkipTrue: 1},
-		bpf.RetConstant{Val: retAllow},
-		bpf.LoadAbsolute{Off: offNr, Size: 4},
-	}
+	p := archCheck(arch, retAllow) // the jail's filter kills it
 	p = append(p, argCheck(unix.SYS_SOCKET, offArg0, bpf.JumpEqual, unix.AF_UNIX)...)
 	return bpf.Assemble(append(p, bpf.RetConstant{Val: retAllow}))
 }
