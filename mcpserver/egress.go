@@ -8,7 +8,6 @@ import (
 
 	"github.com/dshgo/dsh/egress"
 	"github.com/dshgo/dsh/toolbash"
-	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -41,48 +40,31 @@ func (s *Server) AskEgress(ctx context.Context, q egress.Question) (egress.Decis
 		return egress.Deny, toolbash.ErrCannotAsk
 	}
 	dest := toolbash.Visible(net.JoinHostPort(q.Host, strconv.Itoa(q.Port)))
-	res, err := st.ss.Elicit(ctx, &mcp.ElicitParams{
-		Mode:    "form",
-		Message: fmt.Sprintf("A command in the sandbox wants to connect to %s, which is not on the network allowlist.", dest),
-		RequestedSchema: &jsonschema.Schema{
-			Type:     "object",
-			Required: []string{"decision"},
-			Properties: map[string]*jsonschema.Schema{"decision": {
-				Type: "string", Title: "Connect to " + dest + "?", Enum: []any{netOnce, netSession, netDeny, netDenyAll},
-			}},
-		},
-	})
+	form := &mcp.ElicitParams{
+		Mode:            "form",
+		Message:         fmt.Sprintf("A command in the sandbox wants to connect to %s, which is not on the network allowlist.", dest),
+		RequestedSchema: decisionForm("Connect to "+dest+"?", "", []string{netOnce, netSession, netDeny, netDenyAll}),
+	}
+	res, err := st.ss.Elicit(ctx, form)
 	if err != nil {
 		return egress.Deny, err
 	}
-	return netAnswer(res)
+	return netAnswer(form, res)
 }
 
-// netAnswer reads the answer to a network question: "decline" and the
-// choice Deny are the user's no; "cancel" is no answer
-// (toolbash.ErrNoAnswer: the client dismissed the question, and nothing is
-// remembered); an answer that is none of the choices is an error.
-func netAnswer(res *mcp.ElicitResult) (egress.Decision, error) {
-	switch res.Action {
-	case "decline":
-		return egress.Deny, nil
-	case "cancel":
-		return egress.Deny, toolbash.ErrNoAnswer
-	case "accept":
-		if len(res.Content) == 1 {
-			switch res.Content["decision"] {
-			case netOnce:
-				return egress.AllowOnce, nil
-			case netSession:
-				return egress.AllowSession, nil
-			case netDeny:
-				return egress.Deny, nil
-			case netDenyAll:
-				return egress.DenyAllNew, nil
-			}
-		}
+// netAnswer reads the answer to a network question (see chosen): a
+// decline and the choice Deny are the user's no.
+func netAnswer(form *mcp.ElicitParams, res *mcp.ElicitResult) (egress.Decision, error) {
+	d, err := chosen(form, res)
+	switch d {
+	case netOnce:
+		return egress.AllowOnce, err
+	case netSession:
+		return egress.AllowSession, err
+	case netDenyAll:
+		return egress.DenyAllNew, err
 	}
-	return egress.Deny, errNotAChoice
+	return egress.Deny, err
 }
 
 // EgressRefused tells the model of the session the refusal names, beside

@@ -159,32 +159,39 @@ func sameForm(a, b *mcp.ElicitParams) bool {
 // errNotAChoice: an answer that is none of its question's choices.
 var errNotAChoice = errors.New("the client's answer is not one of the question's choices")
 
-// answerTo reads the user's answer to the question form asked: "decline"
-// is a no; "cancel" is no answer (the client dismissed the question
-// without the user's answer: toolbash.ErrNoAnswer, which nothing
-// remembers); "accept" must pick one of the form's own choices, and
-// nothing else.
+// answerTo reads the user's answer to the question form asked (see
+// chosen).
 func answerTo(form *mcp.ElicitParams, res *mcp.ElicitResult) (toolbash.Answer, error) {
+	d, err := chosen(form, res)
+	switch d {
+	case choiceOnce, choiceOutside:
+		return toolbash.AllowOnce, err
+	case choiceAlways:
+		return toolbash.AllowPrefixes, err
+	}
+	return toolbash.Reject, err
+}
+
+// chosen is the choice an answer to the question form asked picked:
+// "decline" picks none (the user's no); "cancel" is no answer (the client
+// dismissed the question without the user's answer: toolbash.ErrNoAnswer,
+// which nothing remembers); "accept" must pick one of the form's own
+// choices, and nothing else (errNotAChoice).
+func chosen(form *mcp.ElicitParams, res *mcp.ElicitResult) (string, error) {
 	switch res.Action {
 	case "decline":
-		return toolbash.Reject, nil
+		return "", nil
 	case "cancel":
-		return toolbash.Reject, toolbash.ErrNoAnswer
+		return "", toolbash.ErrNoAnswer
 	case "accept":
 	default:
-		return toolbash.Reject, errNotAChoice
+		return "", errNotAChoice
 	}
 	d, ok := res.Content["decision"].(string)
 	if !ok || len(res.Content) != 1 || !slices.Contains(formChoices(form), any(d)) {
-		return toolbash.Reject, errNotAChoice
+		return "", errNotAChoice
 	}
-	switch d {
-	case choiceOnce, choiceOutside:
-		return toolbash.AllowOnce, nil
-	case choiceAlways:
-		return toolbash.AllowPrefixes, nil
-	}
-	return toolbash.Reject, nil
+	return d, nil
 }
 
 // canElicit reports whether a client declared it can be asked by a form.
