@@ -248,12 +248,8 @@ func (a *Agent) askUnsandboxed(ctx context.Context, q toolbash.Question) (toolba
 	p := a.reg.PresentCall(q.Call.Tool, q.Call.Args)
 	kind := acp.ToolKind(p.Kind)
 	title := "Run OUTSIDE the sandbox: " + p.Title
-	runs := "\nWhat it leaves running is stopped when it ends."
-	if q.Background {
-		runs = "\nIt starts in the background and keeps running, outside the sandbox, until it ends or is stopped."
-	}
-	reason := fmt.Sprintf("This command asks to run outside the sandbox, with your full access:\n%s%s\nThe model's reason: %s",
-		toolbash.Visible(q.Command), runs, toolbash.Visible(q.Description))
+	reason := fmt.Sprintf("This command asks to run outside the sandbox, with your full access:\n%s\n%s\nThe model's reason: %s",
+		toolbash.Visible(q.Command), q.HowLong(), toolbash.Visible(q.Description))
 	resp, err := a.conn.RequestPermission(ctx, acp.RequestPermissionRequest{
 		SessionId: s.id,
 		ToolCall: acp.ToolCallUpdate{ToolCallId: acp.ToolCallId(q.Call.ID), Title: &title, Kind: &kind, RawInput: p.RawInput,

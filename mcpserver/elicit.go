@@ -100,14 +100,10 @@ func unsandboxedQuestion(q toolbash.Question) (toolbash.Question, bool) {
 // unsandboxedParams is the form that asks whether q's call may run
 // outside the sandbox: this once, or not.
 func unsandboxedParams(q toolbash.Question) *mcp.ElicitParams {
-	runs := "\n\nWhat it leaves running is stopped when it ends."
-	if q.Background {
-		runs = "\n\nIt starts in the background and keeps running, outside the sandbox, until it ends or is stopped."
-	}
 	return &mcp.ElicitParams{
 		Mode: "form",
-		Message: fmt.Sprintf("The agent asks to run this command OUTSIDE the sandbox, with your full access:\n\n%s\n\nin %s%s\n\nIts reason: %s",
-			toolbash.Visible(q.Command), toolbash.Visible(q.Workdir), runs, toolbash.Visible(q.Description)),
+		Message: fmt.Sprintf("The agent asks to run this command OUTSIDE the sandbox, with your full access:\n\n%s\n\nin %s\n\n%s\n\nIts reason: %s",
+			toolbash.Visible(q.Command), toolbash.Visible(q.Workdir), q.HowLong(), toolbash.Visible(q.Description)),
 		RequestedSchema: decisionForm("Run it outside the sandbox?", "", []string{choiceOutside, choiceReject}),
 	}
 }

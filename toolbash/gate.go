@@ -33,6 +33,17 @@ type Question struct {
 	Background bool
 }
 
+// HowLong says, for a question to run a call outside the sandbox, how
+// long what the call starts runs there: a background command until it
+// ends or is stopped; a foreground one's leftovers are stopped when it
+// ends.
+func (q Question) HowLong() string {
+	if q.Background {
+		return "It starts in the background and keeps running, outside the sandbox, until it ends or is stopped."
+	}
+	return "What it leaves running is stopped when it ends."
+}
+
 // Answer is the user's answer.
 type Answer int
 
