@@ -243,20 +243,24 @@ func withoutUnsandboxed(res *mcp.ListToolsResult) *mcp.ListToolsResult {
 func (s *Server) perSession(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		res, err := next(ctx, method, req)
-		if err != nil || !s.unsandboxed || canElicit(clientCaps(req)) {
+		if err != nil || !s.unsandboxed {
 			return res, err
 		}
+		// The client's capabilities only for the results that depend on
+		// them: reading them may decode the request's _meta.
 		switch r := res.(type) {
 		case *mcp.ListToolsResult:
-			return withoutUnsandboxed(r), nil
+			if !canElicit(clientCaps(req)) {
+				return withoutUnsandboxed(r), nil
+			}
 		case *mcp.InitializeResult:
-			if s.mute != "" {
+			if s.mute != "" && !canElicit(clientCaps(req)) {
 				c := *r
 				c.Instructions = s.mute
 				return &c, nil
 			}
 		case *mcp.DiscoverResult:
-			if s.mute != "" {
+			if s.mute != "" && !canElicit(clientCaps(req)) {
 				c := *r
 				c.Instructions = s.mute
 				return &c, nil
