@@ -48,9 +48,13 @@
 //     to (every other command reads /dev/null). A write never buffers in
 //     the executor: a command that does not read fails it with
 //     [ErrInputBlocked] once its wait has passed. WriteInput then waits,
-//     bounded by the same wait, until the task's output settles, and
-//     returns it as ReadOutput would. Input to a task started without it,
-//     ended, or whose input was closed is an [*InputError].
+//     bounded by the same wait, until the task waits for input again with
+//     its output quiet (an executor that can read the kernel's state of
+//     its processes), or else until its output settles, and returns it as
+//     ReadOutput would. A snapshot of a running task says whether it
+//     waits for input (Task.WaitingInput) where the executor can tell.
+//     Input to a task started without it, ended, or whose input was
+//     closed is an [*InputError].
 //   - Every listener registered with OnTaskDone is called exactly once per
 //     task (background, adopted or failed to spawn), and never once Close has
 //     begun. A panicking listener is contained and does not starve the others.
@@ -265,6 +269,11 @@ type Task struct {
 	Started time.Time
 	// Terminal: the task runs in a pseudo-terminal (ExecSpec.Terminal).
 	Terminal bool `json:",omitempty"`
+	// WaitingInput: the task runs and waits for input, as the kernel's
+	// state of its processes said when the snapshot was taken (one is
+	// blocked reading its input, none runs, and all it printed was
+	// read). False when it does not, or when the executor cannot tell.
+	WaitingInput bool `json:",omitempty"`
 	// Err says why a StatusFailed task could not start: a [*WorkdirError],
 	// a [*CommandError], or an infrastructure error of the executor.
 	Err error
@@ -294,13 +303,20 @@ type Input struct {
 	// its input fails it with ErrInputBlocked once Wait has passed) and
 	// the wait for output. Zero means DefaultInputWait.
 	Wait time.Duration
-	// Settle: once Data is written, the call returns when the task has
-	// printed something and then nothing more for Settle (its answer is
-	// complete, or it waits for more input), when Wait has passed (a task
-	// that prints nothing in response), or when the task has ended. A
-	// call with no Data and no EOF only reads: output the task printed
-	// before it and nobody read yet counts as its answer. Zero means
-	// DefaultInputSettle.
+	// Quiet: once Data is written, the call returns as soon as the task
+	// waits for input again (an executor that can read the kernel's
+	// state of the task's processes knows it: one is blocked reading the
+	// input, none runs) and has printed nothing for Quiet. Zero means
+	// DefaultInputQuiet.
+	Quiet time.Duration
+	// Settle is the fallback, where the executor cannot know whether the
+	// task waits for input (the kernel does not say, or the task sleeps
+	// without reading it): the call returns when the task has printed
+	// something and then nothing more for Settle. Either way it returns
+	// when Wait has passed (a task that prints nothing in response), or
+	// when the task has ended. A call with no Data and no EOF only reads:
+	// output the task printed before it and nobody read yet counts as its
+	// answer. Zero means DefaultInputSettle.
 	Settle time.Duration
 }
 
@@ -317,6 +333,7 @@ var DefaultTermSize = TermSize{Rows: 24, Cols: 80}
 const (
 	DefaultInputWait   = 2 * time.Second
 	DefaultInputSettle = 200 * time.Millisecond
+	DefaultInputQuiet  = 2 * time.Millisecond
 )
 
 // Lossy reports whether any output was lost before this read.

@@ -73,6 +73,16 @@ func (h *harness) get(id bash.TaskID) bash.Task {
 	return task
 }
 
+// list lists the tasks, failing the test on an error.
+func (h *harness) list() []bash.Task {
+	h.t.Helper()
+	list, err := h.e.List(bg)
+	if err != nil {
+		h.t.Fatalf("List: %v", err)
+	}
+	return list
+}
+
 // read reads the task's new output, failing the test on an error, and
 // checks that its text is valid UTF-8.
 func (h *harness) read(id bash.TaskID) bash.TaskRead {

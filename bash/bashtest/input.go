@@ -274,7 +274,7 @@ func (s *suite) terminalText(t *testing.T) {
 	out := h.write(task.ID, "bob\n", false).Stdout.Text
 	h.wait(l, task.ID)
 	out += h.read(task.ID).Stdout.Text
-	if want := "bob\nhello bob\n"; out != want { // the terminal echoes what is typed
+	if want := "hello bob\n"; out != want { // the terminal's echo of what was typed is left out
 		t.Errorf("after the answer: %q, want %q", out, want)
 	}
 }

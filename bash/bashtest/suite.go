@@ -27,6 +27,7 @@ func Run(t *testing.T, newExec NewFunc, opts ...Option) {
 	parallel(t, "Kill", s.killTests)
 	parallel(t, "Input", s.inputTests)
 	parallel(t, "Terminal", s.terminalTests)
+	parallel(t, "WaitingInput", s.waitingTests)
 	parallel(t, "TaskLimits", s.limitTests)
 	parallel(t, "OnTaskDone", s.listenerTests)
 	parallel(t, "Close", s.closeTests)

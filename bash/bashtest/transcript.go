@@ -118,7 +118,7 @@ var scenario = []step{
 	{name: "input to a task started without", tool: toolbash.InputName, args: `{"task_id":"bash-9","input":"x\n"}`},
 	{name: "a prompt in a terminal", tool: toolbash.BashName, args: `{"command":"printf '\\033[1mbold\\033[0m\\n'; read -r -p 'name? ' n; echo \"hi $n\"","description":"Ask a name","tty":true}`},
 	{name: "the prompt", tool: toolbash.InputName, args: `{"task_id":"bash-11","input":""}`},
-	{name: "the answer, echoed", tool: toolbash.InputName, args: `{"task_id":"bash-11","input":"ann\n"}`},
+	{name: "the answer, without its echo", tool: toolbash.InputName, args: `{"task_id":"bash-11","input":"ann\n"}`},
 	{name: "no notice of the ends read", tool: "notices"},
 }
 

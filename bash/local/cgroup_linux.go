@@ -402,3 +402,18 @@ func (l *cgLeaf) release() {
 		c.destroy(l.d)
 	}
 }
+
+// pids lists the processes in the leaf.
+func (l *cgLeaf) pids() ([]int, error) {
+	b, err := os.ReadFile(filepath.Join(l.d.dir, "cgroup.procs"))
+	if err != nil {
+		return nil, err
+	}
+	var out []int
+	for _, f := range strings.Fields(string(b)) {
+		if n, err := strconv.Atoi(f); err == nil {
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}

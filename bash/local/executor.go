@@ -26,6 +26,7 @@ type Executor struct {
 	maxFinished    int
 	shell          string
 	spawnFn        SpawnFunc
+	noInputProbe   bool
 	env            []string
 	cont           containment
 	spill          *spiller
@@ -43,6 +44,7 @@ type Executor struct {
 	runningAll     int
 	live           map[*proc]struct{}
 	listeners      map[int]func(bash.Task)
+	waitListeners  map[int]func(bash.Task) // OnTaskWaiting's
 	nextListenerID int
 }
 
@@ -72,15 +74,16 @@ func New(opts *Options) (*Executor, error) {
 	return &Executor{
 		cwd: o.Cwd, timeout: o.Timeout, max: o.MaxTimeout, maxOutput: o.MaxOutputBytes,
 		grace: o.Grace, reapBound: o.ReapBound, drain: o.DrainDelay, perOwner: o.MaxTasksPerOwner, all: o.MaxTasks,
-		maxFinished: o.MaxFinishedTasks, shell: shell, spawnFn: o.Spawn,
-		env:       commandEnv(base, o.AllowEnv, o.Env),
-		cont:      cont,
-		spill:     &spiller{parent: o.SpillDir, cap: o.MaxSpillBytes, budget: o.SpillBudget, keep: o.KeepSpillFiles},
-		closing:   make(chan struct{}),
-		tasks:     map[bash.TaskID]*task{},
-		running:   map[string]int{},
-		live:      map[*proc]struct{}{},
-		listeners: map[int]func(bash.Task){},
+		maxFinished: o.MaxFinishedTasks, shell: shell, spawnFn: o.Spawn, noInputProbe: o.NoInputProbe,
+		env:           commandEnv(base, o.AllowEnv, o.Env),
+		cont:          cont,
+		spill:         &spiller{parent: o.SpillDir, cap: o.MaxSpillBytes, budget: o.SpillBudget, keep: o.KeepSpillFiles},
+		closing:       make(chan struct{}),
+		tasks:         map[bash.TaskID]*task{},
+		running:       map[string]int{},
+		live:          map[*proc]struct{}{},
+		listeners:     map[int]func(bash.Task){},
+		waitListeners: map[int]func(bash.Task){},
 	}, nil
 }
 
@@ -200,6 +203,7 @@ func (e *Executor) Close() error {
 		e.closed = true
 		close(e.closing)
 		clear(e.listeners)
+		clear(e.waitListeners)
 		for p := range e.live {
 			p.stop()
 		}

@@ -83,6 +83,8 @@ func runHelper(args []string) int {
 		return cttyHelper(args[1], args[2])
 	case "traceme": // traceme: a thread other than the main one becomes the parent's tracee; then all wait
 		return traceMe()
+	case "waitin": // waitin MODE: see waitHelper
+		return waitHelper(args[1])
 	case "gen": // gen N SEED: N pseudo-random bytes on stdout
 		n, _ := strconv.ParseInt(args[1], 10, 64)
 		seed, _ := strconv.ParseUint(args[2], 10, 64)

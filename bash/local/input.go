@@ -1,6 +1,7 @@
 package local
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -21,13 +22,20 @@ type input struct {
 	w      *os.File   // nil once closed
 	closed error      // why it is closed: ErrInputClosed or ErrTaskEnded
 	term   bool       // w is a terminal's controlling side: EOF is Ctrl-D
+	// id is the command's end (the pipe, the terminal) as the kernel
+	// names it, to find the threads that read it; zero where unknown.
+	id fileID
 }
 
 // openInput makes the task's input, a pipe or (spec.Terminal) a terminal
 // that is its output too, and returns the command's end.
 func (p *proc) openInput(spec bash.ExecSpec) (*os.File, error) {
 	if spec.Terminal == nil {
-		return p.input.open()
+		r, err := p.input.open()
+		if err == nil {
+			p.input.id, _ = fileIDOf(r)
+		}
+		return r, err
 	}
 	size := *spec.Terminal
 	if !inTermRange(size.Rows) || !inTermRange(size.Cols) {
@@ -41,6 +49,7 @@ func (p *proc) openInput(spec bash.ExecSpec) (*os.File, error) {
 	p.pipes[0] = master
 	p.out.term = true
 	p.input.w, p.input.term = in, true
+	p.input.id, _ = fileIDOf(tty)
 	return tty, nil
 }
 
@@ -101,7 +110,9 @@ func (in *input) write(data []byte, eof bool, deadline time.Time) (int, error) {
 }
 
 // WriteInput writes to the task's input and returns what it printed in
-// response, once its output settled. See bash.Executor.
+// response: once it waits for input again and its output is quiet, or
+// (where the kernel's state cannot be read, or the program sleeps without
+// reading its input) once its output settled. See bash.Executor.
 func (e *Executor) WriteInput(ctx context.Context, id bash.TaskID, in bash.Input) (bash.TaskRead, error) {
 	t, err := e.started(ctx, id)
 	if err != nil {
@@ -113,24 +124,15 @@ func (e *Executor) WriteInput(ctx context.Context, id bash.TaskID, in bash.Input
 	if t.p == nil {
 		return bash.TaskRead{}, &bash.InputError{ID: id, Err: bash.ErrTaskEnded}
 	}
-	wait, settle := orDefault(in.Wait, bash.DefaultInputWait), orDefault(in.Settle, bash.DefaultInputSettle)
-	deadline := time.Now().Add(wait)
-	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
-		deadline = d
-	}
+	defer t.p.news.begin(len(in.Data) > 0 || in.EOF)()
+	w := t.p.answerWait(ctx, in)
 	changed := t.p.outputChanged()
-	// The answer begins past what a terminal echoes of the input; a call
-	// that writes nothing only reads, and what it has not read yet is
-	// its answer.
-	answerAt := t.p.outputLen() + t.p.input.echoLen(in.Data)
-	if len(in.Data) == 0 && !in.EOF {
-		answerAt = t.p.readLen()
-	}
-	n, err := t.p.input.write(in.Data, in.EOF, deadline)
+	t.p.expectEcho(in.Data)
+	n, err := t.p.input.write(in.Data, in.EOF, w.deadline)
 	if err != nil {
 		return bash.TaskRead{}, &bash.InputError{ID: id, Written: n, Err: err}
 	}
-	t.p.awaitQuiet(ctx, changed, settle, deadline, answerAt)
+	t.p.awaitAnswer(ctx, changed, w)
 	select {
 	case <-t.p.done:
 		// It ended: the read reports how, once that is recorded.
@@ -141,6 +143,46 @@ func (e *Executor) WriteInput(ctx context.Context, id bash.TaskID, in bash.Input
 	default:
 	}
 	return e.ReadOutput(ctx, id)
+}
+
+// answerWait is what a WriteInput waits for once it has written.
+type answerWait struct {
+	settle, quiet time.Duration
+	deadline      time.Time
+	// answerAt: output past this many bytes (both streams) is the answer,
+	// past what a terminal echoes of the input.
+	answerAt int64
+	// before holds the threads that read the input before the write: one
+	// of them counts as waiting again only once it has run since. With
+	// anyReader, any reader counts: nothing written wakes one (a read
+	// only, or part of a line a terminal holds until it is ended).
+	before    []reader
+	anyReader bool
+	probe     bool // the task's state can be read
+}
+
+// answerWait reads the task before a write of in.
+func (p *proc) answerWait(ctx context.Context, in bash.Input) answerWait {
+	w := answerWait{
+		settle:   orDefault(in.Settle, bash.DefaultInputSettle),
+		quiet:    orDefault(in.Quiet, bash.DefaultInputQuiet),
+		deadline: time.Now().Add(orDefault(in.Wait, bash.DefaultInputWait)),
+		answerAt: p.outputLen() + p.input.echoLen(in.Data),
+	}
+	if d, ok := ctx.Deadline(); ok && d.Before(w.deadline) {
+		w.deadline = d
+	}
+	readOnly := len(in.Data) == 0 && !in.EOF
+	if readOnly {
+		// A call that writes nothing only reads: what it has not read
+		// yet is its answer.
+		w.answerAt = p.readLen()
+	}
+	w.anyReader = readOnly || !in.EOF && p.input.holdsLine(in.Data)
+	if r := p.probe(); r.state != inputUnknown {
+		w.probe, w.before = true, r.readers
+	}
+	return w
 }
 
 func orDefault(v, def time.Duration) time.Duration {
@@ -212,7 +254,10 @@ func (p *proc) awaitQuiet(ctx context.Context, changed [2]<-chan struct{}, settl
 func (in *input) echoLen(data []byte) int64 {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	if !in.term || in.w == nil || !echoing(in.w) {
+	if !in.term || in.w == nil {
+		return 0
+	}
+	if echo, _ := termMode(in.w); !echo {
 		return 0
 	}
 	n := int64(0)
@@ -230,4 +275,41 @@ func (in *input) echoLen(data []byte) int64 {
 		}
 	}
 	return n
+}
+
+// holdsLine reports whether a terminal that reads whole lines keeps data
+// from its reader: none of it ends a line (nor is a character that
+// signals, or ends the input), so no read returns for it yet.
+func (in *input) holdsLine(data []byte) bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if !in.term || in.w == nil {
+		return false
+	}
+	if _, canon := termMode(in.w); !canon {
+		return false
+	}
+	return !bytes.ContainsAny(data, "\n\r\x04\x03\x1a\x1c")
+}
+
+// expectEcho tells a terminal's output that it will show data, about to
+// be typed, where it is now: when the kernel echoes (ECHO), or when the
+// program reads keys one by one (not ICANON) and draws what is typed.
+func (p *proc) expectEcho(data []byte) {
+	if !p.input.term {
+		return
+	}
+	text, ok := echoText(data)
+	if !ok {
+		return
+	}
+	p.input.mu.Lock()
+	w := p.input.w
+	p.input.mu.Unlock()
+	if w == nil {
+		return
+	}
+	if echo, canon := termMode(w); echo || !canon {
+		p.out.expectEcho(p.out.length(), text)
+	}
 }

@@ -103,6 +103,12 @@ type Options struct {
 	Shell string
 	// Containment picks cgroups or process groups. Default ContainAuto.
 	Containment Containment
+	// NoInputProbe stops the executor from reading the kernel's state of
+	// a task's processes to know when it waits for input: every
+	// WriteInput then returns once the output has settled (Input.Settle),
+	// as on a system where that state cannot be read. For comparison and
+	// for tests.
+	NoInputProbe bool
 	// Spawn, if set, starts each command's shell in place of os/exec on this
 	// host (see SpawnFunc): a sandbox starts it inside its jail. Default:
 	// os/exec.

@@ -23,6 +23,8 @@ type proc struct {
 	shell     Process
 	pipes     [2]*os.File // read ends, closed by their readers (or forced)
 	input     input       // the write end of the input pipe (ExecSpec.Input)
+	noProbe   bool        // Options.NoInputProbe
+	news      *waitNews   // when the OnTaskWaiting listeners hear of it
 
 	shellDone chan struct{} // closed once the shell has been reaped
 	status    ExitStatus    // set before shellDone is closed
@@ -60,6 +62,8 @@ func (e *Executor) spawn(ctx context.Context, spec bash.ExecSpec, linger time.Du
 		done:      make(chan struct{}),
 		linger:    linger,
 		onOutput:  spec.OnOutput,
+		noProbe:   e.noInputProbe,
+		news:      newWaitNews(),
 	}
 	w, err := p.makePipes()
 	if err != nil {
@@ -240,6 +244,10 @@ func (p *proc) drain(f *os.File, s *stream, name bash.Stream, e *Executor) {
 				buf = make([]byte, 2*len(buf))
 			}
 		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			s.synced(f) // all read so far is in s
+			continue
+		}
 		if err != nil {
 			break
 		}
@@ -249,6 +257,7 @@ func (p *proc) drain(f *os.File, s *stream, name bash.Stream, e *Executor) {
 	}
 	f.Close()
 	s.eof()
+	s.synced(nil)
 	if p.open.Add(-1) == 0 {
 		close(p.pipesDone)
 	}

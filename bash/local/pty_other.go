@@ -11,4 +11,4 @@ func openTerminal(int, int) (master, input, tty *os.File, err error) {
 	return nil, nil, nil, errors.New("terminals need a Unix system")
 }
 
-func echoing(*os.File) bool { return false }
+func termMode(*os.File) (echo, canon bool) { return false, false }

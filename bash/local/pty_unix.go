@@ -49,18 +49,19 @@ func closeFDs(fds []int) {
 	}
 }
 
-// echoing reports whether the terminal whose controlling side is f echoes
-// what is typed (its ECHO flag). It reads f's descriptor without Fd, which
-// would make it blocking.
-func echoing(f *os.File) bool {
+// termMode reads the mode of the terminal whose controlling side is f:
+// whether it echoes what is typed (ECHO) and reads whole lines (ICANON: a
+// read returns only once a line is ended). It reads f's descriptor
+// without Fd, which would make it blocking.
+func termMode(f *os.File) (echo, canon bool) {
 	rc, err := f.SyscallConn()
 	if err != nil {
-		return false
+		return false, false
 	}
-	on := false
 	_ = rc.Control(func(fd uintptr) {
-		t, err := unix.IoctlGetTermios(int(fd), ioctlGetTermios)
-		on = err == nil && t.Lflag&unix.ECHO != 0
+		if t, err := unix.IoctlGetTermios(int(fd), ioctlGetTermios); err == nil {
+			echo, canon = t.Lflag&unix.ECHO != 0, t.Lflag&unix.ICANON != 0
+		}
 	})
-	return on
+	return echo, canon
 }

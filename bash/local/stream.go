@@ -1,7 +1,9 @@
 package local
 
 import (
+	"os"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/dshgo/dsh/bash"
@@ -32,6 +34,10 @@ type stream struct {
 	lost bool
 	// grew is closed (and replaced) whenever bytes arrive or the stream ends.
 	grew chan struct{}
+	// echo is the echo of the input a terminal's next read leaves out.
+	echo *echo
+	// syncs wait for the reader to have appended all it read (sync).
+	syncs []chan struct{}
 }
 
 func newStream(name, owner string, max int, spillAfter int64, sp *spiller) *stream {
@@ -154,7 +160,7 @@ func (s *stream) tail(hold bool) bash.Output {
 	if out.Truncated {
 		b = dropPartialHead(b)
 	}
-	out.Text = s.deliver(b, hold)
+	out.Text = s.deliver(b, s.total-int64(len(b)), hold)
 	return out
 }
 
@@ -170,14 +176,14 @@ func (s *stream) next() bash.Output {
 	} else {
 		b = b[s.read-start:]
 	}
-	out.Text = s.deliver(b, true)
+	out.Text = s.deliver(b, s.total-int64(len(b)), true)
 	return out
 }
 
-// deliver marks b, the end of the stream, as read and returns its text.
-// With hold, an incomplete trailing character of a stream that may go on
-// stays unread for the next read.
-func (s *stream) deliver(b []byte, hold bool) string {
+// deliver marks b, the end of the stream from offset from on, as read
+// and returns its text. With hold, an incomplete trailing character of a
+// stream that may go on stays unread for the next read.
+func (s *stream) deliver(b []byte, from int64, hold bool) string {
 	end := s.total
 	if hold && !s.closed {
 		keep := completeLen(b)
@@ -189,7 +195,7 @@ func (s *stream) deliver(b []byte, hold bool) string {
 	}
 	s.read = end
 	if s.term {
-		return termText(validText(b))
+		return s.termRead(b, from)
 	}
 	return validText(b)
 }
@@ -248,5 +254,53 @@ func (s *stream) release() {
 	if s.file != nil {
 		s.file.withdraw()
 		s.file = nil
+	}
+}
+
+// syncBound bounds how long sync waits for the stream's reader, which
+// may be held up by a slow spill file.
+const syncBound = 100 * time.Millisecond
+
+// sync reports whether the stream now holds every byte its reader had
+// read from f before the call: it cuts the reader's wait for more (a read
+// deadline in the past), and the reader answers between two reads. A
+// stream at its end is complete; false when the reader did not answer
+// within syncBound.
+func (s *stream) sync(f *os.File) bool {
+	ack := make(chan struct{})
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return true
+	}
+	if err := f.SetReadDeadline(time.Unix(1, 0)); err != nil {
+		s.mu.Unlock()
+		return true // closed: its reader is done
+	}
+	s.syncs = append(s.syncs, ack)
+	s.mu.Unlock()
+	t := time.NewTimer(syncBound)
+	defer t.Stop()
+	select {
+	case <-ack:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// synced answers the syncs waiting: the reader has appended all it read.
+// It lifts f's deadline (nil: the stream ended) in the same hold of s.mu
+// as it takes them, so that a sync made after it sets one again.
+func (s *stream) synced(f *os.File) {
+	s.mu.Lock()
+	acks := s.syncs
+	s.syncs = nil
+	if f != nil {
+		_ = f.SetReadDeadline(time.Time{})
+	}
+	s.mu.Unlock()
+	for _, c := range acks {
+		close(c)
 	}
 }

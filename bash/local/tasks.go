@@ -61,6 +61,10 @@ func (e *Executor) reserve(spec bash.ExecSpec) (*task, error) {
 func (e *Executor) launched(t *task, p *proc) {
 	t.p = p
 	close(t.ready)
+	if t.spec.Input && p.probes() {
+		e.wg.Add(1)
+		go e.watchWaiting(t)
+	}
 	go func() {
 		defer e.wg.Done()
 		<-p.done
@@ -153,8 +157,18 @@ func (e *Executor) Start(ctx context.Context, spec bash.ExecSpec) (bash.Task, er
 
 func (e *Executor) snap(t *task) bash.Task {
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	return t.snapshot()
+	snap := t.snapshot()
+	e.mu.Unlock()
+	return withWaiting(t, snap)
+}
+
+// withWaiting sets snap.WaitingInput by reading the kernel's state of a
+// running task's processes, outside the executor's lock.
+func withWaiting(t *task, snap bash.Task) bash.Task {
+	if snap.Status == bash.StatusRunning && snap.Input && isClosed(t.ready) && t.p != nil {
+		snap.WaitingInput = t.p.waitingNow()
+	}
+	return snap
 }
 
 func (e *Executor) lookup(id bash.TaskID) (*task, error) {
@@ -179,10 +193,14 @@ func (e *Executor) Get(_ context.Context, id bash.TaskID) (bash.Task, error) {
 // List returns every remembered task, oldest first.
 func (e *Executor) List(context.Context) ([]bash.Task, error) {
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	out := make([]bash.Task, len(e.order))
-	for i, t := range e.order {
+	order := slices.Clone(e.order)
+	out := make([]bash.Task, len(order))
+	for i, t := range order {
 		out[i] = t.snapshot()
+	}
+	e.mu.Unlock()
+	for i, t := range order {
+		out[i] = withWaiting(t, out[i])
 	}
 	return out, nil
 }
@@ -221,6 +239,9 @@ func (e *Executor) ReadOutput(ctx context.Context, id bash.TaskID) (bash.TaskRea
 	r := bash.TaskRead{Task: e.snap(t)}
 	if t.p != nil {
 		r.Stdout, r.Stderr = t.p.out.next(), t.p.errs.next()
+		if r.Task.WaitingInput {
+			t.p.news.show()
+		}
 	}
 	return r, nil
 }

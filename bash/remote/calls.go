@@ -234,7 +234,7 @@ func (e *Executor) ReadOutput(ctx context.Context, id bash.TaskID) (bash.TaskRea
 // printed in response.
 func (e *Executor) WriteInput(ctx context.Context, id bash.TaskID, in bash.Input) (bash.TaskRead, error) {
 	l, r, err := e.taskCallWith(ctx, methodWriteInput, id, func(rid bash.TaskID) any {
-		return inputParams{ID: rid, Data: in.Data, EOF: in.EOF, Wait: in.Wait, Settle: in.Settle}
+		return inputParams{ID: rid, Data: in.Data, EOF: in.EOF, Wait: in.Wait, Settle: in.Settle, Quiet: in.Quiet}
 	})
 	if err != nil || r.Read == nil {
 		return bash.TaskRead{}, e.orEmpty(err, l)

@@ -58,10 +58,11 @@ type DialFunc func(ctx context.Context) (io.ReadWriteCloser, error)
 // It is safe for concurrent use. Task ids are its own (bash-1, bash-2, …),
 // unique across reconnections.
 type Executor struct {
-	opts Options
-	dial DialFunc // nil: one connection, never replaced
-	ids  *idMap
-	subs *listeners
+	opts     Options
+	dial     DialFunc // nil: one connection, never replaced
+	ids      *idMap
+	subs     *listeners
+	waitSubs *listeners // OnTaskWaiting's
 
 	life    context.Context // ends with Close: it bounds dials
 	endLife context.CancelFunc
@@ -82,10 +83,11 @@ type Executor struct {
 // reconnect.
 func New(ctx context.Context, rwc io.ReadWriteCloser, opts *Options) (*Executor, error) {
 	e := newExecutor(opts, nil)
-	l, err := dialLink(ctx, rwc, 1, &e.opts, e.taskDone)
+	l, err := dialLink(ctx, rwc, 1, &e.opts, e.taskNote)
 	if err != nil {
 		rwc.Close()
 		e.subs.close()
+		e.waitSubs.close()
 		return nil, err
 	}
 	e.link, e.gen = l, 1
@@ -123,7 +125,7 @@ func newExecutor(opts *Options, dial DialFunc) *Executor {
 	if e.opts.MaxBackoff <= 0 {
 		e.opts.MaxBackoff = 30 * time.Second
 	}
-	e.subs = newListeners()
+	e.subs, e.waitSubs = newListeners(), newListeners()
 	return e
 }
 
@@ -234,7 +236,7 @@ func (e *Executor) connect(ctx context.Context, gen int) (*link, error) {
 		}
 		return nil, &bash.LinkError{Host: e.opts.host(), Err: err}
 	}
-	l, err := dialLink(ctx, rwc, gen, &e.opts, e.taskDone)
+	l, err := dialLink(ctx, rwc, gen, &e.opts, e.taskNote)
 	if err != nil {
 		rwc.Close()
 		var le *bash.LinkError
@@ -245,12 +247,23 @@ func (e *Executor) connect(ctx context.Context, gen int) (*link, error) {
 	return l, err
 }
 
-// taskDone hears of a far side's ended task, in its link's reading
-// goroutine.
-func (e *Executor) taskDone(gen int, w wireTask) {
+// taskNote hears of a far side's ended task, or one that started waiting
+// for input, in its link's reading goroutine.
+func (e *Executor) taskNote(gen int, method string, w wireTask) {
 	t := w.task(e.opts.host())
 	t.ID = e.ids.local(ref{gen, w.ID})
+	if method == methodTaskWaiting {
+		e.waitSubs.add(t)
+		return
+	}
 	e.subs.add(t)
+}
+
+// OnTaskWaiting registers fn to be called each time a task starts waiting
+// for input, as the far side tells it (see local.Executor.OnTaskWaiting);
+// a far side that cannot tell never does.
+func (e *Executor) OnTaskWaiting(fn func(bash.Task)) (unsubscribe func()) {
+	return e.waitSubs.subscribe(fn)
 }
 
 // OnTaskDone registers fn to be called once for every task that ends from
@@ -297,6 +310,7 @@ func (e *Executor) Close() error {
 	e.endLife()
 	e.dials.Wait() // a dial in progress ends, its link closed
 	e.subs.close()
+	e.waitSubs.close()
 	if l == nil || l.lost() {
 		if l != nil {
 			l.close()

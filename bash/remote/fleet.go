@@ -29,9 +29,10 @@ type Host struct {
 // *bash.LinkError naming it; new sessions go to the hosts that answer, and
 // a host comes back into rotation once it answers again.
 type Fleet struct {
-	hosts []*fleetHost
-	ids   *idMap // ref.gen is the host's index
-	subs  *listeners
+	hosts    []*fleetHost
+	ids      *idMap // ref.gen is the host's index
+	subs     *listeners
+	waitSubs *listeners // OnTaskWaiting's
 
 	mu     sync.Mutex
 	placed map[string]int // owner token -> host index
@@ -56,10 +57,14 @@ func NewFleet(hosts []Host) (*Fleet, error) {
 			return nil, errors.New("remote: a fleet host has no Dial")
 		}
 	}
-	f := &Fleet{ids: newIDMap(), subs: newListeners(), placed: map[string]int{}}
+	f := &Fleet{ids: newIDMap(), subs: newListeners(), waitSubs: newListeners(), placed: map[string]int{}}
 	for i, h := range hosts {
 		fh := &fleetHost{e: newExecutor(&h.Options, h.Dial), running: map[bash.TaskID]int{}, ended: map[bash.TaskID]bool{}}
 		fh.e.OnTaskDone(func(t bash.Task) { f.taskDone(i, t) })
+		fh.e.OnTaskWaiting(func(t bash.Task) {
+			t.ID = f.ids.local(ref{i, t.ID})
+			f.waitSubs.add(t)
+		})
 		f.hosts = append(f.hosts, fh)
 	}
 	return f, nil
@@ -90,6 +95,12 @@ func (f *Fleet) taskDone(host int, t bash.Task) {
 // OnTaskDone registers fn to be called once for every task of any host
 // that ends from now on.
 func (f *Fleet) OnTaskDone(fn func(bash.Task)) (unsubscribe func()) { return f.subs.subscribe(fn) }
+
+// OnTaskWaiting registers fn to be called each time a task of any host
+// starts waiting for input (see Executor.OnTaskWaiting).
+func (f *Fleet) OnTaskWaiting(fn func(bash.Task)) (unsubscribe func()) {
+	return f.waitSubs.subscribe(fn)
+}
 
 // place returns the host of owner's session, placing a new session on the
 // least loaded host that answers.
@@ -367,6 +378,7 @@ func (f *Fleet) Close() error {
 	f.closed = true
 	f.mu.Unlock()
 	f.subs.close()
+	f.waitSubs.close()
 	var errs []error
 	for _, h := range f.hosts {
 		errs = append(errs, h.e.Close())

@@ -102,3 +102,31 @@ func TestFleetLoadCountsEndedTasks(t *testing.T) {
 		t.Errorf("%d ended tasks still count as running", load)
 	}
 }
+
+// TestWaitingRelayed: the far side's news that a task waits for input
+// reaches the client's OnTaskWaiting listeners, under the client's own
+// task id, through one connection and through a fleet.
+func TestWaitingRelayed(t *testing.T) {
+	t.Parallel()
+	c := bashtest.Config{Cwd: t.TempDir(), Timeout: time.Minute, MaxTimeout: time.Minute,
+		Grace: time.Second, DrainDelay: 50 * time.Millisecond, MaxOutputBytes: 4096, MaxTasksPerOwner: 8, MaxTasks: 8}
+	for name, newExec := range map[string]bashtest.NewFunc{"pipe": overPipe, "fleet": overFleet(1)} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			e := newExec(t, c)
+			defer e.Close()
+			heard := make(chan bash.Task, 4)
+			defer e.(interface {
+				OnTaskWaiting(func(bash.Task)) func()
+			}).OnTaskWaiting(func(task bash.Task) { heard <- task })()
+			start(t, e, resolve(t, e, "true", "s")) // bash-1: so that ids differ from the far side's
+			spec := resolve(t, e, `printf 'name? '; read -r n`, "s")
+			spec.Input = true
+			task := start(t, e, spec)
+			got := testwait.Recv(t, heard, "the news that the task waits")
+			if got.ID != task.ID || !got.WaitingInput || got.Owner != "s" {
+				t.Errorf("heard %+v, want %s waiting", got, task.ID)
+			}
+		})
+	}
+}

@@ -133,7 +133,7 @@ func (s *server) writeInput(ctx context.Context, req *jsonrpc2.Request) (*reply,
 	if err := unmarshal(req, &p); err != nil {
 		return nil, err
 	}
-	r, err := s.exec.WriteInput(ctx, p.ID, bash.Input{Data: p.Data, EOF: p.EOF, Wait: p.Wait, Settle: p.Settle})
+	r, err := s.exec.WriteInput(ctx, p.ID, bash.Input{Data: p.Data, EOF: p.EOF, Wait: p.Wait, Settle: p.Settle, Quiet: p.Quiet})
 	if err != nil {
 		return &reply{Err: toWireError(err)}, nil
 	}

@@ -23,9 +23,9 @@ type link struct {
 	host  string
 	conn  *jsonrpc2.Conn
 	hello Hello
-	seq   atomic.Uint64 // request ids; 0 is never used
-	stall time.Duration // how long a send may stay stuck once its ctx ended
-	done  func(gen int, t wireTask)
+	seq   atomic.Uint64                            // request ids; 0 is never used
+	stall time.Duration                            // how long a send may stay stuck once its ctx ended
+	note  func(gen int, method string, t wireTask) // a task's end, or its wait for input
 
 	mu   sync.Mutex
 	runs map[uint64]*liveRun // foreground runs that stream, by request id
@@ -39,8 +39,8 @@ type liveRun struct {
 }
 
 // dialLink starts a link over rwc and makes the handshake.
-func dialLink(ctx context.Context, rwc io.ReadWriteCloser, gen int, o *Options, done func(int, wireTask)) (*link, error) {
-	l := &link{gen: gen, host: o.host(), done: done, runs: map[uint64]*liveRun{}, stall: o.AbortWait}
+func dialLink(ctx context.Context, rwc io.ReadWriteCloser, gen int, o *Options, note func(int, string, wireTask)) (*link, error) {
+	l := &link{gen: gen, host: o.host(), note: note, runs: map[uint64]*liveRun{}, stall: o.AbortWait}
 	l.conn = newClientConn(rwc, l, o)
 	var r reply
 	if err := l.call(ctx, methodHello, helloParams{Version: Version, Client: "dsh-bash"}, &r); err != nil {
@@ -81,10 +81,10 @@ func (l *link) Handle(_ context.Context, _ *jsonrpc2.Conn, req *jsonrpc2.Request
 		if r != nil {
 			r.deliver(n.Stream, n.Text)
 		}
-	case methodTaskDone:
+	case methodTaskDone, methodTaskWaiting:
 		var t wireTask
 		if unmarshal(req, &t) == nil {
-			l.done(l.gen, t)
+			l.note(l.gen, req.Method, t)
 		}
 	}
 }

@@ -75,6 +75,13 @@ func Serve(ctx context.Context, conn io.ReadWriteCloser, exec bash.Executor, o *
 		_ = s.conn.Notify(ctx, methodTaskDone, toWireTask(t))
 	})
 	unsub := exec.OnTaskDone(s.dones.add)
+	s.waits = newNoticeQueue(func(t bash.Task) {
+		<-s.ready
+		_ = s.conn.Notify(ctx, methodTaskWaiting, toWireTask(t))
+	})
+	if w, ok := exec.(waitWatcher); ok {
+		defer w.OnTaskWaiting(s.waits.add)()
+	}
 	s.conn = jsonrpc2.NewConn(ctx, newLineStream(conn, o.MaxMessage), s,
 		jsonrpc2.SetLogger(log.New(logWriter(logf), "", 0)))
 	close(s.ready)
@@ -89,10 +96,17 @@ func Serve(ctx context.Context, conn io.ReadWriteCloser, exec bash.Executor, o *
 	unsub()
 	err := exec.Close()
 	s.dones.close()
+	s.waits.close()
 	if errors.Is(err, bash.ErrClosed) {
 		err = nil
 	}
 	return err
+}
+
+// waitWatcher is an executor that tells when a task starts waiting for
+// input, as local.Executor does.
+type waitWatcher interface {
+	OnTaskWaiting(fn func(bash.Task)) (unsubscribe func())
 }
 
 // server is one connection's state.
@@ -102,6 +116,7 @@ type server struct {
 	conn  *jsonrpc2.Conn
 	hello Hello
 	dones *noticeQueue
+	waits *noticeQueue  // tasks that started waiting for input
 	ready chan struct{} // closed once conn is set
 	wg    sync.WaitGroup
 

@@ -21,7 +21,8 @@ import (
 const Version = 2
 
 // The methods of the protocol. Calls go from the client to the server;
-// methodOutput and methodTaskDone are notifications from the server;
+// methodOutput, methodTaskDone and methodTaskWaiting are notifications
+// from the server;
 // methodCancel is a notification from the client.
 const (
 	methodHello      = "hello"
@@ -39,6 +40,9 @@ const (
 	methodCancel     = "$/cancelRequest"
 	methodOutput     = "output"
 	methodTaskDone   = "taskDone"
+	// methodTaskWaiting: a task started waiting for input (the far
+	// side's OnTaskWaiting); a server that cannot tell never sends it.
+	methodTaskWaiting = "taskWaiting"
 )
 
 // Hello is the handshake's answer: what the far side is.
@@ -97,6 +101,7 @@ type inputParams struct {
 	EOF    bool          `json:"eof,omitempty"`
 	Wait   time.Duration `json:"wait,omitempty"`
 	Settle time.Duration `json:"settle,omitempty"`
+	Quiet  time.Duration `json:"quiet,omitempty"`
 }
 
 type ownerParams struct {
@@ -145,17 +150,21 @@ type wireTask struct {
 	Input    bool            `json:"input,omitempty"`
 	Started  time.Time       `json:"started,omitzero"`
 	Terminal bool            `json:"terminal,omitempty"`
-	Err      *wireError      `json:"err,omitempty"`
+	// Waiting is Task.WaitingInput, as the far side's kernel said.
+	Waiting bool       `json:"waiting,omitempty"`
+	Err     *wireError `json:"err,omitempty"`
 }
 
 func toWireTask(t bash.Task) wireTask {
 	return wireTask{ID: t.ID, Command: t.Command, Status: t.Status, ExitCode: t.ExitCode,
-		Signal: t.Signal, Limit: t.Limit, Owner: t.Owner, Input: t.Input, Started: t.Started, Terminal: t.Terminal, Err: toWireError(t.Err)}
+		Signal: t.Signal, Limit: t.Limit, Owner: t.Owner, Input: t.Input, Started: t.Started, Terminal: t.Terminal,
+		Waiting: t.WaitingInput, Err: toWireError(t.Err)}
 }
 
 func (w wireTask) task(host string) bash.Task {
 	return bash.Task{ID: w.ID, Command: w.Command, Status: w.Status, ExitCode: w.ExitCode,
-		Signal: w.Signal, Limit: w.Limit, Owner: w.Owner, Input: w.Input, Started: w.Started, Terminal: w.Terminal, Err: w.Err.err(host)}
+		Signal: w.Signal, Limit: w.Limit, Owner: w.Owner, Input: w.Input, Started: w.Started, Terminal: w.Terminal,
+		WaitingInput: w.Waiting, Err: w.Err.err(host)}
 }
 
 type wireRead struct {

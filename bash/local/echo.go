@@ -1,0 +1,82 @@
+package local
+
+import "strings"
+
+// A terminal shows what is typed: the kernel echoes it (ECHO), or the
+// program does, drawing the line being edited (readline, node, sqlite3 in
+// their raw mode). The model knows what it typed, so a read leaves that
+// echo out of the text: exactly the characters typed, at the place the
+// output was when they were written, and only as far as they match. What
+// the program printed itself stays, and so does every byte in the spill
+// file.
+
+// echo is the text a terminal is expected to show of the input just
+// typed, from offset at of its output stream on.
+type echo struct {
+	at   int64
+	text string
+}
+
+// echoText is how a terminal shows data typed into it, as a read's text
+// reads (each line end as \n); ok is false for data that holds a control
+// character other than a line end (Ctrl-C, a tab that completes, an
+// arrow key): what a terminal shows for it is not the data.
+func echoText(data []byte) (string, bool) {
+	for _, c := range data {
+		if c < ' ' && c != '\n' && c != '\r' || c == 0x7f {
+			return "", false
+		}
+	}
+	s := strings.ReplaceAll(string(data), "\r\n", "\n")
+	return strings.ReplaceAll(s, "\r", "\n"), len(data) > 0
+}
+
+// expectEcho records that the terminal will show text from offset at on,
+// replacing an echo expected before.
+func (s *stream) expectEcho(at int64, text string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.echo = &echo{at: at, text: text}
+}
+
+// termRead is the text of b, the stream's bytes [from, from+len(b)), with
+// the expected echo left out where it begins in b; s.mu is held. An echo
+// that b shows only part of stays expected for the rest, past b.
+func (s *stream) termRead(b []byte, from int64) string {
+	e := s.echo
+	end := from + int64(len(b))
+	if e == nil || e.at > end {
+		return termText(validText(b))
+	}
+	s.echo = nil
+	if e.at < from {
+		return termText(validText(b)) // read before, by a cut: never matched
+	}
+	k := e.at - from
+	head, tail := termText(validText(b[:k])), termText(validText(b[k:]))
+	rest, left := cutEcho(tail, e.text)
+	if left != "" {
+		s.echo = &echo{at: end, text: left}
+	}
+	return head + rest
+}
+
+// cutEcho removes from the start of text the part of echo it shows: all
+// of it; or, when text shows only its start, that start (left is the
+// rest, still to come); or else its whole lines that text begins with.
+func cutEcho(text, echo string) (rest, left string) {
+	switch {
+	case strings.HasPrefix(text, echo):
+		return text[len(echo):], ""
+	case strings.HasPrefix(echo, text):
+		return "", echo[len(text):]
+	}
+	n := 0
+	for line := range strings.Lines(echo) {
+		if !strings.HasSuffix(line, "\n") || !strings.HasPrefix(text[n:], line) {
+			break
+		}
+		n += len(line)
+	}
+	return text[n:], ""
+}

@@ -1,0 +1,408 @@
+//go:build linux
+
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/dshgo/dsh/bash"
+	"github.com/dshgo/dsh/internal/testwait"
+	"golang.org/x/sys/unix"
+)
+
+// waitHelper is a REPL of the test binary's that waits for its input the
+// way mode says, prints "> " as its prompt, and answers each line l with
+// "=l": "read" blocks in read(2); "poll", "select" and "epoll" wait in
+// that call first; "reader-thread" reads on a thread of its own while
+// the main one sleeps; "spinner" reads too while another thread runs
+// without a pause (never waiting: something runs).
+func waitHelper(mode string) int {
+	if mode == "spinner" {
+		go func() {
+			for {
+			}
+		}()
+	}
+	if mode == "reader-thread" {
+		done := make(chan int)
+		go func() {
+			runtime.LockOSThread()
+			done <- waitLoop("read")
+		}()
+		return <-done
+	}
+	return waitLoop(mode)
+}
+
+// waitLoop answers lines, waiting for each as mode says.
+func waitLoop(mode string) int {
+	buf := make([]byte, 4096)
+	var line []byte
+	for {
+		if len(line) == 0 {
+			os.Stdout.WriteString("> ")
+		}
+		if err := waitReadable(mode); err != nil {
+			fmt.Fprintln(os.Stderr, mode+":", err)
+			return 1
+		}
+		n, err := unix.Read(0, buf)
+		if n <= 0 || err != nil {
+			return 0
+		}
+		line = append(line, buf[:n]...)
+		for {
+			i := strings.IndexByte(string(line), '\n')
+			if i < 0 {
+				break
+			}
+			fmt.Fprintf(os.Stdout, "=%s\n", line[:i])
+			line = line[i+1:]
+		}
+	}
+}
+
+// waitReadable waits until fd 0 is readable, in the system call mode
+// names ("read" and "spinner": none, the read blocks).
+func waitReadable(mode string) error {
+	switch mode {
+	case "poll":
+		_, err := unix.Poll([]unix.PollFd{{Fd: 0, Events: unix.POLLIN}}, -1)
+		return err
+	case "select":
+		var set unix.FdSet
+		set.Set(0)
+		_, err := unix.Select(1, &set, nil, nil, nil)
+		return err
+	case "epoll":
+		ep, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(ep)
+		if err := unix.EpollCtl(ep, unix.EPOLL_CTL_ADD, 0, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: 0}); err != nil {
+			return err
+		}
+		_, err = unix.EpollWait(ep, make([]unix.EpollEvent, 1), -1)
+		return err
+	}
+	return nil
+}
+
+// startHelperInput starts the wait helper of mode with its input open (a
+// terminal with tty).
+func startHelperInput(t *testing.T, e *Executor, mode string, tty bool) bash.TaskID {
+	t.Helper()
+	spec, err := e.Resolve(context.Background(), bash.ExecRequest{Command: helperCmd(t, "waitin "+mode)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.Input = true
+	if tty {
+		spec.Terminal = &bash.TermSize{}
+	}
+	task, err := e.Start(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Kill(context.Background(), task.ID) })
+	return task.ID
+}
+
+// TestWaitingSyscalls: a program waiting for input in each system call a
+// program can wait in is seen waiting, through a pipe and a terminal, and
+// its answer comes as soon as it waits again; one with a thread that
+// runs never is.
+func TestWaitingSyscalls(t *testing.T) {
+	e := newExec(t, nil)
+	for _, mode := range []string{"read", "poll", "select", "epoll", "reader-thread", "spinner"} {
+		for _, tty := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/tty=%v", mode, tty), func(t *testing.T) {
+				t.Parallel()
+				id := startHelperInput(t, e, mode, tty)
+				in := bash.Input{Wait: 500 * time.Millisecond, Settle: time.Minute}
+				if mode != "spinner" {
+					in.Wait = 10 * time.Second // only a missed wait could end it
+				}
+				first, err := e.WriteInput(context.Background(), id, in)
+				if err != nil {
+					t.Fatal(err)
+				}
+				in.Data = []byte("x\n")
+				r, err := e.WriteInput(context.Background(), id, in)
+				if err != nil {
+					t.Fatal(err)
+				}
+				out := first.Stdout.Text + r.Stdout.Text
+				want, waiting := "> =x\n> ", mode != "spinner"
+				if out != want || r.Task.WaitingInput != waiting {
+					t.Errorf("%s: %q, waiting %v; want %q, waiting %v", mode, out, r.Task.WaitingInput, want, waiting)
+				}
+			})
+		}
+	}
+}
+
+// TestWatchedSets reads the sets this process itself would wait on, as
+// the probe reads another's: the descriptors of a poll set and a select
+// set in its memory, and an epoll instance's fdinfo.
+func TestWatchedSets(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	in, _ := fileIDOf(r)
+	other, _ := fileIDOf(w) // the same pipe's other end: the same file
+	devNull, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer devNull.Close()
+	null, _ := fileIDOf(devNull)
+	pid, rfd := os.Getpid(), int(r.Fd())
+
+	set := []unix.PollFd{{Fd: int32(devNull.Fd()), Events: unix.POLLIN}, {Fd: int32(rfd), Events: unix.POLLIN}}
+	addr := uint64(uintptr(unsafe.Pointer(&set[0])))
+	for _, c := range []struct {
+		n    uint64
+		id   fileID
+		want bool
+	}{{2, in, true}, {2, other, true}, {1, in, false}, {2, null, true}, {0, in, false}} {
+		if got, err := pollWatches(pid, addr, c.n, c.id); got != c.want || err != nil {
+			t.Errorf("pollWatches(%d entries, %v) = %v, %v; want %v", c.n, c.id, got, err, c.want)
+		}
+	}
+	set[1].Events = unix.POLLOUT
+	if got, _ := pollWatches(pid, addr, 2, in); got {
+		t.Errorf("pollWatches of a set that waits to write: true")
+	}
+	runtime.KeepAlive(set)
+
+	var fds unix.FdSet
+	fds.Set(rfd)
+	faddr := uint64(uintptr(unsafe.Pointer(&fds)))
+	if got, err := selectWatches(pid, uint64(rfd+1), faddr, in); !got || err != nil {
+		t.Errorf("selectWatches of a set with the pipe: %v, %v", got, err)
+	}
+	if got, _ := selectWatches(pid, uint64(rfd), faddr, in); got {
+		t.Errorf("selectWatches of nfds below the pipe's descriptor: true")
+	}
+	if got, _ := selectWatches(pid, uint64(rfd+1), 0, in); got {
+		t.Errorf("selectWatches of no read set: true")
+	}
+	runtime.KeepAlive(&fds)
+
+	ep, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(ep)
+	if got, _ := epollWatches(pid, ep, in); got {
+		t.Errorf("epollWatches of an empty instance: true")
+	}
+	if err := unix.EpollCtl(ep, unix.EPOLL_CTL_ADD, rfd, &unix.EpollEvent{Events: unix.EPOLLOUT}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := epollWatches(pid, ep, in); got {
+		t.Errorf("epollWatches of the pipe for writing: true")
+	}
+	if err := unix.EpollCtl(ep, unix.EPOLL_CTL_MOD, rfd, &unix.EpollEvent{Events: unix.EPOLLIN}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := epollWatches(pid, ep, in); !got || err != nil {
+		t.Errorf("epollWatches of the pipe for reading: %v, %v", got, err)
+	}
+	if got, _ := epollWatches(pid, ep, null); got {
+		t.Errorf("epollWatches of /dev/null, not watched: true")
+	}
+}
+
+func TestWokeSince(t *testing.T) {
+	before := []reader{{tid: 10, runs: 5}, {tid: 11, runs: 7}}
+	for _, c := range []struct {
+		now  []reader
+		want bool
+	}{
+		{nil, false},
+		{[]reader{{10, 5}}, false},          // still asleep over what was written
+		{[]reader{{10, 6}}, true},           // ran, and waits again
+		{[]reader{{10, 5}, {11, 8}}, true},  // another reader ran
+		{[]reader{{12, 1}}, true},           // a reader that did not read before
+		{[]reader{{10, 5}, {11, 7}}, false}, // nobody ran
+	} {
+		if got := (probeResult{state: inputWaiting, readers: c.now}).wokeSince(before); got != c.want {
+			t.Errorf("wokeSince(%v) = %v, want %v", c.now, got, c.want)
+		}
+	}
+}
+
+func TestEcho(t *testing.T) {
+	for _, c := range []struct {
+		data string
+		text string
+		ok   bool
+	}{
+		{"print(6*7)\n", "print(6*7)\n", true},
+		{"a\r\nb\r", "a\nb\n", true},
+		{"y", "y", true},
+		{"", "", false},
+		{"\x03", "", false},     // Ctrl-C shows as ^C, or not at all
+		{"ls\t\n", "", false},   // a tab completes
+		{"\x1b[A\n", "", false}, // an arrow key recalls a line
+	} {
+		text, ok := echoText([]byte(c.data))
+		if text != c.text || ok != c.ok {
+			t.Errorf("echoText(%q) = %q, %v; want %q, %v", c.data, text, ok, c.text, c.ok)
+		}
+	}
+	for _, c := range []struct {
+		text, echo, rest, left string
+	}{
+		{"print(1)\n1\n>>> ", "print(1)\n", "1\n>>> ", ""},
+		{"print(", "print(1)\n", "", "1)\n"},            // the rest of the echo is still to come
+		{"", "x\n", "", "x\n"},                          // nothing yet
+		{"a\n=a\nb\n=b\n", "a\nb\n", "=a\nb\n=b\n", ""}, // a line editor echoes each line as it reads it
+		{">>> x\n", "x\n", ">>> x\n", ""},               // output came first: nothing is dropped
+		{"hello\n", "bob\n", "hello\n", ""},             // no echo at all (a password prompt)
+	} {
+		rest, left := cutEcho(c.text, c.echo)
+		if rest != c.rest || left != c.left {
+			t.Errorf("cutEcho(%q, %q) = %q, %q; want %q, %q", c.text, c.echo, rest, left, c.rest, c.left)
+		}
+	}
+}
+
+// TestEchoAcrossReads: an echo split across two reads is left out of
+// both; what the program printed is not, and the spill file keeps it.
+func TestEchoAcrossReads(t *testing.T) {
+	s := newStream("stdout", "", 4096, 1, &spiller{parent: t.TempDir(), cap: 1 << 20, budget: 1 << 20})
+	s.term = true
+	s.write([]byte(">>> "))
+	if got := s.next().Text; got != ">>> " {
+		t.Fatalf("the prompt: %q", got)
+	}
+	s.expectEcho(s.length(), "print(1)\n")
+	s.write([]byte("prin"))
+	if got := s.next().Text; got != "" {
+		t.Errorf("half the echo: %q, want nothing", got)
+	}
+	s.write([]byte("t(1)\r\n1\r\n>>> "))
+	if got := s.next().Text; got != "1\n>>> " {
+		t.Errorf("the rest of the echo and the answer: %q, want %q", got, "1\n>>> ")
+	}
+	s.eof()
+	b, err := os.ReadFile(s.spillPath())
+	if err != nil || string(b) != ">>> print(1)\r\n1\r\n>>> " {
+		t.Errorf("the spill file: %q, %v", b, err)
+	}
+	s.release()
+}
+
+// TestOnTaskWaiting: the listeners hear once each time a task starts
+// waiting for input, unless a read showed it first, and never while a
+// write's answer is awaited.
+func TestOnTaskWaiting(t *testing.T) {
+	e := newExec(t, nil)
+	heard := make(chan bash.Task, 10)
+	defer e.OnTaskWaiting(func(task bash.Task) { heard <- task })()
+	spec, _ := e.Resolve(context.Background(), bash.ExecRequest{Command: `sleep 0.2; printf 'go? '; read -r a; echo "got $a"; sleep 0.5; printf 'again? '; read -r b; printf 'last? '; read -r c`, Owner: "o"})
+	spec.Input = true
+	waiter, err := e.Start(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Kill(context.Background(), waiter.ID)
+	got := testwait.Recv(t, heard, "the news that the task waits")
+	if got.ID != waiter.ID || !got.WaitingInput || got.Owner != "o" {
+		t.Errorf("heard %+v, want %s waiting", got, waiter.ID)
+	}
+	// An answer that settles before the next prompt: the prompt is news.
+	r, err := e.WriteInput(context.Background(), waiter.ID, bash.Input{Data: []byte("y\n"), Wait: time.Minute, Settle: 50 * time.Millisecond})
+	if err != nil || r.Stdout.Text != "go? got y\n" || r.Task.WaitingInput {
+		t.Fatalf("the answer: %+v, %v", r, err)
+	}
+	testwait.Recv(t, heard, "the news that it waits again")
+	// An answer that shows it waiting: that is no news.
+	r, err = e.WriteInput(context.Background(), waiter.ID, bash.Input{Data: []byte("z\n"), Wait: time.Minute})
+	if err != nil || r.Stdout.Text != "again? last? " || !r.Task.WaitingInput {
+		t.Fatalf("the answer that shows it waiting: %+v, %v", r, err)
+	}
+	select {
+	case got := <-heard:
+		t.Errorf("heard %+v after an answer that showed it waiting", got)
+	case <-time.After(300 * time.Millisecond):
+	}
+}
+
+// TestPythonREPL drives real REPLs, where the machine has them: their
+// answers come as soon as they wait again, whole.
+func TestPythonREPL(t *testing.T) {
+	for _, c := range []struct{ cmd, in, want string }{
+		{"python3 -u -i -q", "print(6*7)\n", "42\n"},
+		{"node -i", "6*7\n", "42\n"},
+	} {
+		name := strings.Fields(c.cmd)[0]
+		if _, err := exec.LookPath(name); err != nil {
+			t.Logf("no %s here", name)
+			continue
+		}
+		for _, tty := range []bool{false, true} {
+			e := newExec(t, nil)
+			spec, _ := e.Resolve(context.Background(), bash.ExecRequest{Command: c.cmd})
+			spec.Input = true
+			if tty {
+				spec.Terminal = &bash.TermSize{}
+			}
+			task, err := e.Start(context.Background(), spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			in := bash.Input{Wait: time.Minute, Settle: time.Minute}
+			if _, err := e.WriteInput(context.Background(), task.ID, in); err != nil {
+				t.Fatal(err)
+			}
+			in.Data = []byte(c.in)
+			r, err := e.WriteInput(context.Background(), task.ID, in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.HasPrefix(r.Stdout.Text, c.want) || !r.Task.WaitingInput {
+				t.Errorf("%s (tty %v): %+v; want an answer that starts %q, waiting", c.cmd, tty, r, c.want)
+			}
+			if _, err := e.Kill(context.Background(), task.ID); err != nil && !errors.Is(err, context.Canceled) {
+				t.Error(err)
+			}
+		}
+	}
+}
+
+func TestEpollTarget(t *testing.T) {
+	for _, c := range []struct {
+		line   string
+		events uint64
+		id     fileID
+		ok     bool
+	}{
+		{"tfd:        0 events:       19 data:                0  pos:0 ino:9840b4 sdev:fe00000\n", 0x19, fileID{unix.Mkdev(254, 0), 0x9840b4}, true},
+		{"tfd:       17 events:       19 data:               11  pos:0 ino:40e sdev:10\n", 0x19, fileID{unix.Mkdev(0, 16), 0x40e}, true},
+		{"tfd:        3 events:        4 data:                3  pos:0 ino:1 sdev:100123\n", 4, fileID{unix.Mkdev(1, 0x123), 1}, true},
+		{"pos:\t0\n", 0, fileID{}, false},
+		{"tfd: 0 events: zz data: 0 pos:0 ino:1 sdev:1\n", 0, fileID{}, false},
+	} {
+		events, id, ok := epollTarget(c.line)
+		if events != c.events || id != c.id || ok != c.ok {
+			t.Errorf("epollTarget(%q) = %x, %+v, %v; want %x, %+v, %v", c.line, events, id, ok, c.events, c.id, c.ok)
+		}
+	}
+}
