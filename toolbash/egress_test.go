@@ -71,7 +71,7 @@ func TestNoticesWithinBudget(t *testing.T) {
 			tb.EgressRefused(&egress.Refusal{Owner: "s", Host: fmt.Sprintf("%s%02d.example", long, i), Port: 443, Reason: egress.Unlisted}, nil)
 		}
 	}
-	tb.notices.pending = map[string][]pendingNotice{"s": {{"bash-1", "background task bash-1 finished [status: completed, exit code: 0]; read its output with bash_output"}}}
+	tb.notices.pending = map[string][]pendingNotice{"s": {{task: "bash-1", text: "background task bash-1 finished [status: completed, exit code: 0]; read its output with bash_output"}}}
 	if n := tb.NoticeTexts("s", 2990); len(n) != 0 {
 		t.Fatalf("no room, yet %q", n)
 	}

@@ -56,10 +56,39 @@ func (t *Tools) input(ctx context.Context, call *tools.Call) (*tools.Result, err
 	if err != nil {
 		return nil, errors.New(inputErrorText(err))
 	}
-	if r.Task.Done() {
-		t.notices.seenEnd(call.Session.ID, id)
-	}
+	t.seen(call, r.Task)
 	return tools.TextResult(readText(r, t.maxChars)), nil
+}
+
+// firstPrompt is the result of a bash call that started task with its
+// input open: the start, then what the program printed until it first
+// waited for input (its banner and prompt), bounded by the start wait.
+func (t *Tools) firstPrompt(ctx context.Context, call *tools.Call, task bash.Task) string {
+	head := startText(task)
+	r, err := t.exec.WriteInput(ctx, task.ID, bash.Input{Wait: t.startWait})
+	if err != nil {
+		// It ended already (its input with it), or the wait failed: what
+		// it printed is read as bash_output reads it.
+		if r, err = t.exec.ReadOutput(ctx, task.ID); err != nil {
+			return head
+		}
+	}
+	t.seen(call, r.Task)
+	room := t.maxChars
+	if room > 0 {
+		room = max(room-chars(head)-1, 1)
+	}
+	return head + "\n" + readText(r, room)
+}
+
+// seen records what a result of the call shows of task: its end, or its
+// state while it runs; a notice of either is then moot.
+func (t *Tools) seen(call *tools.Call, task bash.Task) {
+	if task.Done() {
+		t.notices.seenEnd(call.Session.ID, task.ID)
+	} else {
+		t.notices.seenRunning(call.Session.ID, task.ID)
+	}
 }
 
 // inputErrorText is what the model reads when a write to a task's input

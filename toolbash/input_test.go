@@ -97,12 +97,14 @@ func TestTasksText(t *testing.T) {
 		{ID: "bash-3", Command: "make\nmake test", Status: bash.StatusCompleted, ExitCode: 2, Input: true, Started: now.Add(-3 * time.Hour)},
 		{ID: "bash-4", Command: "sleep 1", Status: bash.StatusKilled, Signal: "SIGTERM"},
 		{ID: "bash-5", Command: "git add -p", Status: bash.StatusRunning, Input: true, Terminal: true, Started: now.Add(-5 * time.Second)},
+		{ID: "bash-6", Command: "npm init", Status: bash.StatusRunning, Input: true, WaitingInput: true, Started: now.Add(-2 * time.Second)},
 	}
 	want := "bash-1 [status: running] started 45s ago, input open: python3 -q\n" +
 		"bash-2 [status: running] started 12m ago: npm run dev\n" +
 		"bash-3 [status: completed, exit code: 2] started 3h ago: make …\n" +
 		"bash-4 [status: killed by SIGTERM]: sleep 1\n" +
-		"bash-5 [status: running] started 5s ago, in a terminal: git add -p"
+		"bash-5 [status: running] started 5s ago, in a terminal: git add -p\n" +
+		"bash-6 [status: running, waiting for input] started 2s ago, input open: npm init"
 	if got := tasksText(list, now); got != want {
 		t.Errorf("tasksText:\n%s\nwant\n%s", got, want)
 	}
@@ -122,7 +124,7 @@ func (r *inputRecorder) WriteInput(ctx context.Context, id bash.TaskID, in bash.
 	return r.Executor.WriteInput(ctx, id, in)
 }
 
-// TestInputWait: wait_ms is passed on in milliseconds, capped at 30 s
+// TestInputWait: a start with input waits for its first prompt; wait_ms is passed on in milliseconds, capped at 30 s
 // (a model's wait_ms of a day must not hold the call), and left to the
 // executor's default where it is not given.
 func TestInputWait(t *testing.T) {
@@ -150,7 +152,38 @@ func TestInputWait(t *testing.T) {
 			t.Fatalf("wait_ms %v: %q", ms, got)
 		}
 	}
-	if want := []time.Duration{1500 * time.Millisecond, 30 * time.Second, 0}; !slices.Equal(rec.waits, want) {
+	// The start waits for the first prompt (StartWait, by default
+	// bash.DefaultInputWait), then each call passes its own.
+	if want := []time.Duration{bash.DefaultInputWait, 1500 * time.Millisecond, 30 * time.Second, 0}; !slices.Equal(rec.waits, want) {
 		t.Errorf("waits passed on: %v, want %v", rec.waits, want)
 	}
+}
+
+// TestWaitingNotice: a task that starts waiting for input after its start
+// returned is announced to its owner, once (golden); a read that shows
+// it waiting before the notice is taken makes the notice moot.
+func TestWaitingNotice(t *testing.T) {
+	noticed := make(chan string, 10)
+	tb := New(newLocal(t), &Options{StartWait: -1, Notify: func(_, text string) { noticed <- text }})
+	t.Cleanup(tb.Close)
+	var reg tools.Registry
+	if err := tb.Register(&reg); err != nil {
+		t.Fatal(err)
+	}
+	s := session.Session{ID: "s", Cwd: t.TempDir()}
+	call := func(tool string, a args) string {
+		b, _ := json.Marshal(a)
+		return execute(t, &reg, &tools.Call{Tool: tool, Args: b, Session: s}).Text()
+	}
+	got := map[string]string{}
+	names := []string{"start", "notice", "taken", "answer", "read-first", "taken-after-read"}
+	got["start"] = call(BashName, args{"command": `sleep 0.2; printf 'Proceed? [y/N] '; read -r a; echo "ok $a"; sleep 1; printf 'Sure? '; read -r b`, "description": "d", "input": true})
+	got["notice"] = testwait.Recv(t, noticed, "the notice of the first prompt")
+	got["taken"] = strings.Join(tb.TakeNotices("s"), "\n")
+	got["answer"] = call(InputName, args{"task_id": "bash-1", "input": "y\n"})
+	testwait.Recv(t, noticed, "the notice of the second prompt")
+	got["read-first"] = call(OutputName, args{"task_id": "bash-1"})
+	got["taken-after-read"] = strings.Join(tb.TakeNotices("s"), "\n")
+	call(KillName, args{"task_id": "bash-1"})
+	golden(t, "waiting.txtar", names, got)
 }

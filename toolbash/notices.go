@@ -29,8 +29,9 @@ type noticeBox struct {
 }
 
 type pendingNotice struct {
-	task bash.TaskID
-	text string
+	task    bash.TaskID
+	text    string
+	waiting bool // the task waits for input; it has not ended
 }
 
 // add queues the notice of an ended task for its owner and returns its
@@ -42,16 +43,43 @@ func (b *noticeBox) add(t bash.Task) (string, bool) {
 		delete(b.seen, t.ID)
 		return "", false
 	}
+	text := noticeText(t)
+	b.queue(t.Owner, pendingNotice{task: t.ID, text: text}) // what it waited for is moot
+	return text, true
+}
+
+// queue adds n for owner, in place of a notice that the same task waits
+// for input.
+func (b *noticeBox) queue(owner string, n pendingNotice) {
 	if b.pending == nil {
 		b.pending = map[string][]pendingNotice{}
 	}
-	text := noticeText(t)
-	q := append(b.pending[t.Owner], pendingNotice{t.ID, text})
+	q := slices.DeleteFunc(b.pending[owner], func(p pendingNotice) bool { return p.task == n.task && p.waiting })
+	q = append(q, n)
 	if len(q) > maxPendingNotices {
 		q = q[len(q)-maxPendingNotices:]
 	}
-	b.pending[t.Owner] = q
-	return text, true
+	b.pending[owner] = q
+}
+
+// addWaiting queues the notice of a task that started waiting for input
+// and returns its text.
+func (b *noticeBox) addWaiting(t bash.Task) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	text := waitingNoticeText(t)
+	b.queue(t.Owner, pendingNotice{task: t.ID, text: text, waiting: true})
+	return text
+}
+
+// seenRunning records that the owner read the task's state while it
+// runs: a notice that it waits for input says nothing the read did not.
+func (b *noticeBox) seenRunning(owner string, id bash.TaskID) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if q := b.pending[owner]; q != nil {
+		b.pending[owner] = slices.DeleteFunc(q, func(p pendingNotice) bool { return p.task == id && p.waiting })
+	}
 }
 
 // seenEnd records that the owner has seen the task's end: its notice, if

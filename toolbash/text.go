@@ -156,6 +156,9 @@ func readTextWhole(r bash.TaskRead) string {
 func statusLine(t bash.Task) string {
 	switch t.Status {
 	case bash.StatusRunning:
+		if t.WaitingInput {
+			return "[status: running, waiting for input]"
+		}
 		return "[status: running]"
 	case bash.StatusCompleted:
 		if t.Limit != "" {
@@ -187,6 +190,12 @@ func killText(id bash.TaskID, killed bool) string {
 // noticeText is the notice a task's owner receives when the task ends.
 func noticeText(t bash.Task) string {
 	return "background task " + string(t.ID) + " finished " + statusLine(t) + "; read its output with bash_output"
+}
+
+// waitingNoticeText is the notice of a background task that started
+// waiting for input.
+func waitingNoticeText(t bash.Task) string {
+	return "background task " + string(t.ID) + " is waiting for input; read its prompt with bash_output, answer with bash_input"
 }
 
 // foreignTaskText is the error for a task owned by another session.

@@ -64,21 +64,28 @@ type Options struct {
 	// says it, so that the model knows what needs no escape. Nil: commands
 	// are not sandboxed (a call that sets unsandboxed is told so).
 	Sandbox *SandboxFacts
+	// StartWait bounds how long a bash call that starts a task with input
+	// or tty waits for the program to first wait for input, so that its
+	// result holds the program's banner and first prompt. Zero means
+	// bash.DefaultInputWait; negative means the call returns at once.
+	StartWait time.Duration
 }
 
 // Tools is the five shell tools over one executor. Make it with New and
 // Close it when done (that stops the notices); the executor stays the
 // caller's. The zero Tools can describe the tools (Tools) but not run them.
 type Tools struct {
-	exec     Executor
-	unsub    func()
-	maxChars int
-	notify   func(sessionID, notice string)
-	notices  noticeBox
-	netNotes netNotes // the network proxy's refusals (EgressRefused)
-	askOut   Asker    // Options.AskUnsandboxed
-	outDesc  string   // the unsandboxed argument's description, where askOut is set
-	sandbox  bool     // Options.Sandbox is set
+	exec      Executor
+	unsub     func()
+	unsubWait func() // of the notices of tasks that wait for input
+	maxChars  int
+	notify    func(sessionID, notice string)
+	notices   noticeBox
+	netNotes  netNotes // the network proxy's refusals (EgressRefused)
+	askOut    Asker    // Options.AskUnsandboxed
+	outDesc   string   // the unsandboxed argument's description, where askOut is set
+	sandbox   bool     // Options.Sandbox is set
+	startWait time.Duration
 }
 
 // Executor is what the tools need of an executor. Every bash.Executor is
@@ -113,8 +120,32 @@ func New(exec Executor, opts *Options) *Tools {
 	if t.maxChars == 0 {
 		t.maxChars = DefaultMaxResultChars
 	}
+	t.startWait = opts.StartWait
+	if t.startWait == 0 {
+		t.startWait = bash.DefaultInputWait
+	}
 	t.unsub = exec.OnTaskDone(t.taskDone)
+	if w, ok := exec.(waitWatcher); ok {
+		t.unsubWait = w.OnTaskWaiting(t.taskWaiting)
+	}
 	return t
+}
+
+// waitWatcher is an executor that tells when a task starts waiting for
+// input (local.Executor, and the sandbox and remote executors).
+type waitWatcher interface {
+	OnTaskWaiting(fn func(bash.Task)) (unsubscribe func())
+}
+
+// taskWaiting queues the notice of a task that started waiting for input
+// for its owner.
+func (t *Tools) taskWaiting(task bash.Task) {
+	if task.Owner == "" {
+		return
+	}
+	if text := t.notices.addWaiting(task); t.notify != nil {
+		t.notify(task.Owner, text)
+	}
 }
 
 // taskDone queues the notice of an ended task for its owner.
@@ -142,6 +173,9 @@ func (t *Tools) TakeNotices(sessionID string) []string { return t.notices.take(s
 func (t *Tools) Close() {
 	if t.unsub != nil {
 		t.unsub()
+	}
+	if t.unsubWait != nil {
+		t.unsubWait()
 	}
 }
 
@@ -315,7 +349,10 @@ func (t *Tools) bash(ctx context.Context, call *tools.Call) (*tools.Result, erro
 		if err != nil {
 			return nil, errors.New(errorText(err))
 		}
-		return tools.TextResult(startText(task)), nil
+		if !spec.Input || t.startWait < 0 {
+			return tools.TextResult(startText(task)), nil
+		}
+		return tools.TextResult(t.firstPrompt(ctx, call, task)), nil
 	}
 	if call.Output != nil {
 		spec.OnOutput = func(_ bash.Stream, text []byte) { call.Output(text) }
@@ -374,9 +411,7 @@ func (t *Tools) output(ctx context.Context, call *tools.Call) (*tools.Result, er
 	if err != nil {
 		return nil, errors.New(errorText(err))
 	}
-	if r.Task.Done() {
-		t.notices.seenEnd(call.Session.ID, id)
-	}
+	t.seen(call, r.Task)
 	return tools.TextResult(readText(r, t.maxChars)), nil
 }
 

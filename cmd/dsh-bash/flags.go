@@ -26,6 +26,7 @@ type execFlags struct {
 	maxResultChars                                 int
 	graceMs, drainDelayMs                          int
 	maxTasks, maxTasksPerOwner                     int
+	inputProbe                                     bool
 	env                                            listFlag
 	sandbox                                        sandboxFlags
 	remote                                         remoteFlags
@@ -46,6 +47,7 @@ func (f *execFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.drainDelayMs, "drain-delay-ms", 0, "how long a call waits, after its shell exited, before adopting what it left running (default 250)")
 	fs.IntVar(&f.maxTasks, "max-tasks", 0, "running background tasks allowed in all (default 64)")
 	fs.IntVar(&f.maxTasksPerOwner, "max-tasks-per-session", 0, "running background tasks allowed per session (default 16)")
+	fs.BoolVar(&f.inputProbe, "input-probe", true, "bash_input answers as soon as the program waits for input again, read from the kernel's state of its processes; false: after 200 ms of quiet, as where that state cannot be read")
 	fs.Var(&f.env, "env", "NAME=VALUE added to every command's environment (repeatable)")
 	fs.StringVar(&f.config, "config", "", "configuration file (JSON; default $DSH_BASH_CONFIG, else "+cmp.Or(defaultConfigPath(), "none")+" when it exists)")
 	f.sandbox.register(fs)
@@ -178,7 +180,8 @@ func (f *execFlags) options() *local.Options {
 		Grace:          time.Duration(f.graceMs) * time.Millisecond,
 		DrainDelay:     time.Duration(f.drainDelayMs) * time.Millisecond,
 		MaxTasks:       f.maxTasks, MaxTasksPerOwner: f.maxTasksPerOwner,
-		Env: f.env,
+		Env:          f.env,
+		NoInputProbe: !f.inputProbe,
 	}
 }
 

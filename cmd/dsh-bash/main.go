@@ -80,6 +80,8 @@ executor flags:
                            markers (default 30000)
   --env NAME=VALUE         set a variable for the commands (repeatable)
   --grace-ms N, --drain-delay-ms N, --max-tasks N, --max-tasks-per-session N
+  --input-probe=false      bash_input answers after 200 ms of quiet, not as
+                           soon as the program waits for input again
   --config PATH            configuration file (default ~/.config/dsh/config.json)
   --executor-cmd CMD       run commands on the far side of CMD's stdio, where
                            dsh-bash executor serves: 'ssh box dsh-bash executor'
