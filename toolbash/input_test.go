@@ -187,3 +187,31 @@ func TestWaitingNotice(t *testing.T) {
 	call(KillName, args{"task_id": "bash-1"})
 	golden(t, "waiting.txtar", names, got)
 }
+
+// TestWaitingNoticeOrder: the news that a task waited can come after its
+// end (over a connection, the two travel apart): it is dropped then. A
+// read of the end drops a waiting notice and keeps the end's from being
+// queued.
+func TestWaitingNoticeOrder(t *testing.T) {
+	var box noticeBox
+	running := bash.Task{ID: "bash-1", Owner: "a", Status: bash.StatusRunning, WaitingInput: true}
+	ended := running
+	ended.Status, ended.WaitingInput = bash.StatusCompleted, false
+	box.add(ended)
+	if _, ok := box.addWaiting(running); ok {
+		t.Error("a waiting notice after the end was queued")
+	}
+	if got := box.take("a"); len(got) != 1 || !strings.Contains(got[0], "finished") {
+		t.Errorf("notices %q, want the end's alone", got)
+	}
+	two := bash.Task{ID: "bash-2", Owner: "a", Status: bash.StatusRunning}
+	box.addWaiting(two)
+	box.seenEnd("a", two.ID)
+	two.Status = bash.StatusCompleted
+	if _, ok := box.add(two); ok {
+		t.Error("the end's notice was queued after its end was read")
+	}
+	if got := box.take("a"); len(got) != 0 {
+		t.Errorf("notices %q, want none", got)
+	}
+}

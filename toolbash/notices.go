@@ -26,6 +26,8 @@ type noticeBox struct {
 	pending map[string][]pendingNotice // by session ID, oldest first
 	seen    map[bash.TaskID]bool       // ends read before their notice came
 	order   []bash.TaskID              // seen, oldest first
+	ended   map[bash.TaskID]bool       // tasks whose end was told or read
+	endList []bash.TaskID              // ended, oldest first
 }
 
 type pendingNotice struct {
@@ -39,6 +41,7 @@ type pendingNotice struct {
 func (b *noticeBox) add(t bash.Task) (string, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.endedNow(t.ID)
 	if b.seen[t.ID] {
 		delete(b.seen, t.ID)
 		return "", false
@@ -63,13 +66,32 @@ func (b *noticeBox) queue(owner string, n pendingNotice) {
 }
 
 // addWaiting queues the notice of a task that started waiting for input
-// and returns its text.
-func (b *noticeBox) addWaiting(t bash.Task) string {
+// and returns its text, unless its end was told or read already (the
+// news that it waited can come after it).
+func (b *noticeBox) addWaiting(t bash.Task) (string, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.ended[t.ID] {
+		return "", false
+	}
 	text := waitingNoticeText(t)
 	b.queue(t.Owner, pendingNotice{task: t.ID, text: text, waiting: true})
-	return text
+	return text, true
+}
+
+// endedNow remembers that a task ended, for addWaiting; b.mu is held.
+func (b *noticeBox) endedNow(id bash.TaskID) {
+	if b.ended == nil {
+		b.ended = map[bash.TaskID]bool{}
+	}
+	if !b.ended[id] {
+		b.ended[id] = true
+		b.endList = append(b.endList, id)
+	}
+	for len(b.endList) > maxSeenEnds {
+		delete(b.ended, b.endList[0])
+		b.endList = b.endList[1:]
+	}
 }
 
 // seenRunning records that the owner read the task's state while it
@@ -87,9 +109,15 @@ func (b *noticeBox) seenRunning(owner string, id bash.TaskID) {
 func (b *noticeBox) seenEnd(owner string, id bash.TaskID) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	q := b.pending[owner]
-	if i := slices.IndexFunc(q, func(n pendingNotice) bool { return n.task == id }); i >= 0 {
-		b.pending[owner] = slices.Delete(q, i, i+1)
+	b.endedNow(id)
+	told := false // its end's notice was waiting
+	if q := b.pending[owner]; q != nil {
+		b.pending[owner] = slices.DeleteFunc(q, func(n pendingNotice) bool {
+			told = told || n.task == id && !n.waiting
+			return n.task == id
+		})
+	}
+	if told {
 		return
 	}
 	if b.seen == nil {

@@ -143,7 +143,7 @@ func (t *Tools) taskWaiting(task bash.Task) {
 	if task.Owner == "" {
 		return
 	}
-	if text := t.notices.addWaiting(task); t.notify != nil {
+	if text, ok := t.notices.addWaiting(task); ok && t.notify != nil {
 		t.notify(task.Owner, text)
 	}
 }

@@ -22,6 +22,8 @@ func (s *suite) waitingTests(t *testing.T) {
 	parallel(t, "work after the read, before the next: the answer is whole", s.waitingWork)
 	parallel(t, "a program that polls its input: answered after the settle", s.waitingPolls)
 	parallel(t, "part of a line in a terminal: still waiting", s.waitingPartLine)
+	parallel(t, "a wait for input with a timeout soon is not only that", s.waitingTimed)
+	parallel(t, "a raw-mode program's own output is kept", s.waitingRawOutput)
 }
 
 // writeWait is write with a settle too long to pass in a test: a call
@@ -156,4 +158,25 @@ func (s *suite) waitingPartLine(t *testing.T) {
 	h.answered("part of a line", r, took, "")
 	r, took = h.writeWait(task.ID, "c\n")
 	h.answered("the rest of the line", r, took, "got abc\n")
+}
+
+// waitingTimed: a program that waits for input with a timeout soon (a
+// REPL's event loop with a timer due) is not only waiting for input: it
+// prints when the timer ends, and that is the answer too.
+func (s *suite) waitingTimed(t *testing.T) {
+	h := s.harness(t, nil)
+	task := h.startInput(`read -r l; echo "got $l"; read -r -t 0.3 m || echo "timed out"; read -r n`, "")
+	r, took := h.writeWait(task.ID, "x\n")
+	h.answered("a read with a timeout soon", r, took, "got x\ntimed out\n")
+}
+
+// waitingRawOutput: a program in raw mode without echo that prints what
+// was typed as its own output keeps it: only a whole line typed, shown
+// whole, is taken for a line editor's echo.
+func (s *suite) waitingRawOutput(t *testing.T) {
+	h := s.harness(t, nil)
+	task := h.startTerminal(`stty -icanon -echo; printf 'Continue? [y/n] '; read -r -n1 k; echo "$k"es; read -r -n1 m`)
+	h.writeWait(task.ID, "")
+	r, took := h.writeWait(task.ID, "y")
+	h.answered("a key read in raw mode", r, took, "yes\n")
 }

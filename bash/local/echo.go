@@ -11,10 +11,16 @@ import "strings"
 // file.
 
 // echo is the text a terminal is expected to show of the input just
-// typed, from offset at of its output stream on.
+// typed, from offset at of its output stream on. It is sure when the
+// kernel echoes (ECHO): then the bytes at that place are the echo,
+// whole or in part. A program's own line editor (raw mode, no ECHO)
+// shows a whole line typed back as it reads it, and so does a program
+// that prints what it read: only a whole line, matched whole, is left
+// out then.
 type echo struct {
 	at   int64
 	text string
+	sure bool
 }
 
 // echoText is how a terminal shows data typed into it, as a read's text
@@ -31,12 +37,12 @@ func echoText(data []byte) (string, bool) {
 	return strings.ReplaceAll(s, "\r", "\n"), len(data) > 0
 }
 
-// expectEcho records that the terminal will show text from offset at on,
-// replacing an echo expected before.
-func (s *stream) expectEcho(at int64, text string) {
+// expectEcho records the echo the terminal will show (nil: none),
+// replacing one expected before.
+func (s *stream) expectEcho(e *echo) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.echo = &echo{at: at, text: text}
+	s.echo = e
 }
 
 // termRead is the text of b, the stream's bytes [from, from+len(b)), with
@@ -54,9 +60,12 @@ func (s *stream) termRead(b []byte, from int64) string {
 	}
 	k := e.at - from
 	head, tail := termText(validText(b[:k])), termText(validText(b[k:]))
+	if !e.sure {
+		return head + strings.TrimPrefix(tail, e.text)
+	}
 	rest, left := cutEcho(tail, e.text)
 	if left != "" {
-		s.echo = &echo{at: end, text: left}
+		s.echo = &echo{at: end, text: left, sure: true}
 	}
 	return head + rest
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -130,9 +131,10 @@ func (e *Executor) WriteInput(ctx context.Context, id bash.TaskID, in bash.Input
 	t.p.expectEcho(in.Data)
 	n, err := t.p.input.write(in.Data, in.EOF, w.deadline)
 	if err != nil {
+		t.p.out.expectEcho(nil) // what was not typed is not echoed
 		return bash.TaskRead{}, &bash.InputError{ID: id, Written: n, Err: err}
 	}
-	t.p.awaitAnswer(ctx, changed, w)
+	waiting := t.p.awaitAnswer(ctx, changed, w)
 	select {
 	case <-t.p.done:
 		// It ended: the read reports how, once that is recorded.
@@ -142,7 +144,7 @@ func (e *Executor) WriteInput(ctx context.Context, id bash.TaskID, in bash.Input
 		}
 	default:
 	}
-	return e.ReadOutput(ctx, id)
+	return e.read(t, waiting), nil
 }
 
 // answerWait is what a WriteInput waits for once it has written.
@@ -179,7 +181,7 @@ func (p *proc) answerWait(ctx context.Context, in bash.Input) answerWait {
 		w.answerAt = p.readLen()
 	}
 	w.anyReader = readOnly || !in.EOF && p.input.holdsLine(in.Data)
-	if r := p.probe(); r.state != inputUnknown {
+	if r := p.probe(time.Until(w.deadline)); r.state != inputUnknown {
 		w.probe, w.before = true, r.readers
 	}
 	return w
@@ -293,8 +295,9 @@ func (in *input) holdsLine(data []byte) bool {
 }
 
 // expectEcho tells a terminal's output that it will show data, about to
-// be typed, where it is now: when the kernel echoes (ECHO), or when the
-// program reads keys one by one (not ICANON) and draws what is typed.
+// be typed, where it is now: when the kernel echoes (ECHO), or when data
+// is a whole line and the program reads keys one by one (not ICANON),
+// drawing what is typed (see echo).
 func (p *proc) expectEcho(data []byte) {
 	if !p.input.term {
 		return
@@ -309,7 +312,11 @@ func (p *proc) expectEcho(data []byte) {
 	if w == nil {
 		return
 	}
-	if echo, canon := termMode(w); echo || !canon {
-		p.out.expectEcho(p.out.length(), text)
+	echoes, canon := termMode(w)
+	switch {
+	case echoes:
+		p.out.expectEcho(&echo{at: p.out.length(), text: text, sure: true})
+	case !canon && strings.HasSuffix(text, "\n"):
+		p.out.expectEcho(&echo{at: p.out.length(), text: text})
 	}
 }

@@ -24,7 +24,10 @@ type proc struct {
 	pipes     [2]*os.File // read ends, closed by their readers (or forced)
 	input     input       // the write end of the input pipe (ExecSpec.Input)
 	noProbe   bool        // Options.NoInputProbe
-	news      *waitNews   // when the OnTaskWaiting listeners hear of it
+	// probeStuck: a probe of this task took too long (see maxProbeTime);
+	// it is never probed again.
+	probeStuck atomic.Bool
+	news       *waitNews // when the OnTaskWaiting listeners hear of it
 
 	shellDone chan struct{} // closed once the shell has been reaped
 	status    ExitStatus    // set before shellDone is closed

@@ -235,15 +235,30 @@ func (e *Executor) ReadOutput(ctx context.Context, id bash.TaskID) (bash.TaskRea
 	if err != nil {
 		return bash.TaskRead{}, err
 	}
+	return e.read(t, false), nil
+}
+
+// read reads the task's new output. With waiting, the caller has just
+// seen the task wait for input (WriteInput's answer), and a running task
+// is said to without another reading of its state.
+func (e *Executor) read(t *task, waiting bool) bash.TaskRead {
 	// The status is taken first: if it says ended, the streams are complete.
-	r := bash.TaskRead{Task: e.snap(t)}
+	var r bash.TaskRead
+	if waiting {
+		e.mu.Lock()
+		r.Task = t.snapshot()
+		e.mu.Unlock()
+		r.Task.WaitingInput = r.Task.Status == bash.StatusRunning
+	} else {
+		r.Task = e.snap(t)
+	}
 	if t.p != nil {
 		r.Stdout, r.Stderr = t.p.out.next(), t.p.errs.next()
 		if r.Task.WaitingInput {
 			t.p.news.show()
 		}
 	}
-	return r, nil
+	return r
 }
 
 // Kill stops the task and its whole process tree and waits until it has

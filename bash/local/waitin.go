@@ -3,25 +3,28 @@ package local
 import (
 	"context"
 	"time"
+
+	"github.com/dshgo/dsh/bash"
 )
 
-// fileID names an open file as the kernel does: its device and inode.
-type fileID struct{ dev, ino uint64 }
+// fileID names an open file as the kernel does: its device and inode,
+// and the id of the mount it was opened on.
+type fileID struct{ dev, ino, mnt uint64 }
 
 // inputState is what the kernel says of a task's processes.
 type inputState int8
 
 const (
-	// inputUnknown: the state cannot be read here (no /proc, or no access
-	// to the processes' system calls).
+	// inputUnknown: the state cannot be read here (no /proc, no access to
+	// the processes' system calls, more of them than a probe reads).
 	inputUnknown inputState = iota
 	// inputRunning: a thread runs, or waits on the disk.
 	inputRunning
-	// inputIdle: every thread sleeps, none reading the input (a timer, a
-	// child, the network).
+	// inputIdle: every thread sleeps, none reading the input, or one
+	// until a time soon (a timer, a child, the network).
 	inputIdle
-	// inputWaiting: every thread sleeps, and one is blocked reading the
-	// input: the program waits for what is typed next.
+	// inputWaiting: every thread sleeps, with no end soon, and one is
+	// blocked reading the input: the program waits for what is typed.
 	inputWaiting
 )
 
@@ -38,16 +41,35 @@ type probeResult struct {
 	readers []reader // inputWaiting: the threads that read the input
 }
 
+// maxProbeTime bounds one probe. Reading a process's memory can wait on
+// its filesystem (a page of a file a FUSE server does not answer for):
+// a probe that takes longer is left behind, and the task is never probed
+// again.
+const maxProbeTime = 500 * time.Millisecond
+
 // probes reports whether the executor reads the kernel's state of this
 // task to know when it waits for input.
-func (p *proc) probes() bool { return p.input.id != (fileID{}) && !p.noProbe }
+func (p *proc) probes() bool {
+	return p.input.id != (fileID{}) && !p.noProbe && !p.probeStuck.Load()
+}
 
-// probe reads the kernel's state of the task's processes now.
-func (p *proc) probe() probeResult {
+// probe reads the kernel's state of the task's processes now; a sleep
+// that ends within horizon is the program's own wait, not one for input.
+func (p *proc) probe(horizon time.Duration) probeResult {
 	if !p.probes() {
 		return probeResult{state: inputUnknown}
 	}
-	return probeTask(p.taskPids(), p.input.id)
+	got := make(chan probeResult, 1)
+	go func() { got <- probeTask(p.taskPids(), p.input.id, horizon) }()
+	t := time.NewTimer(maxProbeTime)
+	defer t.Stop()
+	select {
+	case r := <-got:
+		return r
+	case <-t.C:
+		p.probeStuck.Store(true)
+		return probeResult{state: inputUnknown}
+	}
 }
 
 // taskPids lists the task's processes: its cgroup's, or the shell and
@@ -74,7 +96,7 @@ func (p *proc) drained() bool {
 // waitingNow reports whether the task waits for input now, all its
 // output read into its streams: the state a snapshot shows.
 func (p *proc) waitingNow() bool {
-	return p.probes() && p.probe().state == inputWaiting && p.drained()
+	return p.probes() && p.probe(bash.DefaultInputWait).state == inputWaiting && p.drained()
 }
 
 // wokeSince reports whether r holds a reader that has run since before
@@ -100,64 +122,86 @@ func (r probeResult) wokeSince(before []reader) bool {
 // state while an answer is awaited.
 const maxProbeGap = 16 * time.Millisecond
 
+// answer is the state of one wait for an answer.
+type answer struct {
+	w       answerWait
+	lastOut time.Time     // the last output, or the write
+	gap     time.Duration // until the next reading of a task that is not waiting
+	seen    bool          // on a terminal: seen waiting once, to be confirmed
+}
+
 // awaitAnswer waits, after a write, until the task waits for input again
 // (a reader that has run since the write, every thread asleep) with its
 // output read and quiet for w.quiet; on a terminal, whose output reaches
 // its controlling side a moment after the program wrote it, that must
-// hold at two readings w.quiet apart. Where the kernel does not say, or
-// the task sleeps without reading its input, it falls back to
-// awaitQuiet's rule: some answer, then w.settle of quiet. It gives up at
-// w.deadline, at the task's end, or when ctx is done.
-func (p *proc) awaitAnswer(ctx context.Context, changed [2]<-chan struct{}, w answerWait) {
+// hold at two readings w.quiet apart. It reports whether it saw that.
+// Where the kernel does not say, or the task sleeps without reading its
+// input, it falls back to awaitQuiet's rule: some answer, then w.settle
+// of quiet. It gives up at w.deadline, at the task's end, or when ctx is
+// done.
+func (p *proc) awaitAnswer(ctx context.Context, changed [2]<-chan struct{}, w answerWait) bool {
 	if !w.probe {
 		p.awaitQuiet(ctx, changed, w.settle, w.deadline, w.answerAt)
-		return
+		return false
 	}
 	end := time.NewTimer(time.Until(w.deadline))
 	defer end.Stop()
 	tick := time.NewTimer(min(time.Millisecond, w.quiet))
 	defer tick.Stop()
-	lastOut, gap, seen := time.Now(), w.quiet, false
+	a := &answer{w: w, lastOut: time.Now(), gap: w.quiet}
 	for {
 		select {
 		case <-changed[0]:
 		case <-changed[1]:
 		case <-tick.C:
-			r := p.probe()
-			if r.state == inputUnknown {
-				p.awaitQuiet(ctx, changed, w.settle, w.deadline, w.answerAt)
-				return
-			}
-			if p.waitsAgain(r, w) {
-				if seen || !p.input.term {
-					return
+			next, done, waiting := p.reading(a)
+			if done {
+				if !waiting && next < 0 { // the kernel does not say
+					p.awaitQuiet(ctx, p.outputChanged(), w.settle, w.deadline, w.answerAt)
 				}
-				seen = true
-				tick.Reset(w.quiet)
-				continue
+				return waiting
 			}
-			if r.state == inputIdle && p.outputLen() > w.answerAt {
-				if left := w.settle - time.Since(lastOut); left <= 0 {
-					return // asleep, not on its input: the fallback's quiet
-				} else {
-					gap = min(gap, left)
-				}
-			}
-			seen = false
-			tick.Reset(gap)
-			gap = min(2*gap, maxProbeGap)
+			tick.Reset(next)
 			continue
 		case <-end.C:
-			return
+			return false
 		case <-p.done:
-			return
+			return false
 		case <-ctx.Done():
-			return
+			return false
 		}
 		changed = p.outputChanged()
-		lastOut, gap, seen = time.Now(), w.quiet, false
+		a.lastOut, a.gap, a.seen = time.Now(), w.quiet, false
 		tick.Reset(w.quiet)
 	}
+}
+
+// reading reads the task's state for awaitAnswer: done when the answer
+// is complete (waiting: the task waits for input again), or when the
+// kernel does not say (next negative); else when to read again.
+func (p *proc) reading(a *answer) (next time.Duration, done, waiting bool) {
+	r := p.probe(time.Until(a.w.deadline))
+	switch {
+	case r.state == inputUnknown:
+		return -1, true, false
+	case p.waitsAgain(r, a.w):
+		if a.seen || !p.input.term {
+			return 0, true, true
+		}
+		a.seen = true
+		return a.w.quiet, false, false
+	}
+	a.seen = false
+	next = a.gap
+	a.gap = min(2*a.gap, maxProbeGap)
+	if r.state == inputIdle && p.outputLen() > a.w.answerAt {
+		left := a.w.settle - time.Since(a.lastOut)
+		if left <= 0 {
+			return 0, true, false // asleep, not on its input: the fallback's quiet
+		}
+		next = min(next, left)
+	}
+	return next, false, false
 }
 
 // waitsAgain reports whether r shows the task waiting for input after

@@ -4,14 +4,13 @@ package local
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"io/fs"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -27,58 +26,219 @@ import (
 // the kernel refuses it, the state is unknown and the caller falls back
 // to waiting for quiet.
 
-// fileIDOf is the identity of f's open file.
+// fileIDOf is the identity of f's open file: its device and inode, and
+// the mount it was opened on, as /proc/self/fdinfo says.
 func fileIDOf(f *os.File) (fileID, bool) {
 	var st unix.Stat_t
 	if unix.Fstat(int(f.Fd()), &st) != nil {
 		return fileID{}, false
 	}
-	return fileID{dev: st.Dev, ino: st.Ino}, true
+	mnt, ino, ok := fdInfo("/proc/self/fdinfo/" + strconv.Itoa(int(f.Fd())))
+	if !ok || ino != st.Ino {
+		return fileID{}, false
+	}
+	return fileID{dev: st.Dev, ino: st.Ino, mnt: mnt}, true
+}
+
+// fdInfo reads the mount id and inode number of an open file from its
+// fdinfo: the kernel's own record, which, unlike a stat through
+// /proc/PID/fd, never asks the file's filesystem (a FUSE server that
+// does not answer would hold the probe).
+func fdInfo(path string) (mnt, ino uint64, ok bool) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, 0, false
+	}
+	var seen int
+	for line := range strings.Lines(string(b)) {
+		k, v, _ := strings.Cut(line, ":")
+		v = strings.TrimSpace(v)
+		switch k {
+		case "mnt_id":
+			mnt, err = strconv.ParseUint(v, 10, 64)
+		case "ino":
+			ino, err = strconv.ParseUint(v, 10, 64)
+		default:
+			continue
+		}
+		if err != nil {
+			return 0, 0, false
+		}
+		seen++
+	}
+	return mnt, ino, seen == 2
+}
+
+// Bounds of one probe: a task with more threads, or poll and select
+// sets that name more descriptors, than one probe reads is one whose
+// state is unknown (each costs the server a read of /proc, outside any
+// limit of the task's).
+const (
+	maxProbedThreads = 256
+	maxLookups       = 1024
+)
+
+// prober is one reading of a task's processes.
+type prober struct {
+	in      fileID
+	horizon time.Duration  // a sleep that ends sooner is not a wait for input
+	threads int            // threads left to read
+	lookups int            // descriptor lookups left
+	fds     map[fdRef]bool // descriptors looked up: whether each is in
+	readers []reader
+	timed   bool // a thread sleeps until a time within the horizon
+}
+
+type fdRef struct{ pid, fd int }
+
+// sleeper is a sleeping thread to read.
+type sleeper struct {
+	pid int
+	dir string // /proc/PID/task/TID
+	tid int
 }
 
 // probeTask reads the state of the processes pids with respect to in,
-// the task's input.
-func probeTask(pids []int, in fileID) probeResult {
-	var r probeResult
+// the task's input: a thread that sleeps with a timeout shorter than
+// horizon wakes by itself, and the task does not wait for input then.
+// It reads every thread's state first, and the system calls and memory
+// of sleeping threads only when none runs.
+func probeTask(pids []int, in fileID, horizon time.Duration) probeResult {
+	pr := &prober{in: in, horizon: horizon, threads: maxProbedThreads, lookups: maxLookups, fds: map[fdRef]bool{}}
+	var asleep []sleeper
 	for _, pid := range pids {
-		if st := probeProcess(pid, in, &r.readers); st != inputIdle {
+		if st := pr.states(pid, &asleep); st != inputIdle {
 			return probeResult{state: st}
 		}
 	}
-	r.state = inputIdle
-	if len(r.readers) > 0 {
-		r.state = inputWaiting
+	for _, th := range asleep {
+		if st := pr.sleep(th); st != inputIdle {
+			return probeResult{state: st}
+		}
 	}
-	return r
+	if len(pr.readers) > 0 && !pr.timed {
+		return probeResult{state: inputWaiting, readers: pr.readers}
+	}
+	return probeResult{state: inputIdle}
 }
 
-// probeProcess adds the threads of pid that read in to readers; it
-// returns inputIdle unless a thread runs (inputRunning) or the kernel
-// does not say (inputUnknown).
-func probeProcess(pid int, in fileID, readers *[]reader) inputState {
-	dir := "/proc/" + strconv.Itoa(pid)
-	tids, err := readDirNames(dir + "/task")
+// states reads the state of each thread of pid, adding the sleeping ones
+// to asleep; it returns inputIdle unless a thread runs (inputRunning) or
+// the kernel does not say (inputUnknown).
+func (pr *prober) states(pid int, asleep *[]sleeper) inputState {
+	dir := "/proc/" + strconv.Itoa(pid) + "/task"
+	tids, err := readDirNames(dir)
 	if err != nil {
 		return goneOrUnknown(err)
 	}
+	if pr.threads -= len(tids); pr.threads < 0 {
+		return inputUnknown
+	}
 	for _, name := range tids {
-		st, reads, err := probeThread(pid, dir+"/task/"+name, in)
+		stat, err := os.ReadFile(dir + "/" + name + "/stat")
 		if err != nil {
 			if st := goneOrUnknown(err); st != inputIdle {
 				return st
 			}
 			continue
 		}
-		if st != inputIdle {
-			return st
-		}
-		if reads {
+		switch threadState(stat) {
+		case 'R', 'D', 'W':
+			return inputRunning
+		case 'S':
 			tid, _ := strconv.Atoi(name)
-			*readers = append(*readers, reader{tid: tid, runs: threadRuns(dir + "/task/" + name)})
-		}
+			*asleep = append(*asleep, sleeper{pid: pid, dir: dir + "/" + name, tid: tid})
+		} // stopped, traced, a zombie: neither runs nor reads
 	}
 	return inputIdle
 }
+
+// sleep reads what a sleeping thread waits for: the task's input (a
+// reader), a time within the horizon (timed), or something else.
+func (pr *prober) sleep(th sleeper) inputState {
+	sc, err := os.ReadFile(th.dir + "/syscall")
+	if err != nil {
+		return goneOrUnknown(err)
+	}
+	if bytes.HasPrefix(sc, []byte("running")) {
+		return inputRunning // woken since its state was read
+	}
+	nr, arg, ok := parseSyscall(sc)
+	if !ok {
+		return inputIdle // "-1 SP PC": blocked outside a system call
+	}
+	left, err := sleepLeft(th.pid, nr, arg)
+	if err != nil {
+		return goneOrUnknown(err)
+	}
+	if left < pr.horizon {
+		pr.timed = true
+		return inputIdle
+	}
+	reads, err := pr.waitsOnInput(th.pid, nr, arg)
+	if err != nil {
+		return goneOrUnknown(err)
+	}
+	if reads {
+		pr.readers = append(pr.readers, reader{tid: th.tid, runs: threadRuns(th.dir)})
+	}
+	return inputIdle
+}
+
+// parseSyscall reads a /proc syscall text: "NR ARG0 … ARG5 SP PC".
+func parseSyscall(sc []byte) (nr int64, arg [6]uint64, ok bool) {
+	f := strings.Fields(string(sc))
+	if len(f) < 7 {
+		return 0, arg, false
+	}
+	nr, err := strconv.ParseInt(f[0], 10, 64)
+	if err != nil {
+		return 0, arg, false
+	}
+	for i := range arg {
+		if arg[i], err = strconv.ParseUint(strings.TrimPrefix(f[i+1], "0x"), 16, 64); err != nil {
+			return 0, arg, false
+		}
+	}
+	return nr, arg, true
+}
+
+// waitsOnInput reports whether system call nr with arg waits for the
+// input to be readable.
+func (pr *prober) waitsOnInput(pid int, nr int64, arg [6]uint64) (bool, error) {
+	switch waitSyscall(nr) {
+	case sysRead:
+		return pr.fdIs(pid, int(int32(arg[0])))
+	case sysPoll:
+		return pr.pollWatches(pid, arg[0], arg[1])
+	case sysSelect:
+		return pr.selectWatches(pid, arg[0], arg[1])
+	case sysEpoll:
+		return epollWatches(pid, int(int32(arg[0])), pr.in)
+	}
+	return false, nil
+}
+
+// fdIs reports whether descriptor fd of process pid is the input,
+// looking each up once a probe, within its budget.
+func (pr *prober) fdIs(pid, fd int) (bool, error) {
+	if fd < 0 {
+		return false, nil
+	}
+	ref := fdRef{pid, fd}
+	if is, ok := pr.fds[ref]; ok {
+		return is, nil
+	}
+	if pr.lookups--; pr.lookups < 0 {
+		return false, errTooMany
+	}
+	is := fdIs(pid, fd, pr.in)
+	pr.fds[ref] = is
+	return is, nil
+}
+
+// errTooMany: the probe's budget ran out; the state is unknown.
+var errTooMany = errors.New("too many descriptors to look up")
 
 // goneOrUnknown is what an error reading /proc means: a process or
 // thread that ended meanwhile is left out (inputIdle), anything else
@@ -88,31 +248,6 @@ func goneOrUnknown(err error) inputState {
 		return inputIdle
 	}
 	return inputUnknown
-}
-
-// probeThread reads one thread: whether it runs, and whether it sleeps
-// reading in.
-func probeThread(pid int, dir string, in fileID) (inputState, bool, error) {
-	stat, err := os.ReadFile(dir + "/stat")
-	if err != nil {
-		return inputIdle, false, err
-	}
-	switch threadState(stat) {
-	case 'R', 'D', 'W':
-		return inputRunning, false, nil
-	case 'S':
-	default: // stopped, traced, a zombie: neither runs nor reads
-		return inputIdle, false, nil
-	}
-	sc, err := os.ReadFile(dir + "/syscall")
-	if err != nil {
-		return inputIdle, false, err
-	}
-	if bytes.HasPrefix(sc, []byte("running")) {
-		return inputRunning, false, nil
-	}
-	reads, err := sleepsReading(pid, sc, in)
-	return inputIdle, reads, err
 }
 
 // threadState is the state letter of a /proc stat text, found after the
@@ -125,106 +260,14 @@ func threadState(stat []byte) byte {
 	return stat[i+2]
 }
 
-// sleepsReading reports whether the system call of a /proc syscall text
-// ("NR ARG0 … ARG5 SP PC") waits for in to be readable.
-func sleepsReading(pid int, sc []byte, in fileID) (bool, error) {
-	f := strings.Fields(string(sc))
-	if len(f) < 7 {
-		return false, nil // "-1 SP PC": blocked outside a system call
-	}
-	nr, err := strconv.ParseInt(f[0], 10, 64)
-	if err != nil {
-		return false, nil
-	}
-	var arg [6]uint64
-	for i := range arg {
-		if arg[i], err = strconv.ParseUint(strings.TrimPrefix(f[i+1], "0x"), 16, 64); err != nil {
-			return false, nil
-		}
-	}
-	switch waitSyscall(nr) {
-	case sysRead:
-		return fdIs(pid, int(int32(arg[0])), in), nil
-	case sysPoll:
-		return pollWatches(pid, arg[0], arg[1], in)
-	case sysSelect:
-		return selectWatches(pid, arg[0], arg[1], in)
-	case sysEpoll:
-		return epollWatches(pid, int(int32(arg[0])), in)
-	}
-	return false, nil
-}
-
-// fdIs reports whether descriptor fd of process pid is in.
+// fdIs reports whether descriptor fd of process pid is in: the same
+// inode opened on the same mount.
 func fdIs(pid, fd int, in fileID) bool {
 	if fd < 0 {
 		return false
 	}
-	var st unix.Stat_t
-	if unix.Stat("/proc/"+strconv.Itoa(pid)+"/fd/"+strconv.Itoa(fd), &st) != nil {
-		return false
-	}
-	return st.Dev == in.dev && st.Ino == in.ino
-}
-
-// maxWatched bounds the descriptors read of one poll or select set.
-const maxWatched = 1 << 12
-
-// pollWatches reads the poll set of n entries at addr in pid's memory
-// and reports whether one waits for in to be readable.
-func pollWatches(pid int, addr, n uint64, in fileID) (bool, error) {
-	n = min(n, maxWatched)
-	buf := make([]byte, 8*n) // struct pollfd { int fd; short events, revents; }
-	if err := readMemory(pid, addr, buf); err != nil {
-		return false, err
-	}
-	for i := 0; i+8 <= len(buf); i += 8 {
-		fd := int32(binary.NativeEndian.Uint32(buf[i:]))
-		events := binary.NativeEndian.Uint16(buf[i+4:])
-		if events&(unix.POLLIN|pollRdNorm) != 0 && fdIs(pid, int(fd), in) {
-			return true, nil
-		}
-	}
-	return false, nil
-}
-
-// selectWatches reads the read set of nfds descriptors at addr in pid's
-// memory and reports whether it holds in.
-func selectWatches(pid int, nfds, addr uint64, in fileID) (bool, error) {
-	if addr == 0 {
-		return false, nil
-	}
-	nfds = min(nfds, maxWatched)
-	buf := make([]byte, 8*((nfds+63)/64))
-	if err := readMemory(pid, addr, buf); err != nil {
-		return false, err
-	}
-	for fd := range int(nfds) {
-		if buf[fd/8]&(1<<(fd%8)) != 0 && fdIs(pid, fd, in) {
-			return true, nil
-		}
-	}
-	return false, nil
-}
-
-// readMemory reads len(buf) bytes at addr of pid's memory.
-func readMemory(pid int, addr uint64, buf []byte) error {
-	if len(buf) == 0 {
-		return nil
-	}
-	local := []unix.Iovec{{Base: &buf[0]}}
-	local[0].SetLen(len(buf))
-	remote := []unix.RemoteIovec{{Base: uintptr(addr), Len: len(buf)}}
-	n, err := unix.ProcessVMReadv(pid, local, remote, 0)
-	switch {
-	case errors.Is(err, unix.EFAULT):
-		return nil // a bad pointer: the call fails at once, it waits for nothing
-	case err != nil:
-		return err
-	case n != len(buf):
-		return errors.New("short read of a process's memory")
-	}
-	return nil
+	mnt, ino, ok := fdInfo("/proc/" + strconv.Itoa(pid) + "/fdinfo/" + strconv.Itoa(fd))
+	return ok && mnt == in.mnt && ino == in.ino
 }
 
 // epollWatches reports whether the epoll instance fd of pid watches in
@@ -236,7 +279,7 @@ func epollWatches(pid, fd int, in fileID) (bool, error) {
 		return false, nil // gone, or not a descriptor: it waits on nothing of ours
 	}
 	for line := range strings.Lines(string(b)) {
-		if events, id, ok := epollTarget(line); ok && events&unix.EPOLLIN != 0 && id == in {
+		if events, id, ok := epollTarget(line); ok && events&unix.EPOLLIN != 0 && id.dev == in.dev && id.ino == in.ino {
 			return true, nil
 		}
 	}
@@ -288,10 +331,10 @@ func threadRuns(dir string) uint64 {
 }
 
 // descendants is pid and every process below it, from the kernel's
-// lists of each thread's children.
+// lists of each thread's children, at most maxProbedThreads of them.
 func descendants(pid int) []int {
-	out := []int{pid}
-	for i := 0; i < len(out); i++ {
+	out, seen := []int{pid}, map[int]bool{pid: true}
+	for i := 0; i < len(out) && len(out) <= maxProbedThreads; i++ {
 		dir := "/proc/" + strconv.Itoa(out[i]) + "/task"
 		tids, err := readDirNames(dir)
 		if err != nil {
@@ -303,7 +346,8 @@ func descendants(pid int) []int {
 				continue
 			}
 			for _, c := range strings.Fields(string(b)) {
-				if n, err := strconv.Atoi(c); err == nil && !slices.Contains(out, n) {
+				if n, err := strconv.Atoi(c); err == nil && !seen[n] {
+					seen[n] = true
 					out = append(out, n)
 				}
 			}
@@ -336,7 +380,3 @@ func pendingBytes(f *os.File) int {
 	}
 	return n
 }
-
-// pollRdNorm is POLLRDNORM, which x/sys/unix leaves out: normal data is
-// readable.
-const pollRdNorm = 0x40

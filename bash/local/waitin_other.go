@@ -2,14 +2,17 @@
 
 package local
 
-import "os"
+import (
+	"os"
+	"time"
+)
 
 // Only Linux says, here, when a task waits for input: elsewhere every
 // answer waits for its output to settle.
 
 func fileIDOf(*os.File) (fileID, bool) { return fileID{}, false }
 
-func probeTask([]int, fileID) probeResult { return probeResult{state: inputUnknown} }
+func probeTask([]int, fileID, time.Duration) probeResult { return probeResult{state: inputUnknown} }
 
 func descendants(pid int) []int { return []int{pid} }
 

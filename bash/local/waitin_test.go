@@ -26,6 +26,15 @@ import (
 // the main one sleeps; "spinner" reads too while another thread runs
 // without a pause (never waiting: something runs).
 func waitHelper(mode string) int {
+	if mode == "crowd" { // more threads than a probe reads, all asleep
+		for range maxProbedThreads + 10 {
+			go func() {
+				runtime.LockOSThread()
+				unix.Nanosleep(&unix.Timespec{Sec: 3600}, nil)
+			}()
+		}
+		mode = "read"
+	}
 	if mode == "spinner" {
 		go func() {
 			for {
@@ -152,6 +161,27 @@ func TestWaitingSyscalls(t *testing.T) {
 	}
 }
 
+// TestCrowdUnknown: a task with more threads than a probe reads (each
+// costs the server two reads of /proc, outside the task's limits) is not
+// read: its answer comes after the settle, and it is not said to wait.
+func TestCrowdUnknown(t *testing.T) {
+	e := newExec(t, nil)
+	id := startHelperInput(t, e, "crowd", false)
+	in := bash.Input{Wait: 10 * time.Second, Settle: 100 * time.Millisecond}
+	first, err := e.WriteInput(context.Background(), id, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.Data = []byte("x\n")
+	r, err := e.WriteInput(context.Background(), id, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := first.Stdout.Text + r.Stdout.Text; out != "> =x\n> " || r.Task.WaitingInput {
+		t.Errorf("a crowd of threads: %q, waiting %v; want %q, not read", out, r.Task.WaitingInput, "> =x\n> ")
+	}
+}
+
 // TestWatchedSets reads the sets this process itself would wait on, as
 // the probe reads another's: the descriptors of a poll set and a select
 // set in its memory, and an epoll instance's fdinfo.
@@ -179,12 +209,12 @@ func TestWatchedSets(t *testing.T) {
 		id   fileID
 		want bool
 	}{{2, in, true}, {2, other, true}, {1, in, false}, {2, null, true}, {0, in, false}} {
-		if got, err := pollWatches(pid, addr, c.n, c.id); got != c.want || err != nil {
+		if got, err := testProber(c.id).pollWatches(pid, addr, c.n); got != c.want || err != nil {
 			t.Errorf("pollWatches(%d entries, %v) = %v, %v; want %v", c.n, c.id, got, err, c.want)
 		}
 	}
 	set[1].Events = unix.POLLOUT
-	if got, _ := pollWatches(pid, addr, 2, in); got {
+	if got, _ := testProber(in).pollWatches(pid, addr, 2); got {
 		t.Errorf("pollWatches of a set that waits to write: true")
 	}
 	runtime.KeepAlive(set)
@@ -192,13 +222,13 @@ func TestWatchedSets(t *testing.T) {
 	var fds unix.FdSet
 	fds.Set(rfd)
 	faddr := uint64(uintptr(unsafe.Pointer(&fds)))
-	if got, err := selectWatches(pid, uint64(rfd+1), faddr, in); !got || err != nil {
+	if got, err := testProber(in).selectWatches(pid, uint64(rfd+1), faddr); !got || err != nil {
 		t.Errorf("selectWatches of a set with the pipe: %v, %v", got, err)
 	}
-	if got, _ := selectWatches(pid, uint64(rfd), faddr, in); got {
+	if got, _ := testProber(in).selectWatches(pid, uint64(rfd), faddr); got {
 		t.Errorf("selectWatches of nfds below the pipe's descriptor: true")
 	}
-	if got, _ := selectWatches(pid, uint64(rfd+1), 0, in); got {
+	if got, _ := testProber(in).selectWatches(pid, uint64(rfd+1), 0); got {
 		t.Errorf("selectWatches of no read set: true")
 	}
 	runtime.KeepAlive(&fds)
@@ -226,6 +256,51 @@ func TestWatchedSets(t *testing.T) {
 	if got, _ := epollWatches(pid, ep, null); got {
 		t.Errorf("epollWatches of /dev/null, not watched: true")
 	}
+}
+
+// testProber is a probe of the input in, as probeTask makes one.
+func testProber(in fileID) *prober {
+	return &prober{in: in, threads: maxProbedThreads, lookups: maxLookups, fds: map[fdRef]bool{}}
+}
+
+// TestManyDescriptors: a poll set of more descriptors than a probe looks
+// up, waited on by many threads, makes the state unknown at once; each
+// descriptor is looked up once however many threads wait on it.
+func TestManyDescriptors(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	in, _ := fileIDOf(r)
+	devNull, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer devNull.Close()
+	set := make([]unix.PollFd, maxLookups+1)
+	for i := range set {
+		set[i] = unix.PollFd{Fd: int32(devNull.Fd()), Events: unix.POLLIN}
+	}
+	set[len(set)-1].Fd = int32(r.Fd())
+	addr := uint64(uintptr(unsafe.Pointer(&set[0])))
+	pr := testProber(in)
+	for range 100 { // threads waiting on the same set
+		if got, err := pr.pollWatches(os.Getpid(), addr, uint64(len(set)-1)); got || err != nil {
+			t.Fatalf("a set of /dev/null only: %v, %v", got, err)
+		}
+	}
+	if pr.lookups != maxLookups-1 {
+		t.Errorf("lookups left: %d, want %d (one descriptor looked up once)", pr.lookups, maxLookups-1)
+	}
+	for i := range set[:len(set)-1] {
+		set[i].Fd = int32(1000 + i) // distinct, mostly not open
+	}
+	if _, err := testProber(in).pollWatches(os.Getpid(), addr, uint64(len(set))); !errors.Is(err, errTooMany) {
+		t.Errorf("a set of %d distinct descriptors: %v, want errTooMany", len(set), err)
+	}
+	runtime.KeepAlive(set)
 }
 
 func TestWokeSince(t *testing.T) {
@@ -292,7 +367,7 @@ func TestEchoAcrossReads(t *testing.T) {
 	if got := s.next().Text; got != ">>> " {
 		t.Fatalf("the prompt: %q", got)
 	}
-	s.expectEcho(s.length(), "print(1)\n")
+	s.expectEcho(&echo{at: s.length(), text: "print(1)\n", sure: true})
 	s.write([]byte("prin"))
 	if got := s.next().Text; got != "" {
 		t.Errorf("half the echo: %q, want nothing", got)
@@ -394,9 +469,9 @@ func TestEpollTarget(t *testing.T) {
 		id     fileID
 		ok     bool
 	}{
-		{"tfd:        0 events:       19 data:                0  pos:0 ino:9840b4 sdev:fe00000\n", 0x19, fileID{unix.Mkdev(254, 0), 0x9840b4}, true},
-		{"tfd:       17 events:       19 data:               11  pos:0 ino:40e sdev:10\n", 0x19, fileID{unix.Mkdev(0, 16), 0x40e}, true},
-		{"tfd:        3 events:        4 data:                3  pos:0 ino:1 sdev:100123\n", 4, fileID{unix.Mkdev(1, 0x123), 1}, true},
+		{"tfd:        0 events:       19 data:                0  pos:0 ino:9840b4 sdev:fe00000\n", 0x19, fileID{dev: unix.Mkdev(254, 0), ino: 0x9840b4}, true},
+		{"tfd:       17 events:       19 data:               11  pos:0 ino:40e sdev:10\n", 0x19, fileID{dev: unix.Mkdev(0, 16), ino: 0x40e}, true},
+		{"tfd:        3 events:        4 data:                3  pos:0 ino:1 sdev:100123\n", 4, fileID{dev: unix.Mkdev(1, 0x123), ino: 1}, true},
 		{"pos:\t0\n", 0, fileID{}, false},
 		{"tfd: 0 events: zz data: 0 pos:0 ino:1 sdev:1\n", 0, fileID{}, false},
 	} {

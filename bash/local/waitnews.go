@@ -132,15 +132,19 @@ func (e *Executor) watchWaiting(t *task) {
 // be read.
 func (e *Executor) checkWaiting(t *task) bool {
 	p := t.p
-	r := p.probe()
+	r := p.probe(bash.DefaultInputWait)
 	if r.state == inputUnknown {
-		return false
+		return p.probes() // a passing crowd of threads; or never again
 	}
 	if r.state != inputWaiting || !p.drained() || !p.news.tell() {
 		return true
 	}
 	e.mu.Lock()
 	snap := t.snapshot()
+	if snap.Status != bash.StatusRunning {
+		e.mu.Unlock()
+		return false // it ended meanwhile: its end is the news
+	}
 	var call []func(bash.Task)
 	if !e.closed {
 		for _, id := range slices.Sorted(maps.Keys(e.waitListeners)) {
