@@ -122,7 +122,9 @@ func (s *suite) waitingBursts(t *testing.T) {
 // first line.
 func (s *suite) waitingWork(t *testing.T) {
 	h := s.harness(t, nil)
-	task := h.startInput(`read -r l; echo working; end=$((SECONDS+1)); while [ $SECONDS -lt $end ]; do :; done; echo done; read -r m`, "")
+	// 300 ms of work: longer than the settle, and little CPU for a test
+	// that runs through every executor at once.
+	task := h.startInput(`read -r l; echo working; end=$((${EPOCHREALTIME/./} + 300000)); while ((${EPOCHREALTIME/./} < end)); do :; done; echo done; read -r m`, "")
 	start := time.Now()
 	r, err := h.e.WriteInput(h.ctx(), task.ID, bash.Input{Data: []byte("go\n"), Wait: waitLimit})
 	if err != nil {

@@ -134,3 +134,41 @@ func BenchmarkBackground500(b *testing.B) {
 	}
 	b.ReportMetric(float64(elapsed.Nanoseconds())/float64(b.N*tasks), "ns/task")
 }
+
+// BenchmarkProbe measures one reading of the kernel's state of a task
+// that waits for input (the test binary's REPL, in read(2) and in poll),
+// and the drain check that follows it.
+func BenchmarkProbe(b *testing.B) {
+	for _, mode := range []string{"read", "poll"} {
+		b.Run(mode, func(b *testing.B) {
+			e, err := New(testOptions(&Options{SpillDir: b.TempDir()}))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer e.Close()
+			spec, _ := e.Resolve(context.Background(), bash.ExecRequest{Command: helperCmd(b, "waitin "+mode)})
+			spec.Input = true
+			task, err := e.Start(context.Background(), spec)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer e.Kill(context.Background(), task.ID)
+			if r, err := e.WriteInput(context.Background(), task.ID, bash.Input{Wait: 10 * time.Second}); err != nil || !r.Task.WaitingInput {
+				b.Fatalf("the helper does not wait: %+v, %v", r, err)
+			}
+			t, _ := e.lookup(task.ID)
+			var probe, drain time.Duration
+			for b.Loop() {
+				t0 := time.Now()
+				r := t.p.probe(time.Second)
+				t1 := time.Now()
+				if r.state != inputWaiting || !t.p.drained() {
+					b.Fatalf("probe: %+v", r)
+				}
+				probe, drain = probe+t1.Sub(t0), drain+time.Since(t1)
+			}
+			b.ReportMetric(float64(probe.Microseconds())/float64(b.N), "probe-µs/op")
+			b.ReportMetric(float64(drain.Microseconds())/float64(b.N), "drain-µs/op")
+		})
+	}
+}

@@ -37,11 +37,16 @@ func echoText(data []byte) (string, bool) {
 	return strings.ReplaceAll(s, "\r", "\n"), len(data) > 0
 }
 
-// expectEcho records the echo the terminal will show (nil: none),
-// replacing one expected before.
+// expectEcho records the echo the terminal will show (nil: none). An
+// echo of the kernel's still expected, none of it read yet, goes on with
+// the new one (the rest of a line typed in parts); any other is
+// replaced.
 func (s *stream) expectEcho(e *echo) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if old := s.echo; e != nil && e.sure && old != nil && old.sure && old.at >= s.read {
+		e = &echo{at: old.at, text: old.text + e.text, sure: true}
+	}
 	s.echo = e
 }
 

@@ -392,7 +392,7 @@ func waitReadBlocked(t *testing.T, pid, fd int) {
 	for {
 		sc, _ := os.ReadFile(dir + "/syscall")
 		stat, _ := os.ReadFile(dir + "/stat")
-		if strings.HasPrefix(string(sc), want) && threadState(stat) == 'S' {
+		if strings.HasPrefix(string(sc), want) && strings.Contains(string(stat), ") S ") {
 			return
 		}
 		if time.Now().After(deadline) {

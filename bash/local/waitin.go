@@ -205,7 +205,9 @@ func (p *proc) reading(a *answer) (next time.Duration, done, waiting bool) {
 }
 
 // waitsAgain reports whether r shows the task waiting for input after
-// the write w describes, with nothing it printed left unread.
+// the write w describes, with nothing it printed left unread, and the
+// terminal's echo of what was written shown (w.answerAt counts it).
 func (p *proc) waitsAgain(r probeResult, w answerWait) bool {
-	return r.state == inputWaiting && (w.anyReader || r.wokeSince(w.before)) && p.drained()
+	return r.state == inputWaiting && (w.anyReader || r.wokeSince(w.before)) &&
+		p.drained() && p.outputLen() >= w.answerAt
 }

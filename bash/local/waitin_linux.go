@@ -45,7 +45,7 @@ func fileIDOf(f *os.File) (fileID, bool) {
 // /proc/PID/fd, never asks the file's filesystem (a FUSE server that
 // does not answer would hold the probe).
 func fdInfo(path string) (mnt, ino uint64, ok bool) {
-	b, err := os.ReadFile(path)
+	b, err := readProc(path)
 	if err != nil {
 		return 0, 0, false
 	}
@@ -91,23 +91,25 @@ type prober struct {
 
 type fdRef struct{ pid, fd int }
 
-// sleeper is a sleeping thread to read.
+// sleeper is a sleeping thread, and the system call it sleeps in.
 type sleeper struct {
-	pid int
-	dir string // /proc/PID/task/TID
-	tid int
+	pid, tid int
+	dir      string // /proc/PID/task/TID
+	nr       int64
+	arg      [6]uint64
 }
 
 // probeTask reads the state of the processes pids with respect to in,
 // the task's input: a thread that sleeps with a timeout shorter than
 // horizon wakes by itself, and the task does not wait for input then.
-// It reads every thread's state first, and the system calls and memory
-// of sleeping threads only when none runs.
+// It reads the system call of every thread first (one read each: a
+// thread that runs reads "running"), and the memory of sleeping threads
+// only when none runs.
 func probeTask(pids []int, in fileID, horizon time.Duration) probeResult {
 	pr := &prober{in: in, horizon: horizon, threads: maxProbedThreads, lookups: maxLookups, fds: map[fdRef]bool{}}
 	var asleep []sleeper
 	for _, pid := range pids {
-		if st := pr.states(pid, &asleep); st != inputIdle {
+		if st := pr.calls(pid, &asleep); st != inputIdle {
 			return probeResult{state: st}
 		}
 	}
@@ -122,10 +124,11 @@ func probeTask(pids []int, in fileID, horizon time.Duration) probeResult {
 	return probeResult{state: inputIdle}
 }
 
-// states reads the state of each thread of pid, adding the sleeping ones
-// to asleep; it returns inputIdle unless a thread runs (inputRunning) or
-// the kernel does not say (inputUnknown).
-func (pr *prober) states(pid int, asleep *[]sleeper) inputState {
+// calls reads the system call of each thread of pid, adding those that
+// sleep in one to asleep; it returns inputIdle unless a thread runs
+// (inputRunning) or the kernel does not say (inputUnknown). A thread in
+// an uninterruptible sleep (on the disk) reads as asleep.
+func (pr *prober) calls(pid int, asleep *[]sleeper) inputState {
 	dir := "/proc/" + strconv.Itoa(pid) + "/task"
 	tids, err := readDirNames(dir)
 	if err != nil {
@@ -135,20 +138,20 @@ func (pr *prober) states(pid int, asleep *[]sleeper) inputState {
 		return inputUnknown
 	}
 	for _, name := range tids {
-		stat, err := os.ReadFile(dir + "/" + name + "/stat")
+		sc, err := readProc(dir + "/" + name + "/syscall")
 		if err != nil {
 			if st := goneOrUnknown(err); st != inputIdle {
 				return st
 			}
 			continue
 		}
-		switch threadState(stat) {
-		case 'R', 'D', 'W':
+		if bytes.HasPrefix(sc, []byte("running")) {
 			return inputRunning
-		case 'S':
+		}
+		if nr, arg, ok := parseSyscall(sc); ok { // else "-1 SP PC": not in a system call
 			tid, _ := strconv.Atoi(name)
-			*asleep = append(*asleep, sleeper{pid: pid, dir: dir + "/" + name, tid: tid})
-		} // stopped, traced, a zombie: neither runs nor reads
+			*asleep = append(*asleep, sleeper{pid: pid, tid: tid, dir: dir + "/" + name, nr: nr, arg: arg})
+		}
 	}
 	return inputIdle
 }
@@ -156,18 +159,7 @@ func (pr *prober) states(pid int, asleep *[]sleeper) inputState {
 // sleep reads what a sleeping thread waits for: the task's input (a
 // reader), a time within the horizon (timed), or something else.
 func (pr *prober) sleep(th sleeper) inputState {
-	sc, err := os.ReadFile(th.dir + "/syscall")
-	if err != nil {
-		return goneOrUnknown(err)
-	}
-	if bytes.HasPrefix(sc, []byte("running")) {
-		return inputRunning // woken since its state was read
-	}
-	nr, arg, ok := parseSyscall(sc)
-	if !ok {
-		return inputIdle // "-1 SP PC": blocked outside a system call
-	}
-	left, err := sleepLeft(th.pid, nr, arg)
+	left, err := sleepLeft(th.pid, th.nr, th.arg)
 	if err != nil {
 		return goneOrUnknown(err)
 	}
@@ -175,7 +167,7 @@ func (pr *prober) sleep(th sleeper) inputState {
 		pr.timed = true
 		return inputIdle
 	}
-	reads, err := pr.waitsOnInput(th.pid, nr, arg)
+	reads, err := pr.waitsOnInput(th.pid, th.nr, th.arg)
 	if err != nil {
 		return goneOrUnknown(err)
 	}
@@ -250,16 +242,6 @@ func goneOrUnknown(err error) inputState {
 	return inputUnknown
 }
 
-// threadState is the state letter of a /proc stat text, found after the
-// command name's last ')' (the name may hold any byte).
-func threadState(stat []byte) byte {
-	i := bytes.LastIndexByte(stat, ')')
-	if i < 0 || i+2 >= len(stat) {
-		return 0
-	}
-	return stat[i+2]
-}
-
 // fdIs reports whether descriptor fd of process pid is in: the same
 // inode opened on the same mount.
 func fdIs(pid, fd int, in fileID) bool {
@@ -274,7 +256,7 @@ func fdIs(pid, fd int, in fileID) bool {
 // for reading, from its fdinfo: "tfd: FD events: HEX data: HEX pos:N
 // ino:HEX sdev:HEX" per watched file.
 func epollWatches(pid, fd int, in fileID) (bool, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/fdinfo/" + strconv.Itoa(fd))
+	b, err := readProc("/proc/" + strconv.Itoa(pid) + "/fdinfo/" + strconv.Itoa(fd))
 	if err != nil {
 		return false, nil // gone, or not a descriptor: it waits on nothing of ours
 	}
@@ -308,13 +290,13 @@ func epollTarget(line string) (events uint64, id fileID, ok bool) {
 // times it was switched out (/proc/…/status): either grows whenever the
 // thread wakes.
 func threadRuns(dir string) uint64 {
-	if b, err := os.ReadFile(dir + "/schedstat"); err == nil {
+	if b, err := readProc(dir + "/schedstat"); err == nil {
 		if f := strings.Fields(string(b)); len(f) == 3 {
 			n, _ := strconv.ParseUint(f[2], 10, 64)
 			return n
 		}
 	}
-	b, err := os.ReadFile(dir + "/status")
+	b, err := readProc(dir + "/status")
 	if err != nil {
 		return 0
 	}
@@ -341,7 +323,7 @@ func descendants(pid int) []int {
 			continue
 		}
 		for _, tid := range tids {
-			b, err := os.ReadFile(dir + "/" + tid + "/children")
+			b, err := readProc(dir + "/" + tid + "/children")
 			if err != nil {
 				continue
 			}
@@ -379,4 +361,29 @@ func pendingBytes(f *os.File) int {
 		return 0
 	}
 	return n
+}
+
+// maxProcFile bounds what readProc reads of one file: the files it reads
+// are a line or a few (status, with its many lines, is the longest).
+const maxProcFile = 8 << 10
+
+// readProc reads a small file of /proc in one read, without what an
+// os.File costs (a probe reads dozens).
+func readProc(path string) ([]byte, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	defer unix.Close(fd)
+	buf := make([]byte, maxProcFile)
+	for {
+		n, err := unix.Read(fd, buf)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, &fs.PathError{Op: "read", Path: path, Err: err}
+		}
+		return buf[:n], nil
+	}
 }

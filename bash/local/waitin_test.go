@@ -33,6 +33,12 @@ func waitHelper(mode string) int {
 				unix.Nanosleep(&unix.Timespec{Sec: 3600}, nil)
 			}()
 		}
+		for { // the prompt comes once they all are
+			if tids, _ := readDirNames("/proc/self/task"); len(tids) > maxProbedThreads+10 {
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
 		mode = "read"
 	}
 	if mode == "spinner" {
@@ -479,5 +485,18 @@ func TestEpollTarget(t *testing.T) {
 		if events != c.events || id != c.id || ok != c.ok {
 			t.Errorf("epollTarget(%q) = %x, %+v, %v; want %x, %+v, %v", c.line, events, id, ok, c.events, c.id, c.ok)
 		}
+	}
+}
+
+// TestEchoInParts: a line typed in parts, the next part written before
+// the echo of the first came, is left out whole.
+func TestEchoInParts(t *testing.T) {
+	s := newStream("stdout", "", 4096, 0, &spiller{parent: t.TempDir(), cap: 1 << 20, budget: 1 << 20})
+	s.term = true
+	s.expectEcho(&echo{at: 0, text: "ab", sure: true})
+	s.expectEcho(&echo{at: 0, text: "c\n", sure: true})
+	s.write([]byte("abc\r\ngot abc\r\n"))
+	if got := s.next().Text; got != "got abc\n" {
+		t.Errorf("a line typed in two parts: %q, want %q", got, "got abc\n")
 	}
 }
