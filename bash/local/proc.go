@@ -24,9 +24,9 @@ type proc struct {
 	pipes     [2]*os.File // read ends, closed by their readers (or forced)
 	input     input       // the write end of the input pipe (ExecSpec.Input)
 	noProbe   bool        // Options.NoInputProbe
-	// probeStuck: a probe of this task took too long (see maxProbeTime);
-	// it is never probed again.
-	probeStuck atomic.Bool
+	// probesLeft counts probes of this task given up on (maxProbeTime)
+	// that have not returned: none starts meanwhile.
+	probesLeft atomic.Int32
 	news       *waitNews // when the OnTaskWaiting listeners hear of it
 
 	shellDone chan struct{} // closed once the shell has been reaped

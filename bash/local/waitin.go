@@ -2,6 +2,7 @@ package local
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/dshgo/dsh/bash"
@@ -41,33 +42,40 @@ type probeResult struct {
 	readers []reader // inputWaiting: the threads that read the input
 }
 
-// maxProbeTime bounds one probe. Reading a process's memory can wait on
-// its filesystem (a page of a file a FUSE server does not answer for):
-// a probe that takes longer is left behind, and the task is never probed
-// again.
+// maxProbeTime bounds the wait for one probe. Reading a process's memory
+// can wait on its filesystem (a page of a file a FUSE server does not
+// answer for): a probe that takes longer is left behind, and until it
+// returns the task's state is unknown.
 const maxProbeTime = 500 * time.Millisecond
 
 // probes reports whether the executor reads the kernel's state of this
 // task to know when it waits for input.
-func (p *proc) probes() bool {
-	return p.input.id != (fileID{}) && !p.noProbe && !p.probeStuck.Load()
-}
+func (p *proc) probes() bool { return p.input.id != (fileID{}) && !p.noProbe }
 
 // probe reads the kernel's state of the task's processes now; a sleep
 // that ends within horizon is the program's own wait, not one for input.
 func (p *proc) probe(horizon time.Duration) probeResult {
-	if !p.probes() {
+	if !p.probes() || p.probesLeft.Load() > 0 {
 		return probeResult{state: inputUnknown}
 	}
 	got := make(chan probeResult, 1)
-	go func() { got <- probeTask(p.taskPids(), p.input.id, horizon) }()
+	var over atomic.Bool // set by the first of the probe's end and the wait's
+	go func() {
+		got <- probeTask(p.taskPids(), p.input.id, horizon)
+		if !over.CompareAndSwap(false, true) {
+			p.probesLeft.Add(-1) // given up on, and back
+		}
+	}()
 	t := time.NewTimer(maxProbeTime)
 	defer t.Stop()
 	select {
 	case r := <-got:
 		return r
 	case <-t.C:
-		p.probeStuck.Store(true)
+		if !over.CompareAndSwap(false, true) {
+			return <-got // it ended as the wait did
+		}
+		p.probesLeft.Add(1)
 		return probeResult{state: inputUnknown}
 	}
 }
@@ -182,8 +190,10 @@ func (p *proc) awaitAnswer(ctx context.Context, changed [2]<-chan struct{}, w an
 func (p *proc) reading(a *answer) (next time.Duration, done, waiting bool) {
 	r := p.probe(time.Until(a.w.deadline))
 	switch {
-	case r.state == inputUnknown:
+	case r.state == inputUnknown && !p.probes():
 		return -1, true, false
+	case r.state == inputUnknown:
+		r.state = inputIdle // for now: a crowd of threads, a slow probe
 	case p.waitsAgain(r, a.w):
 		if a.seen || !p.input.term {
 			return 0, true, true
