@@ -1,6 +1,6 @@
 //go:build linux
 
-package bashtest
+package toolbashtest
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/dshgo/dsh/bash"
+	"github.com/dshgo/dsh/bash/bashtest"
 	"github.com/dshgo/dsh/internal/testwait"
 	"github.com/dshgo/dsh/session"
 	"github.com/dshgo/dsh/toolbash"
@@ -27,13 +28,16 @@ import (
 // limits, bad input, cut output and its spill file, input to a task and
 // a terminal) and compares each text
 // the model reads with the golden txtar file golden, which every executor
-// shares: bash/bashtest/testdata/transcript.txtar. With update it rewrites
-// the file instead.
+// shares: toolbash/toolbashtest/testdata/transcript.txtar. With update it
+// rewrites the file instead.
 //
 // Only what must vary is normalized: the default working directory reads
 // $WORK and a spill file's path $SPILL. A later call names them so too.
-func Transcript(t *testing.T, newExec NewFunc, golden string, update bool) {
-	e, c := NewExecutor(t, newExec, func(c *Config) {
+//
+// The executor is made, closed and checked as bashtest.Run makes, closes
+// and checks each of its own (bashtest.NewExecutor).
+func Transcript(t *testing.T, newExec bashtest.NewFunc, golden string, update bool) {
+	e, c := bashtest.NewExecutor(t, newExec, func(c *bashtest.Config) {
 		c.MaxOutputBytes, c.MaxTasksPerOwner, c.MaxTasks = 120, 2, 3
 	})
 	x := newTranscript(t, e, c.Cwd)
