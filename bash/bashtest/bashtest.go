@@ -112,6 +112,21 @@ func newHarness(t *testing.T, newExec NewFunc, opts options, edit func(*Config))
 	return h
 }
 
+// NewExecutor makes an executor as Run makes one for each of its tests,
+// for a suite of a layer above the seam (package toolbash/toolbashtest
+// drives the tools over it): with the suite's default Config, edited by
+// edit (which may be nil), and a marker in Config.Env that finds the
+// executor's processes. When the test ends it is closed, twice, and
+// checked to leave no process and no goroutine behind, as in Run; a
+// goroutine the caller starts on t's goroutine after NewExecutor returns
+// (an executor's user, say) counts as the executor's, so it must have
+// ended by then. It returns the executor and the Config it was made with.
+func NewExecutor(t *testing.T, newExec NewFunc, edit func(*Config)) (bash.Executor, Config) {
+	t.Helper()
+	h := newHarness(t, newExec, options{}, edit)
+	return h.e, h.cfg
+}
+
 // finish closes the executor (a second time if the test did) and checks
 // that nothing of it is left: no process, no goroutine.
 func (h *harness) finish() {

@@ -2,11 +2,8 @@
 // bash.Executor (local, sandboxed, remote) must pass it.
 //
 // Run checks each rule of the bash package doc against a fresh executor per
-// subtest, with real processes; Transcript drives the model-facing tools of
-// package toolbash through a fixed scenario and compares every text the
-// model reads with one golden file, testdata/transcript.txtar, shared by all
-// executors. Both take a NewFunc, which maps the suite's Config onto the
-// executor's own options:
+// subtest, with real processes. It takes a NewFunc, which maps the suite's
+// Config onto the executor's own options:
 //
 //	func TestConformance(t *testing.T) {
 //		bashtest.Run(t, func(t *testing.T, c bashtest.Config) bash.Executor {
@@ -44,6 +41,11 @@
 // twice. An executor that documents a limit the bash rules do not allow for
 // (a process group cannot hold a process that calls setsid) says so with an
 // Option; the suite then skips the checks that limit breaks, by name.
+//
+// NewExecutor makes one executor as Run does, closed and checked the same
+// way, for a suite of a layer above the seam: package
+// toolbash/toolbashtest runs the tools' golden transcript over it. This
+// package does not depend on the tools.
 //
 // The suite is for Linux; elsewhere this package is empty.
 package bashtest

@@ -8,9 +8,10 @@ import (
 
 	"github.com/dshgo/dsh/bash"
 	"github.com/dshgo/dsh/bash/bashtest"
+	"github.com/dshgo/dsh/toolbash/toolbashtest"
 )
 
-var updateTranscript = flag.Bool("update", false, "rewrite bash/bashtest/testdata/transcript.txtar")
+var updateTranscript = flag.Bool("update", false, "rewrite toolbash/toolbashtest/testdata/transcript.txtar")
 
 // conformant makes executors for the conformance suite with the given
 // containment.
@@ -55,7 +56,7 @@ func TestTranscript(t *testing.T) {
 			if !*updateTranscript { // both would write the one golden file
 				t.Parallel()
 			}
-			bashtest.Transcript(t, conformant(mode), "../bashtest/testdata/transcript.txtar", *updateTranscript)
+			toolbashtest.Transcript(t, conformant(mode), "../../toolbash/toolbashtest/testdata/transcript.txtar", *updateTranscript)
 		})
 	}
 }

@@ -16,9 +16,10 @@ import (
 	"github.com/dshgo/dsh/bash/local"
 	"github.com/dshgo/dsh/internal/proctest"
 	"github.com/dshgo/dsh/internal/testwait"
+	"github.com/dshgo/dsh/toolbash/toolbashtest"
 )
 
-var updateTranscript = flag.Bool("update", false, "rewrite bash/bashtest/testdata/transcript.txtar")
+var updateTranscript = flag.Bool("update", false, "rewrite toolbash/toolbashtest/testdata/transcript.txtar")
 
 // serveEnv, set, makes the test binary a server: it serves a local
 // executor with the options it holds (JSON) on its stdin and stdout.
@@ -202,10 +203,10 @@ func TestTranscript(t *testing.T) {
 		if !*updateTranscript { // the process run compares with the file written
 			t.Parallel()
 		}
-		bashtest.Transcript(t, overPipe, "../bashtest/testdata/transcript.txtar", *updateTranscript)
+		toolbashtest.Transcript(t, overPipe, "../../toolbash/toolbashtest/testdata/transcript.txtar", *updateTranscript)
 	})
 	t.Run("process", func(t *testing.T) {
 		t.Parallel()
-		bashtest.Transcript(t, overProcess, "../bashtest/testdata/transcript.txtar", false)
+		toolbashtest.Transcript(t, overProcess, "../../toolbash/toolbashtest/testdata/transcript.txtar", false)
 	})
 }

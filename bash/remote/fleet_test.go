@@ -13,6 +13,7 @@ import (
 	"github.com/dshgo/dsh/bash/bashtest"
 	"github.com/dshgo/dsh/internal/proctest"
 	"github.com/dshgo/dsh/internal/testwait"
+	"github.com/dshgo/dsh/toolbash/toolbashtest"
 )
 
 // pipeHost is a fleet host whose servers run in this process: each dial
@@ -79,7 +80,7 @@ func TestFleetConformance(t *testing.T) {
 	t.Parallel()
 	proctest.Long(t)
 	bashtest.Run(t, overFleet(1))
-	bashtest.Transcript(t, overFleet(1), "../bashtest/testdata/transcript.txtar", false)
+	toolbashtest.Transcript(t, overFleet(1), "../../toolbash/toolbashtest/testdata/transcript.txtar", false)
 }
 
 // TestFleetLoadCountsEndedTasks: tasks that end before their start's

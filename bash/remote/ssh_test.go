@@ -18,6 +18,7 @@ import (
 	"github.com/dshgo/dsh/bash/bashtest"
 	"github.com/dshgo/dsh/internal/proctest"
 	"github.com/dshgo/dsh/internal/testwait"
+	"github.com/dshgo/dsh/toolbash/toolbashtest"
 )
 
 // serveCommand is the shell command that runs this test binary as a
@@ -59,7 +60,7 @@ func TestSSHConformance(t *testing.T) {
 	t.Run("suite", func(t *testing.T) { bashtest.Run(t, overSSH(s, conn)) })
 	t.Run("transcript", func(t *testing.T) {
 		t.Parallel()
-		bashtest.Transcript(t, overSSH(s, nil), "../bashtest/testdata/transcript.txtar", false)
+		toolbashtest.Transcript(t, overSSH(s, nil), "../../toolbash/toolbashtest/testdata/transcript.txtar", false)
 	})
 }
 

@@ -16,9 +16,9 @@ import (
 )
 
 // plainAgent is the agent the tests' jails start unless a test asks for
-// the test binary itself (selfAgent): under -race, internal/sandboxagent
-// built without the race detector, once per test process, else the test
-// binary.
+// the test binary itself (selfAgent): under -race, the command in
+// internal/agent built without the race detector, once per test process,
+// else the test binary.
 func plainAgent(tb testing.TB) string {
 	tb.Helper()
 	path, err := buildPlainAgent()
@@ -51,7 +51,7 @@ var buildPlainAgent = sync.OnceValues(func() (string, error) {
 	bin := filepath.Join(dir, "agent")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/dshgo/dsh/internal/sandboxagent")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/dshgo/dsh/bash/sandbox/internal/agent")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("build the agent: %w\n%s", err, out)
 	}

@@ -9,9 +9,10 @@ import (
 	"github.com/dshgo/dsh/bash"
 	"github.com/dshgo/dsh/bash/bashtest"
 	"github.com/dshgo/dsh/bash/local"
+	"github.com/dshgo/dsh/toolbash/toolbashtest"
 )
 
-var updateTranscript = flag.Bool("update", false, "rewrite bash/bashtest/testdata/transcript.txtar")
+var updateTranscript = flag.Bool("update", false, "rewrite toolbash/toolbashtest/testdata/transcript.txtar")
 
 // conformant makes sandbox executors for the conformance suite: the spill
 // files and the jails' /tmp directories in the test's own directory, the
@@ -50,7 +51,7 @@ func TestConformance(t *testing.T) {
 // terminals, background tasks, kills, limits).
 func TestTranscript(t *testing.T) {
 	t.Parallel()
-	bashtest.Transcript(t, conformantIn(LayerAuto, selfAgent(t)), "../bashtest/testdata/transcript.txtar", *updateTranscript)
+	toolbashtest.Transcript(t, conformantIn(LayerAuto, selfAgent(t)), "../../toolbash/toolbashtest/testdata/transcript.txtar", *updateTranscript)
 }
 
 // TestLandlockConformance runs the contract, and the transcript, against
@@ -63,6 +64,6 @@ func TestLandlockConformance(t *testing.T) {
 	})
 	t.Run("transcript", func(t *testing.T) {
 		t.Parallel()
-		bashtest.Transcript(t, conformantIn(LayerLandlock, selfAgent(t)), "../bashtest/testdata/transcript.txtar", false)
+		toolbashtest.Transcript(t, conformantIn(LayerLandlock, selfAgent(t)), "../../toolbash/toolbashtest/testdata/transcript.txtar", false)
 	})
 }

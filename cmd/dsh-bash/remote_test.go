@@ -17,6 +17,7 @@ import (
 	"github.com/dshgo/dsh/bash/remote"
 	"github.com/dshgo/dsh/internal/proctest"
 	"github.com/dshgo/dsh/internal/testwait"
+	"github.com/dshgo/dsh/toolbash/toolbashtest"
 )
 
 // overExecutor makes remote executors over `dsh-bash executor` processes
@@ -61,15 +62,15 @@ func dial(t *testing.T, cmd *remote.Command, host string) *remote.Executor {
 // of CPU.)
 func TestExecutorTranscript(t *testing.T) {
 	t.Parallel()
-	const golden = "../../bash/bashtest/testdata/transcript.txtar"
+	const golden = "../../toolbash/toolbashtest/testdata/transcript.txtar"
 	t.Run("local", func(t *testing.T) {
 		t.Parallel()
-		bashtest.Transcript(t, overExecutor("--sandbox=off"), golden, false)
+		toolbashtest.Transcript(t, overExecutor("--sandbox=off"), golden, false)
 	})
 	t.Run("sandbox", func(t *testing.T) {
 		t.Parallel()
 		requireBwrap(t)
-		bashtest.Transcript(t, overExecutor("--sandbox=on"), golden, false)
+		toolbashtest.Transcript(t, overExecutor("--sandbox=on"), golden, false)
 	})
 }
 

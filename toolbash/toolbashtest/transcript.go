@@ -1,6 +1,6 @@
 //go:build linux
 
-package bashtest
+package toolbashtest
 
 import (
 	"context"
@@ -10,9 +10,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
-	"time"
 
+	"github.com/dshgo/dsh/bash"
+	"github.com/dshgo/dsh/bash/bashtest"
+	"github.com/dshgo/dsh/internal/testwait"
 	"github.com/dshgo/dsh/session"
 	"github.com/dshgo/dsh/toolbash"
 	"github.com/dshgo/dsh/tools"
@@ -25,16 +28,19 @@ import (
 // limits, bad input, cut output and its spill file, input to a task and
 // a terminal) and compares each text
 // the model reads with the golden txtar file golden, which every executor
-// shares: bash/bashtest/testdata/transcript.txtar. With update it rewrites
-// the file instead.
+// shares: toolbash/toolbashtest/testdata/transcript.txtar. With update it
+// rewrites the file instead.
 //
 // Only what must vary is normalized: the default working directory reads
 // $WORK and a spill file's path $SPILL. A later call names them so too.
-func Transcript(t *testing.T, newExec NewFunc, golden string, update bool) {
-	h := newHarness(t, newExec, options{}, func(c *Config) {
+//
+// The executor is made, closed and checked as bashtest.Run makes, closes
+// and checks each of its own (bashtest.NewExecutor).
+func Transcript(t *testing.T, newExec bashtest.NewFunc, golden string, update bool) {
+	e, c := bashtest.NewExecutor(t, newExec, func(c *bashtest.Config) {
 		c.MaxOutputBytes, c.MaxTasksPerOwner, c.MaxTasks = 120, 2, 3
 	})
-	x := newTranscript(h)
+	x := newTranscript(t, e, c.Cwd)
 	defer x.tb.Close()
 	var sections []txtar.File
 	for i, st := range scenario {
@@ -125,39 +131,37 @@ var scenario = []step{
 // releaseGate lets the task that waits on $WORK/gate go on, and waits for
 // the notice of its end.
 func releaseGate(x *transcript) {
-	x.h.release(filepath.Join(x.h.cfg.Cwd, "gate"))
+	testwait.WriteFIFO(x.t, filepath.Join(x.cwd, "gate"), "", "the task that waits on $WORK/gate")
 	awaitNotice(x)
 }
 
 // awaitNotice waits until a notice is queued: a task has ended.
 func awaitNotice(x *transcript) {
-	select {
-	case <-x.noticed:
-	case <-time.After(waitLimit):
-		x.h.t.Fatal("no task ever ended")
-	}
+	testwait.Recv(x.t, x.noticed, "the notice of a task's end")
 }
 
 // transcript is the state of one run of the scenario.
 type transcript struct {
-	h       *harness
+	t       *testing.T
+	cwd     string // the executor's default working directory
 	tb      *toolbash.Tools
 	reg     tools.Registry
 	noticed chan struct{}
 	spill   string // the spill file the latest result named
 }
 
-func newTranscript(h *harness) *transcript {
-	t := h.t
-	if err := os.Mkdir(filepath.Join(h.cfg.Cwd, "sub"), 0o755); err != nil {
+func newTranscript(t *testing.T, e bash.Executor, cwd string) *transcript {
+	if err := os.Mkdir(filepath.Join(cwd, "sub"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(h.cfg.Cwd, "file.txt"), nil, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(cwd, "file.txt"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	h.fifo("gate")
-	x := &transcript{h: h, noticed: make(chan struct{}, 100)}
-	x.tb = toolbash.New(h.e, &toolbash.Options{Notify: func(string, string) { x.noticed <- struct{}{} }})
+	if err := syscall.Mkfifo(filepath.Join(cwd, "gate"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	x := &transcript{t: t, cwd: cwd, noticed: make(chan struct{}, 100)}
+	x.tb = toolbash.New(e, &toolbash.Options{Notify: func(string, string) { x.noticed <- struct{}{} }})
 	if err := x.tb.Register(&x.reg); err != nil {
 		t.Fatal(err)
 	}
@@ -178,12 +182,12 @@ func (x *transcript) do(st step) string {
 		}
 		return fmt.Sprintf("%s: waiting notices\n=> notices\n%s\n", id, text)
 	}
-	args := strings.ReplaceAll(st.args, "$WORK", jsonText(x.h.cfg.Cwd))
+	args := strings.ReplaceAll(st.args, "$WORK", jsonText(x.cwd))
 	args = strings.ReplaceAll(args, "$SPILL", jsonText(x.spill))
-	ctx, cancel := context.WithTimeout(bg, 3*waitLimit)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*testwait.Limit)
 	defer cancel()
 	res := x.reg.Execute(ctx, &tools.Call{Tool: st.tool, Args: json.RawMessage(args),
-		Session: session.Session{ID: id, Cwd: x.h.cfg.Cwd}})
+		Session: session.Session{ID: id, Cwd: x.cwd}})
 	kind := "result"
 	if res.IsError {
 		kind = "error"
@@ -206,7 +210,7 @@ func (x *transcript) normalize(text string) string {
 		}
 		return "full output: " + strings.Join(paths, ", ") + "]"
 	})
-	return strings.ReplaceAll(text, x.h.cfg.Cwd, "$WORK")
+	return strings.ReplaceAll(text, x.cwd, "$WORK")
 }
 
 // jsonText is s as it reads inside a JSON string.
