@@ -15,6 +15,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/dshgo/dsh/bash"
 	"github.com/dshgo/dsh/internal/testwait"
@@ -44,8 +45,10 @@ const (
 
 const (
 	fuseRootNode  = 1      // the root directory's node id, fixed by the kernel
-	fuseFileNode  = 2      // the one file's node id
-	fuseFileName  = "file" // the one file's name
+	fuseFileNode  = 2      // the node id of the file whose reads are held
+	fuseFileName  = "file" // the file whose reads are held
+	fuseMemNode   = 3      // the memory file's node id
+	fuseMemName   = "mem"  // the memory file's name: a page, a poll set
 	fopenDirectIO = 1      // FOPEN_DIRECT_IO: each read goes to the server
 	fuseBufSize   = 1<<20 + 4096
 )
@@ -117,8 +120,9 @@ type fuseOpenOut struct {
 	BackingID int32
 }
 
-// fuseServer serves a filesystem of one file, "file", whose reads it
-// never answers; once stalled, it answers no GETATTR either.
+// fuseServer serves a filesystem of two files: "file", whose reads it
+// never answers (once stalled, it answers no GETATTR either), and "mem",
+// a page read through the page cache, answered until stallMem.
 type fuseServer struct {
 	t       testing.TB
 	dir     string        // the mount point
@@ -132,6 +136,11 @@ type fuseServer struct {
 	stall   bool     // hold every GETATTR from now on
 	held    []uint64 // the requests held unanswered
 	stalled int      // how many GETATTRs were held
+
+	memStall bool        // hold every READ of "mem" from now on
+	memHeld  []uint32    // the pids (threads) of the READs of "mem" held
+	memRead  chan uint32 // the pid of the first READ of "mem" answered
+	memOnce  sync.Once   // sends it
 }
 
 // mountFuse mounts a fuseServer's filesystem under a temporary directory;
@@ -153,6 +162,7 @@ func mountFuse(t *testing.T) *fuseServer {
 	s := &fuseServer{
 		t: t, dir: dir, dev: os.NewFile(uintptr(fd), "/dev/fuse"),
 		done: make(chan struct{}), reading: make(chan struct{}),
+		memRead: make(chan uint32, 1),
 	}
 	go s.serve()
 	t.Cleanup(s.close)
@@ -188,20 +198,29 @@ func (s *fuseServer) handle(req []byte) {
 		s.reply(h.Unique, 0, initOut(body))
 	case fuseLookup:
 		name, _, _ := bytes.Cut(body, []byte{0})
-		if h.NodeID != fuseRootNode || string(name) != fuseFileName {
+		node := map[string]uint64{fuseFileName: fuseFileNode, fuseMemName: fuseMemNode}[string(name)]
+		if h.NodeID != fuseRootNode || node == 0 {
 			s.reply(h.Unique, -int32(unix.ENOENT), nil)
 			return
 		}
-		s.reply(h.Unique, 0, fuseEntryOut{NodeID: fuseFileNode, Attr: nodeAttr(fuseFileNode)})
+		s.reply(h.Unique, 0, fuseEntryOut{NodeID: node, Attr: nodeAttr(node)})
 	case fuseGetattr:
-		if h.NodeID != fuseRootNode && h.NodeID != fuseFileNode {
+		if h.NodeID != fuseRootNode && h.NodeID != fuseFileNode && h.NodeID != fuseMemNode {
 			s.reply(h.Unique, -int32(unix.ENOENT), nil)
 		} else if !s.hold(h.Unique, true) {
 			s.reply(h.Unique, 0, fuseAttrOut{Attr: nodeAttr(h.NodeID)})
 		}
 	case fuseOpen:
+		if h.NodeID == fuseMemNode { // through the page cache: it can be mapped
+			s.reply(h.Unique, 0, fuseOpenOut{})
+			return
+		}
 		s.reply(h.Unique, 0, fuseOpenOut{OpenFlags: fopenDirectIO})
 	case fuseRead:
+		if h.NodeID == fuseMemNode {
+			s.readMem(h, body)
+			return
+		}
 		s.hold(h.Unique, false)
 		s.once.Do(func() { close(s.reading) })
 	case fuseFlush, fuseRelease:
@@ -224,13 +243,80 @@ func initOut(in []byte) fuseInitOut {
 	return out
 }
 
-// nodeAttr is the attributes of the root directory or of the file.
+// nodeAttr is the attributes of the root directory or of a file.
 func nodeAttr(node uint64) fuseAttr {
 	a := fuseAttr{Ino: node, Mode: unix.S_IFREG | 0o444, Nlink: 1, UID: uint32(os.Getuid()), GID: uint32(os.Getgid())}
-	if node == fuseRootNode {
+	switch node {
+	case fuseRootNode:
 		a.Mode, a.Nlink = unix.S_IFDIR|0o755, 2
+	case fuseMemNode:
+		a.Size = uint64(os.Getpagesize())
 	}
 	return a
+}
+
+// memPage is the content of "mem": one page that starts with a poll set
+// of one entry, the standard input to be readable.
+func memPage() []byte {
+	page := make([]byte, os.Getpagesize())
+	binary.NativeEndian.PutUint32(page, 0)               // struct pollfd: fd
+	binary.NativeEndian.PutUint16(page[4:], unix.POLLIN) // events
+	return page
+}
+
+// readMem answers a READ of "mem" (struct fuse_read_in: fh, offset,
+// size, …) with its content, or holds it once stalled.
+func (s *fuseServer) readMem(h fuseInHeader, body []byte) {
+	s.mu.Lock()
+	stall := s.memStall
+	if stall {
+		s.held = append(s.held, h.Unique)
+		s.memHeld = append(s.memHeld, h.PID)
+	}
+	s.mu.Unlock()
+	if stall {
+		return
+	}
+	if len(body) < 20 {
+		s.reply(h.Unique, -int32(unix.EINVAL), nil)
+		return
+	}
+	page := memPage()
+	off := min(binary.NativeEndian.Uint64(body[8:]), uint64(len(page)))
+	end := min(off+uint64(binary.NativeEndian.Uint32(body[16:])), uint64(len(page)))
+	s.reply(h.Unique, 0, page[off:end])
+	s.memOnce.Do(func() { s.memRead <- h.PID })
+}
+
+// stallMem makes the server hold every READ of "mem" from now on, and
+// has the kernel drop the file's pages: from its page cache, and from
+// every process's mapping of them (FUSE_NOTIFY_INVAL_INODE, offset 0,
+// to the end). The next access to the page asks the server for it.
+func (s *fuseServer) stallMem(t *testing.T) {
+	s.mu.Lock()
+	s.memStall = true
+	s.mu.Unlock()
+	const notifyInvalInode = 2 // FUSE_NOTIFY_INVAL_INODE, in the header's error
+	// struct fuse_notify_inval_inode_out: node id, offset, length (0: all).
+	notice, _ := binary.Append(nil, binary.NativeEndian, fuseOutHeader{Len: 16 + 24, Error: notifyInvalInode})
+	notice, _ = binary.Append(notice, binary.NativeEndian, [3]int64{fuseMemNode, 0, 0})
+	if _, err := s.dev.Write(notice); err != nil {
+		t.Fatalf("FUSE_NOTIFY_INVAL_INODE of %q: %v", fuseMemName, err)
+	}
+}
+
+// memReadsHeld lists the threads whose READs of "mem" the server holds.
+func (s *fuseServer) memReadsHeld() []uint32 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]uint32(nil), s.memHeld...)
+}
+
+// heldRequests is how many requests the server holds unanswered.
+func (s *fuseServer) heldRequests() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.held)
 }
 
 // hold keeps request unique unanswered: every READ, and a GETATTR once
@@ -423,7 +509,7 @@ func callWithin(t *testing.T, fs *fuseServer, what string, call func(context.Con
 		return
 	case <-timer.C:
 	}
-	t.Errorf("%s did not return within %v: it waits on the FUSE server, which holds %d GETATTR requests", what, fuseCallLimit, fs.stalledGetattrs())
+	t.Errorf("%s did not return within %v: it waits on the FUSE server, requests it holds: %d (GETATTR: %d)", what, fuseCallLimit, fs.heldRequests(), fs.stalledGetattrs())
 	fs.close()
 	testwait.Recv(t, done, "return of "+what+" once the FUSE connection was closed")
 	t.FailNow()
@@ -453,4 +539,164 @@ func checkStatHeld(t *testing.T, fs *fuseServer, pid, fd int) {
 	}
 	fs.close()
 	testwait.Recv(t, done, "return of the stat once the FUSE connection was closed")
+}
+
+// TestFuseMemoryProbe: the probe reads the poll set of a task's thread
+// from the task's memory (process_vm_readv), and that memory can be a
+// page of a FUSE file the task mapped: reading it faults the page in, a
+// READ the server need not answer. The helper maps "mem", whose page is a
+// poll set of the input, and sleeps in ppoll(2) on it (ppoll copied the
+// set in: the server answered that READ). The server then holds every
+// READ of "mem" and has the kernel drop the page, from the page cache
+// and from the helper's mapping: a probe's read of the set waits for a
+// READ the server holds. Such a probe is given up on after maxProbeTime,
+// and none is sent while it is out: WriteInput and Get return, the
+// task's state unknown.
+func TestFuseMemoryProbe(t *testing.T) {
+	fs := mountFuse(t)
+	e := newExec(t, nil)
+	id := startHelperInput(t, e, "fusepoll="+filepath.Join(fs.dir, fuseMemName), false)
+	tk, err := e.lookup(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { // before the Kill: the probes left behind return
+		fs.close()
+		waitProbesBack(t, tk.p)
+	})
+	tid := int(testwait.Recv(t, fs.memRead, "the helper's READ of the poll set it maps"))
+	waitPollBlocked(t, tid)
+	pid := tgidOf(t, tid)
+	fs.stallMem(t)
+
+	in := bash.Input{Wait: 2 * time.Second}
+	var r, again bash.TaskRead
+	var task bash.Task
+	var errRead, errGet, errAgain error
+	callWithin(t, fs, "WriteInput", func(ctx context.Context) { r, errRead = e.WriteInput(ctx, id, in) })
+	callWithin(t, fs, "Get", func(ctx context.Context) { task, errGet = e.Get(ctx, id) })
+	callWithin(t, fs, "a second WriteInput", func(ctx context.Context) { again, errAgain = e.WriteInput(ctx, id, in) })
+	if errRead != nil || errGet != nil || errAgain != nil {
+		t.Fatalf("WriteInput: %v; Get: %v; the second WriteInput: %v", errRead, errGet, errAgain)
+	}
+	if r.Stdout.Text != "> " || r.Task.WaitingInput || task.WaitingInput || again.Task.WaitingInput {
+		t.Errorf("WriteInput: %q, waiting %v; Get: waiting %v; the second WriteInput: waiting %v; want the prompt, and the state unknown (not waiting)",
+			r.Stdout.Text, r.Task.WaitingInput, task.WaitingInput, again.Task.WaitingInput)
+	}
+	// The attack took: the server holds one READ, a probe's (of a thread
+	// of this process: the helper sleeps in ppoll throughout); the other
+	// probes given up on wait in the same fault, on the page's lock.
+	if held := fs.memReadsHeld(); len(held) != 1 || !isOwnThread(held[0]) {
+		t.Fatalf("READs of %q held, by thread: %v; want one, by a thread of this process (%d)", fuseMemName, held, os.Getpid())
+	}
+	waitPollBlocked(t, tid)
+	// Every probe that started before the first was given up on is stuck:
+	// at most one of WriteInput's and one of the executor's watcher of
+	// the task (watchWaiting, on a goroutine of its own). None started
+	// since: Get and the second WriteInput sent none.
+	stuck, left := memReaders(t, pid), int(tk.p.probesLeft.Load())
+	t.Logf("probes given up on: %d; threads of this process in process_vm_readv of pid %d: %d", left, pid, stuck)
+	if left < 1 || left > 2 || stuck != left {
+		t.Errorf("probes given up on: %d, threads stuck reading the helper's memory: %d; want as many, 1 or 2", left, stuck)
+	}
+}
+
+// fusePoll is the wait helper's "fusepoll=PATH" mode: it maps the first
+// page of file PATH, without touching it, prints the prompt, and sleeps
+// in ppoll(2) with the poll set the page holds (the server makes it the
+// input's) until the input is readable.
+func fusePoll(path string) int {
+	f, err := os.Open(path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	page, err := unix.Mmap(int(f.Fd()), 0, os.Getpagesize(), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "mmap:", err)
+		return 1
+	}
+	set := unsafe.Slice((*unix.PollFd)(unsafe.Pointer(unsafe.SliceData(page))), 1)
+	os.Stdout.WriteString("> ")
+	for {
+		_, err := unix.Ppoll(set, nil, nil)
+		if err != unix.EINTR {
+			return 0
+		}
+	}
+}
+
+// waitPollBlocked waits until thread tid sleeps in ppoll(2).
+func waitPollBlocked(t *testing.T, tid int) {
+	t.Helper()
+	dir := "/proc/" + strconv.Itoa(tid)
+	want := strconv.Itoa(unix.SYS_PPOLL) + " "
+	deadline := time.Now().Add(testwait.Limit)
+	for {
+		sc, _ := os.ReadFile(dir + "/syscall")
+		stat, _ := os.ReadFile(dir + "/stat")
+		// Asleep in ppoll, and in the wait itself, not in a fault on
+		// the poll set (where the kernel names the function).
+		wchan, _ := os.ReadFile(dir + "/wchan")
+		inPoll := strings.Contains(string(wchan), "poll") || string(wchan) == "0" || len(wchan) == 0
+		if strings.HasPrefix(string(sc), want) && strings.Contains(string(stat), ") S ") && inPoll {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("thread %d never slept in ppoll(2): syscall %q, stat %q, wchan %q", tid, sc, stat, wchan)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// isOwnThread reports whether tid is a thread of this process.
+func isOwnThread(tid uint32) bool {
+	_, err := os.Stat("/proc/self/task/" + strconv.FormatUint(uint64(tid), 10))
+	return err == nil
+}
+
+// tgidOf is the process of thread tid.
+func tgidOf(t *testing.T, tid int) int {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(tid) + "/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, "Tgid:"); ok {
+			if pid, err := strconv.Atoi(strings.TrimSpace(v)); err == nil {
+				return pid
+			}
+		}
+	}
+	t.Fatalf("no Tgid in the status of thread %d", tid)
+	return 0
+}
+
+// memReaders counts the threads of this process that sleep in
+// process_vm_readv(2) of process pid's memory.
+func memReaders(t *testing.T, pid int) int {
+	tids, err := readDirNames("/proc/self/task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("%d %#x ", unix.SYS_PROCESS_VM_READV, pid)
+	n := 0
+	for _, tid := range tids {
+		if sc, _ := os.ReadFile("/proc/self/task/" + tid + "/syscall"); strings.HasPrefix(string(sc), want) {
+			n++
+		}
+	}
+	return n
+}
+
+// waitProbesBack waits until no probe of p is left behind.
+func waitProbesBack(t *testing.T, p *proc) {
+	deadline := time.Now().Add(testwait.Limit)
+	for p.probesLeft.Load() > 0 {
+		if time.Now().After(deadline) {
+			t.Errorf("a probe left behind never returned: %d out", p.probesLeft.Load())
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
 }

@@ -26,6 +26,9 @@ import (
 // the main one sleeps; "spinner" reads too while another thread runs
 // without a pause (never waiting: something runs).
 func waitHelper(mode string) int {
+	if path, ok := strings.CutPrefix(mode, "fusepoll="); ok { // see fusePoll
+		return fusePoll(path)
+	}
 	if mode == "crowd" { // more threads than a probe reads, all asleep
 		for range maxProbedThreads + 10 {
 			go func() {
