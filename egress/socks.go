@@ -91,7 +91,10 @@ func (s *session) socksRequest() (host string, port int, code byte, err error) {
 	}
 	switch h[3] {
 	case socksIPv4, socksIPv6:
-		b := make([]byte, map[byte]int{socksIPv4: 4, socksIPv6: 16}[h[3]])
+		b := make([]byte, 4)
+		if h[3] == socksIPv6 {
+			b = make([]byte, 16)
+		}
 		if _, err := io.ReadFull(s.br, b); err != nil {
 			return "", 0, 0, err
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 )
 
@@ -66,7 +67,7 @@ func (e errReader) Read([]byte) (int, error) {
 func cancelCalls(sdk http.Handler, r *http.Request, ids []json.RawMessage) {
 	for _, id := range ids {
 		body := fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%s,"reason":"the client closed the request"}}`, id)
-		req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, r.URL.String(), bytes.NewReader([]byte(body)))
+		req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, r.URL.String(), strings.NewReader(body))
 		if err != nil {
 			continue
 		}

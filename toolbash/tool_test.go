@@ -27,7 +27,7 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// rig is a registry with the three tools over a real local executor.
+// rig is a registry with the five tools over a real local executor.
 type rig struct {
 	exec *local.Executor
 	reg  *tools.Registry

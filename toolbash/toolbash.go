@@ -11,9 +11,10 @@
 // executor returned, with golden tests (testdata/*.txtar).
 //
 // Ownership: a task's owner is the owner token stored on it by the
-// executor at spawn (the calling session's ID). bash_output and bash_kill
-// refuse a task owned by another session, and a caller with no session may
-// touch only tasks with no owner.
+// executor at spawn (the calling session's ID). bash_output, bash_kill and
+// bash_input refuse a task owned by another session, and a caller with no
+// session may touch only tasks with no owner; bash_tasks lists only the
+// session's own.
 package toolbash
 
 import (
@@ -161,12 +162,11 @@ func (t *Tools) taskDone(task bash.Task) {
 }
 
 // TakeNotices returns the completion notices waiting for the session,
-// oldest first, and forgets them. A notice never waits once its session
-// has read the task's final status with bash_output or called bash_kill on
-// it: the result that said so made it redundant (nor is Notify called for a
-// task the session kills). Front ends add
-// what it returns to the session's next tool result (NoticeBlock) or model
-// request (NoticesText).
+// oldest first, and forgets them; front ends add them to the session's
+// next tool result (NoticeBlock) or model request (NoticesText). No notice
+// waits once a result of the session showed what it says: a task's end
+// (read with bash_output or bash_input) or its kill by bash_kill, for
+// which Notify is not called either.
 func (t *Tools) TakeNotices(sessionID string) []string { return t.notices.take(sessionID) }
 
 // Close stops the notices.

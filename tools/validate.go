@@ -203,7 +203,10 @@ func describe(s *jsonschema.Schema) string {
 		}
 		return "a string"
 	case "number", "integer":
-		noun := map[string]string{"number": "number", "integer": "whole number"}[s.Type]
+		noun := "number"
+		if s.Type == "integer" {
+			noun = "whole number"
+		}
 		switch {
 		case s.ExclusiveMinimum != nil && *s.ExclusiveMinimum == 0:
 			return "a positive " + noun

@@ -1,6 +1,9 @@
 package local
 
-import "strings"
+import (
+	"strings"
+	"unicode"
+)
 
 // A terminal shows what is typed: the kernel echoes it (ECHO), or the
 // program does, drawing the line being edited (readline, node, sqlite3 in
@@ -24,9 +27,10 @@ type echo struct {
 }
 
 // echoText is how a terminal shows data typed into it, as a read's text
-// reads (each line end as \n); ok is false for data that holds a control
-// character other than a line end (Ctrl-C, a tab that completes, an
-// arrow key): what a terminal shows for it is not the data.
+// reads (each line end as \n, no C1 control character); ok is false for
+// data that holds a C0 control character other than a line end (Ctrl-C,
+// a tab that completes, an arrow key): what a terminal shows for it is
+// not the data.
 func echoText(data []byte) (string, bool) {
 	for _, c := range data {
 		if c < ' ' && c != '\n' && c != '\r' || c == 0x7f {
@@ -34,7 +38,13 @@ func echoText(data []byte) (string, bool) {
 		}
 	}
 	s := strings.ReplaceAll(string(data), "\r\n", "\n")
-	return strings.ReplaceAll(s, "\r", "\n"), len(data) > 0
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) && r != '\n' && r != '\r' {
+			return -1 // C1, which termText drops
+		}
+		return r
+	}, s)
+	return strings.ReplaceAll(s, "\r", "\n"), s != ""
 }
 
 // expectEcho records the echo the terminal will show (nil: none). An

@@ -51,15 +51,13 @@ type Options struct {
 	// Grace is how long SIGTERM is given before SIGKILL. Default 3 s.
 	Grace time.Duration
 	// ReapBound is how long a stopped command may take, after SIGKILL, to be
-	// gone (its shell reaped, its processes exited, its output pipes
-	// closed) before it is counted as ended anyway: its pipes are closed and
-	// the timeout, Kill or Close that stopped it returns. It bounds the wait
-	// for a process stuck in the kernel, or for one outside the command's
-	// cgroup or process group that holds its output pipes. Like os/exec's
-	// Cmd.WaitDelay. Then too, threads of the shell that made themselves
-	// this process's tracees (PTRACE_TRACEME) and died are reaped, which
-	// only their tracer can do and without which the shell could never
-	// be. Default 2 s.
+	// gone (shell reaped, processes exited, output pipes closed), like
+	// os/exec's Cmd.WaitDelay: past it, a process stuck in the kernel or
+	// one outside the command's cgroup or process group holding its pipes
+	// is waited for no more; the pipes are closed and the timeout, Kill or
+	// Close that stopped it returns. Threads of the shell that died as this
+	// process's tracees (PTRACE_TRACEME) are reaped then too, as only their
+	// tracer can. Default 2 s.
 	ReapBound time.Duration
 	// DrainDelay is how long a foreground run waits, after its shell exited,
 	// for the pipes to close and the processes to end before it adopts what

@@ -8,18 +8,17 @@ import (
 	"syscall"
 )
 
-// SpawnFunc starts one command's shell. It is the hook a sandbox or another
-// jail uses to start the shell somewhere else (inside a namespace, through a
-// helper) while the executor keeps everything around it: the cgroup or
-// process group, the output pipes and spill files, leftover adoption, the
-// kill escalation, the limits. See Options.Spawn.
+// SpawnFunc starts one command's shell: the hook (Options.Spawn) with which
+// a sandbox starts it elsewhere (inside a namespace, through a helper)
+// while the executor keeps all around it: the cgroup or process group, the
+// output pipes and spill files, leftover adoption, the kill escalation,
+// the limits.
 //
-// A SpawnFunc must start exactly the process req describes (its argv, its
-// directory, its environment, its descriptors), born into req.CgroupFD when
-// that is set, and return at once. The returned Process reports the shell's
-// own wait status: the true exit code or signal of the shell, not of a
-// helper standing in for it. The descriptors in req stay owned by the
-// executor, which closes them once SpawnFunc returns.
+// It must start exactly the process req describes (argv, directory,
+// environment, descriptors), born into req.CgroupFD when that is set, and
+// return at once. The Process reports the shell's own wait status, not a
+// helper's. req's descriptors stay the executor's, which closes them once
+// SpawnFunc returns.
 type SpawnFunc func(ctx context.Context, req *SpawnRequest) (Process, error)
 
 // SpawnRequest is one shell to start.

@@ -25,23 +25,20 @@ var (
 	staleSpillName  = regexp.MustCompile(`^dsh-spill-([0-9]+)-([0-9]+)-[0-9a-f]{8}$`)
 )
 
-// CleanStale removes what executors left behind when their process died
-// without Close (SIGKILL, a crash): their cgroup directories under this
-// process's own cgroup, after killing every process still in them (through
-// cgroup.kill) and waiting until they are gone, and their spill directories
-// in spillParent ("" means os.TempDir(), the default of Options.SpillDir).
-// It returns the directories it removed.
+// CleanStale removes what executors left when their process died without
+// Close (SIGKILL, a crash): their cgroups under this process's own, once
+// the processes still in them are killed (cgroup.kill) and gone, and their
+// spill directories in spillParent ("" means os.TempDir(), the default of
+// Options.SpillDir). It returns the directories it removed; ctx bounds the
+// wait for killed processes. Call it when a program that embeds an
+// executor starts.
 //
-// A directory counts as stale only when its name carries a stamp,
-// dsh-PID-START-… or dsh-spill-PID-START-…, and no process has that pid
-// with that start time (field 22 of /proc/PID/stat) any more; so a live
-// executor, in this process or any other (pids are read in this process's
-// pid namespace), is never touched, even if the pid of a dead one was
-// reused. Directories of kept spill files (Options.KeepSpillFiles),
-// unstamped ones and other users' are left alone. Spill directories are
-// removed through open directory descriptors, as the executor does (see the
-// package doc). Call it when a program that embeds an executor starts; ctx
-// bounds the wait for killed processes to exit.
+// Only a directory stamped dsh-PID-START-… or dsh-spill-PID-START-… with
+// a process that no longer exists (in this pid namespace) is stale, so a
+// live executor's is never touched, even where a dead one's pid was
+// reused. Kept spill files (Options.KeepSpillFiles), unstamped directories
+// and other users' are left alone. Spill directories are removed through
+// open directory descriptors, as Close removes them.
 func CleanStale(ctx context.Context, spillParent string) (removed []string, err error) {
 	home, herr := ownCgroupHome()
 	if herr == nil {

@@ -2,6 +2,7 @@ package local
 
 import (
 	"strings"
+	"unicode"
 
 	"github.com/charmbracelet/x/ansi/parser"
 )
@@ -61,7 +62,7 @@ func utf8Len(c byte) int {
 }
 
 // termLine applies one line's carriage returns and backspaces, and drops
-// its other control characters.
+// its other control characters (C0, DEL and C1) but tabs.
 func termLine(l string) string {
 	if i := strings.LastIndexByte(strings.TrimRight(l, "\r"), '\r'); i >= 0 {
 		l = l[i+1:]
@@ -73,7 +74,7 @@ func termLine(l string) string {
 			if len(b) > 0 {
 				b = b[:len(b)-1]
 			}
-		case r == '\t' || r >= ' ' && r != 0x7f:
+		case r == '\t' || !unicode.IsControl(r):
 			b = append(b, r)
 		}
 	}

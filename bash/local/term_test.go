@@ -19,9 +19,28 @@ func TestTermText(t *testing.T) {
 		{"caf\u00e9 \u65e5\u672c\n", "caf\u00e9 \u65e5\u672c\n"},
 		{"\x1b(Bcharset\n", "charset\n"},
 		{"^C\r\n", "^C\n"},
+		{"a\u009b31mb\n", "a31mb\n"},
 	} {
 		if got := termText(tc.in); got != tc.want {
 			t.Errorf("termText(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestTermLine(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"plain", "plain"},
+		{"tab\there", "tab\there"},
+		{"bell\a nul\x00 esc\x1b del\x7f", "bell nul esc del"},
+		{"a\u009b31mb", "a31mb"}, // C1 CSI
+		{"\u0080first\u0085nel\u009flast", "firstnellast"},
+		{"nbsp\u00a0caf\u00e9", "nbsp\u00a0caf\u00e9"}, // the first after C1 are text
+		{"got 10%\rgot 100%\r", "got 100%"},
+		{"abc\b\bX", "aX"},
+		{"\u009b\bX", "X"},
+	} {
+		if got := termLine(tc.in); got != tc.want {
+			t.Errorf("termLine(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
 }

@@ -341,9 +341,11 @@ func TestEcho(t *testing.T) {
 		{"a\r\nb\r", "a\nb\n", true},
 		{"y", "y", true},
 		{"", "", false},
-		{"\x03", "", false},     // Ctrl-C shows as ^C, or not at all
-		{"ls\t\n", "", false},   // a tab completes
-		{"\x1b[A\n", "", false}, // an arrow key recalls a line
+		{"\x03", "", false},                // Ctrl-C shows as ^C, or not at all
+		{"ls\t\n", "", false},              // a tab completes
+		{"\x1b[A\n", "", false},            // an arrow key recalls a line
+		{"a\u009b31mb\n", "a31mb\n", true}, // shown, but read without its C1 control
+		{"\u0085", "", false},
 	} {
 		text, ok := echoText([]byte(c.data))
 		if text != c.text || ok != c.ok {

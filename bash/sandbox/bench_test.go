@@ -194,7 +194,10 @@ func BenchmarkFenceConnect(b *testing.B) {
 		b.Cleanup(func() { se.Close() })
 		probe, _ := se.Resolve(ctx, bash.ExecRequest{Command: probeIn(ws, "fence", "bench", "200"), Owner: "bench"})
 		tr, _ := se.Resolve(ctx, bash.ExecRequest{Command: "true", Owner: "bench"})
-		j := &jail{name: map[bool]string{false: "fenced", true: "unfenced"}[noFence]}
+		j := &jail{name: "fenced"}
+		if noFence {
+			j.name = "unfenced"
+		}
 		j.run = func() string {
 			res, err := se.Run(ctx, probe)
 			if err != nil {

@@ -17,7 +17,7 @@ type jailPaths struct {
 	// /tmp is bound over each, hiding every session's files there.
 	serverTemp []string
 	// env is the commands' environment, whose cache variables name more
-	// writable directories (see CacheEnv).
+	// writable directories (see cacheEnv).
 	env []string
 }
 
@@ -45,7 +45,7 @@ func (p *Policy) bwrapArgs(jp jailPaths, prepare func(gitDir string)) []string {
 		a = append(a, "--unshare-net")
 	}
 	a = append(a, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc")
-	a = append(a, p.hideArgs(HiddenSystemPaths)...)
+	a = append(a, p.hideArgs(hiddenSystemPaths)...)
 	a = append(a, tmpfsArgs("/tmp", 0o1777, jp.tmpSize)...)
 	for _, dir := range p.tempCovers(jp.serverTemp) {
 		a = append(a, tmpfsArgs(dir, 0o700, jp.tmpSize)...)
@@ -57,7 +57,7 @@ func (p *Policy) bwrapArgs(jp jailPaths, prepare func(gitDir string)) []string {
 	if jp.spill != "" {
 		a = append(a, "--ro-bind", jp.spill, jp.spill)
 	}
-	a = append(a, p.hideArgs(append(inHome(p.home(), HiddenHomePaths), p.Hidden...))...)
+	a = append(a, p.hideArgs(append(inHome(p.home(), hiddenHomePaths), p.Hidden...))...)
 	a = append(a, "--chdir", jp.workspace, "--seccomp", strconv.Itoa(fdSeccomp))
 	return a
 }
@@ -92,7 +92,7 @@ func (p *Policy) writable(jp jailPaths) []string {
 		for _, dir := range inHome(p.home(), []string{".cache", ".local"}) {
 			_ = os.MkdirAll(dir, 0o755)
 		}
-		w = append(w, inHome(p.home(), CachePaths)...)
+		w = append(w, inHome(p.home(), cachePaths)...)
 		w = append(w, p.envCaches(jp.env, append([]string{"/tmp"}, jp.serverTemp...))...)
 	}
 	return append(w, p.Writable...)

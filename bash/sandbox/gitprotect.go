@@ -4,6 +4,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -16,11 +17,15 @@ const (
 // skipDirs are not searched for repositories: big, and made by tools.
 var skipDirs = map[string]bool{"node_modules": true, ".venv": true, "target": true, "__pycache__": true}
 
-// WorkspaceReadOnly are the paths in a workspace, relative to it, that a
-// host program runs or trusts later (editors' tasks and settings, direnv,
-// agents' and dsh-bash's own project rules): read-only in every jail, where
-// they exist. A jail must never widen what the user trusts.
-var WorkspaceReadOnly = []string{".dsh", ".vscode", ".idea", ".envrc", ".claude", ".mcp.json", ".cursor", ".zed"}
+// WorkspaceReadOnly returns the paths in a workspace, relative to it, that
+// are read-only in every jail where they exist (a new slice each time):
+// what a host program runs or trusts later (editors' tasks and settings,
+// direnv, agents' and dsh-bash's own project rules). A jail must never
+// widen what the user trusts.
+func WorkspaceReadOnly() []string { return slices.Clone(workspaceReadOnly) }
+
+// workspaceReadOnly are WorkspaceReadOnly.
+var workspaceReadOnly = []string{".dsh", ".vscode", ".idea", ".envrc", ".claude", ".mcp.json", ".cursor", ".zed"}
 
 // gitReadOnly are the entries of a git directory that make git run code or
 // read its configuration elsewhere: read-only in every jail. Those missing
@@ -39,7 +44,7 @@ var gitReadOnly = []string{"config", "config.worktree", "hooks", "commondir", "i
 // listed (a jail's start makes the missing ones, see gitHolds; a view of
 // the policy changes nothing).
 func protected(workspace string, prepare func(gitDir string)) (mounts, readOnly []string) {
-	for _, rel := range WorkspaceReadOnly {
+	for _, rel := range workspaceReadOnly {
 		readOnly = append(readOnly, filepath.Join(workspace, rel))
 	}
 	for _, dotgit := range findRepos(workspace) {

@@ -79,9 +79,11 @@ type Policy struct {
 	// a writable path holds them; Hidden are replaced by an empty directory
 	// (or an empty file). Paths that do not exist are skipped.
 	Writable, ReadOnly, Hidden []string
-	// LockCaches makes the tool caches in the home directory (CachePaths)
-	// read-only like the rest of it. By default they are writable, so that
-	// go build, npm install, pip install --user and cargo build work.
+	// LockCaches keeps the tool caches read-only: those in the home
+	// directory ([CachePaths]) and those the commands' cache variables
+	// (GOCACHE, CARGO_HOME and the like) name. By default they are
+	// writable, so that go build, npm install, pip install --user and
+	// cargo build work.
 	LockCaches bool
 	// Home is the home directory whose secrets are hidden and whose caches
 	// are writable. Default: $HOME, else the user's home directory.
@@ -93,39 +95,50 @@ type Policy struct {
 	Forward []Forward
 }
 
-// HiddenHomePaths are the credentials in the home directory that no jail
-// sees: relative to Home. .config/dsh holds dsh-bash's own configuration
-// and tokens: a jail that read or changed them could reach, or widen, the
-// server that jails it.
-var HiddenHomePaths = []string{
+// HiddenHomePaths returns the credentials in the home directory that no
+// jail sees, relative to [Policy].Home (a new slice each time).
+func HiddenHomePaths() []string { return slices.Clone(hiddenHomePaths) }
+
+// hiddenHomePaths are HiddenHomePaths. .config/dsh holds dsh-bash's own
+// configuration and tokens: a jail that read or changed them could reach,
+// or widen, the server that jails it.
+var hiddenHomePaths = []string{
 	".ssh", ".gnupg", ".aws", ".azure", ".config/gcloud", ".kube", ".docker",
 	".netrc", ".git-credentials", ".npmrc", ".pypirc", ".config/gh",
 	".password-store", ".vault-token", ".terraform.d/credentials.tfrc.json",
 	".config/dsh",
 }
 
-// HiddenSystemPaths are hidden in every jail: the runtime directory (docker
-// and ssh-agent sockets, dbus), the cgroup file system, and the system's
-// secrets that a server running as root would otherwise let commands read
-// (root owns them: its commands read them without a capability).
-var HiddenSystemPaths = []string{"/run", "/var/run", "/sys/fs/cgroup",
+// HiddenSystemPaths returns the paths hidden in every jail: the runtime
+// directory (docker and ssh-agent sockets, dbus), the cgroup file system,
+// and the system's secrets (a new slice each time).
+func HiddenSystemPaths() []string { return slices.Clone(hiddenSystemPaths) }
+
+// hiddenSystemPaths are HiddenSystemPaths. A server running as root would
+// otherwise let commands read the system's secrets (root owns them: its
+// commands read them without a capability).
+var hiddenSystemPaths = []string{"/run", "/var/run", "/sys/fs/cgroup",
 	"/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/sudoers", "/etc/sudoers.d",
 	"/etc/ssh/ssh_host_rsa_key", "/etc/ssh/ssh_host_ecdsa_key", "/etc/ssh/ssh_host_ed25519_key", "/etc/ssh/ssh_host_dsa_key"}
 
-// CachePaths are the tool caches in the home directory that stay writable
-// unless LockCaches: relative to Home. ~/.cache and ~/.local are made when
-// missing (pip install --user writes to ~/.local).
-var CachePaths = []string{
+// CachePaths returns the tool caches in the home directory that stay
+// writable unless [Policy].LockCaches, relative to [Policy].Home (a new
+// slice each time). ~/.cache and ~/.local are made when missing (pip
+// install --user writes to ~/.local).
+func CachePaths() []string { return slices.Clone(cachePaths) }
+
+// cachePaths are CachePaths.
+var cachePaths = []string{
 	".cache", "go", ".npm", ".cargo", ".rustup", ".local", ".m2", ".gradle",
 	".yarn", ".pnpm-store", ".bun", ".deno", ".nuget", ".config/go",
 }
 
-// CacheEnv are the environment variables that locate tool caches (a list
+// cacheEnv are the environment variables that locate tool caches (a list
 // of paths for GOPATH): the directories they name in the commands'
 // environment are writable like CachePaths, unless LockCaches. A value
 // that is the root, or holds the home directory, /tmp or the executor's
 // temporary directories, is ignored.
-var CacheEnv = []string{
+var cacheEnv = []string{
 	"GOCACHE", "GOMODCACHE", "GOPATH", "npm_config_cache", "NPM_CONFIG_CACHE",
 	"YARN_CACHE_FOLDER", "PNPM_HOME", "BUN_INSTALL", "DENO_DIR", "CARGO_HOME",
 	"RUSTUP_HOME", "PIP_CACHE_DIR", "PYTHONUSERBASE", "UV_CACHE_DIR",
@@ -133,14 +146,14 @@ var CacheEnv = []string{
 	"NUGET_PACKAGES", "CCACHE_DIR", "SCCACHE_DIR",
 }
 
-// envCaches are the cache directories env's CacheEnv variables name,
+// envCaches are the cache directories env's cacheEnv variables name,
 // except any that holds the home directory or one of private.
 func (p *Policy) envCaches(env, private []string) []string {
 	private = append([]string{p.home()}, private...)
 	var dirs []string
 	for _, kv := range env {
 		name, value, _ := strings.Cut(kv, "=")
-		if !slices.Contains(CacheEnv, name) {
+		if !slices.Contains(cacheEnv, name) {
 			continue
 		}
 		for _, dir := range filepath.SplitList(value) {
@@ -171,7 +184,7 @@ func holdsAny(dir string, paths []string) bool {
 // hiddenPaths are what no command sees: the system's hidden paths, the
 // credentials in the home directory, and the policy's own.
 func (p *Policy) hiddenPaths() []string {
-	return slices.Concat(HiddenSystemPaths, inHome(p.home(), HiddenHomePaths), p.Hidden)
+	return slices.Concat(hiddenSystemPaths, inHome(p.home(), hiddenHomePaths), p.Hidden)
 }
 
 // home is the policy's home directory.

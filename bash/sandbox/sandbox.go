@@ -96,14 +96,11 @@ const (
 	LayerJail
 	// LayerLandlock needs no namespace and no privilege, for where user
 	// namespaces are blocked (Ubuntu's AppArmor restriction, Docker's
-	// seccomp profile, a sandbox within a sandbox): a helper process per
-	// session restricts itself, and so every command it starts, with
-	// Landlock (writes to the workspace, the caches and a temporary
-	// directory of the session's own; no reads of the hidden paths; no
-	// signals or abstract sockets outside the session; with NetworkOff no
-	// TCP), the same seccomp filter, no capability and no new privileges.
-	// It does not give commands a /proc, /tmp or network of their own,
-	// nor protect .git and editor files within the workspace.
+	// seccomp profile, a sandbox within a sandbox): a helper per session
+	// restricts itself, and so its commands, with Landlock (see the
+	// package doc), the same seccomp filter, no capability and no new
+	// privileges. Commands get no /proc, /tmp or network of their own, and
+	// .git and editor files in the workspace stay writable.
 	LayerLandlock
 )
 

@@ -17,8 +17,8 @@ import (
 // staleJailsName is the name of a jails' directory, which holds the
 // temporary directories of the Landlock layer's sessions (a jail's /tmp is
 // a file system in memory): dsh-jails-PID-START-RANDOM, stamped with its
-// maker. The prefix stamps
-// the executor's cgroup directories too (see newLimiter).
+// maker. Its stamp names the executor's cgroup v1 directories too
+// (dsh-limits-…, see newLimiter).
 var staleJailsName = regexp.MustCompile(`^dsh-jails-([0-9]+)-([0-9]+)-[0-9]+$`)
 
 // jailsPrefix is the name pattern of this process's jails' directory.
@@ -29,15 +29,14 @@ func jailsPrefix() string {
 	return "dsh-jails-" // unstamped: never taken for stale
 }
 
-// CleanStale removes the jails' directories (the Landlock layer's
-// sessions' temporary directories) and the cgroup directories of the limits
-// that sandbox executors left in tempDir ("" means os.TempDir(), the default
-// of Options.TempDir) when their process died without Close: those stamped
-// with a process that is gone (see package local's CleanStale, which
-// cleans up the rest). A jail itself does not outlive its executor's
-// process (bwrap --die-with-parent). Only directories of this user are
-// touched; it returns the ones it removed. Call it, with local.CleanStale,
-// when a program that embeds a sandbox executor starts.
+// CleanStale removes what sandbox executors left when their process died
+// without Close: their jails' directories in tempDir ("" means
+// os.TempDir(), the default of Options.TempDir) and their limits' cgroup
+// v1 directories, where stamped with a process that is gone and owned by
+// this user. It returns the directories it removed. Call it, with
+// local.CleanStale (which cleans up the rest), when a program that embeds
+// a sandbox executor starts; jails themselves die with their executor's
+// process (bwrap --die-with-parent).
 func CleanStale(ctx context.Context, tempDir string) (removed []string, err error) {
 	if tempDir == "" {
 		tempDir = os.TempDir()

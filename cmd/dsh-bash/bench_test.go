@@ -138,10 +138,14 @@ func BenchmarkREPL(b *testing.B) {
 	}
 	var configs []*replConfig
 	for _, probe := range []string{"detect", "settle"} {
-		for _, where := range []string{"local", "jail"} {
+		for _, where := range []struct{ name, sandbox string }{{"local", "off"}, {"jail", "jail"}} {
 			for _, tty := range []bool{false, true} {
-				c := &replConfig{name: fmt.Sprintf("%s-%s-%s", probe, where, map[bool]string{false: "pipe", true: "tty"}[tty]), tty: tty}
-				c.args = []string{"--sandbox", map[string]string{"local": "off", "jail": "jail"}[where]}
+				stdin := "pipe"
+				if tty {
+					stdin = "tty"
+				}
+				c := &replConfig{name: fmt.Sprintf("%s-%s-%s", probe, where.name, stdin), tty: tty}
+				c.args = []string{"--sandbox", where.sandbox}
 				if probe == "settle" {
 					c.args = append(c.args, "--input-probe=false")
 				}

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"cmp"
 	"net"
 	"os"
 	"os/exec"
@@ -147,7 +148,7 @@ func (b bypass) happened(dir string) bool {
 		_, err := os.Stat(filepath.Join(dir, b.gone))
 		return err != nil
 	}
-	_, err := os.Stat(filepath.Join(dir, cmpOr(b.marker, "RAN")))
+	_, err := os.Stat(filepath.Join(dir, cmp.Or(b.marker, "RAN")))
 	return err == nil
 }
 

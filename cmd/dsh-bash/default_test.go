@@ -3,6 +3,7 @@
 package main
 
 import (
+	"cmp"
 	"os"
 	"path/filepath"
 	"slices"
@@ -49,7 +50,7 @@ func TestMCPDenyList(t *testing.T) {
 			if ran := err == nil; ran != tc.runs {
 				t.Errorf("touch f: ran %v, want %v: %q", ran, tc.runs, got)
 			}
-			if !tc.runs && got != "this command needs the user's approval (no rule allows `touch f`), and this client cannot ask the user; it did not run. The user can allow it with a rule: start dsh-bash with --allow 'touch' or add \"touch\" to \"permissions\": {\"allow\": […]} in "+cmpOr(tcConfig(tc.flags), defaultConfigPath())+"." {
+			if !tc.runs && got != "this command needs the user's approval (no rule allows `touch f`), and this client cannot ask the user; it did not run. The user can allow it with a rule: start dsh-bash with --allow 'touch' or add \"touch\" to \"permissions\": {\"allow\": […]} in "+cmp.Or(tcConfig(tc.flags), defaultConfigPath())+"." {
 				t.Errorf("touch f, asked: %q", got)
 			}
 			source := "--deny"

@@ -174,8 +174,12 @@ func describe(w io.Writer, exec bash.Executor, sf *sandboxFlags, ws, wsLine stri
 		}
 		fmt.Fprintf(w, ": Landlock ABI %d restricts reads and writes, seccomp filter, no capabilities; not covered: %s\n", v.LandlockABI, landlockLacks)
 	} else {
+		net := ""
+		if v.Network != sandbox.NetworkOn {
+			net = ", net"
+		}
 		fmt.Fprintf(w, "sandbox: active (--sandbox=%s): bubblewrap namespaces (user, pid, ipc, uts%s), no capabilities, seccomp filter\n",
-			sf.mode, map[bool]string{true: ", net", false: ""}[v.Network != sandbox.NetworkOn])
+			sf.mode, net)
 	}
 	if v.LandlockABI > 0 {
 		fmt.Fprintf(w, "landlock: ABI %d (writes restricted by the kernel too)\n", v.LandlockABI)
@@ -187,10 +191,16 @@ func describe(w io.Writer, exec bash.Executor, sf *sandboxFlags, ws, wsLine stri
 		describeAllowlist(w, &sf.net)
 	}
 	fmt.Fprintf(w, "unix sockets: %s\n", unixSockets(v))
+	tmp := "not its own (TMPDIR is)"
+	if v.Layer != sandbox.LayerLandlock {
+		tmp = limitText(v.Tmp, sandbox.ByteSize(v.Tmp)+" in memory")
+	}
+	cpu := "not shared out"
+	if v.CPUShared {
+		cpu = "an equal share"
+	}
 	fmt.Fprintf(w, "limits per session: memory %s, processes %s, /tmp %s, CPU %s\n",
-		limitText(v.Memory, sandbox.ByteSize(v.Memory)), limitText(int64(v.Pids), strconv.Itoa(v.Pids)),
-		map[bool]string{true: "not its own (TMPDIR is)", false: limitText(v.Tmp, sandbox.ByteSize(v.Tmp)+" in memory")}[v.Layer == sandbox.LayerLandlock],
-		map[bool]string{true: "an equal share", false: "not shared out"}[v.CPUShared])
+		limitText(v.Memory, sandbox.ByteSize(v.Memory)), limitText(int64(v.Pids), strconv.Itoa(v.Pids)), tmp, cpu)
 	if v.LimitsMissing != "" {
 		fmt.Fprintf(w, "limits unavailable: %s\n", v.LimitsMissing)
 	}

@@ -15,7 +15,7 @@ import (
 func notHidden(paths []string) []string {
 	var covers []string
 	if home := os.Getenv("HOME"); home != "" && home != "/" { // as the sandbox finds it
-		for _, rel := range sandbox.HiddenHomePaths {
+		for _, rel := range sandbox.HiddenHomePaths() {
 			covers = append(covers, filepath.Join(home, rel))
 		}
 	}

@@ -1,9 +1,10 @@
-// Command dsh-bash serves the model-facing shell tools bash, bash_output and
-// bash_kill.
+// Command dsh-bash serves the model-facing shell tools bash, bash_output,
+// bash_kill, bash_input and bash_tasks.
 //
 //	dsh-bash mcp [--cwd DIR] [--http ADDR [--token-file PATH | --no-auth]] [executor flags]
 //	dsh-bash acp --model MODEL [--base-url URL] [--api-key-file PATH] [--yolo] [executor flags]
 //	dsh-bash run [--cwd DIR] [--workdir DIR] [--timeout-ms N] [executor flags] -- COMMAND
+//	dsh-bash executor [executor flags]
 //	dsh-bash schema
 //	dsh-bash doctor [--cwd DIR] [executor flags]
 //	dsh-bash --version
@@ -12,11 +13,13 @@
 // acp is an agent for an ACP editor (Zed) that drives an OpenAI-compatible
 // model with the tools;
 // run makes one bash call through the same tool layer a model uses and
-// prints exactly the text the model would get; schema prints the five
-// tool definitions as JSON; doctor prints what a session would get here
-// (where commands run, the sandbox and why, its layers, network and
-// paths). Executor flags: --default-timeout-ms,
-// --max-timeout-ms, --max-output-bytes, --max-result-chars.
+// prints exactly the text the model would get; executor serves the
+// executor on stdin and stdout for another dsh-bash's --executor-cmd or
+// --remote; schema prints the five tool definitions as JSON; doctor
+// prints what a session would get here (where commands run, the sandbox
+// and why, its layers, network and paths). Executor flags such as
+// --default-timeout-ms, --max-timeout-ms, --max-output-bytes and
+// --max-result-chars are listed by dsh-bash without arguments.
 //
 // SIGINT, SIGTERM and SIGHUP abort every call in flight and stop every
 // command before dsh-bash exits; a closed stdout is an error to clean up

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bufio"
+	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -131,7 +133,7 @@ func (f *permissionFlags) options(front string) (*toolbash.GateOptions, error) {
 		}
 		p.Rules = append(p.Rules, rules...)
 	}
-	file := cmpOr(f.configPath, "the configuration file")
+	file := cmp.Or(f.configPath, "the configuration file")
 	o := &toolbash.GateOptions{Policy: p, HowToAllow: func(prefix string) string { return howToAllow(prefix, file) }}
 	if f.file.ProjectRules {
 		o.Project = newProjectRules().rules
@@ -150,9 +152,13 @@ func describePermissions(w io.Writer, f *permissionFlags) {
 	if f.file.ProjectRules {
 		project = "read"
 	}
+	defaults := "off"
+	if f.file.Defaults == nil || *f.file.Defaults {
+		defaults = "on"
+	}
 	fmt.Fprintf(w, "permissions: %d allow, %d ask and %d deny rules; the built-in read-only rules %s; a workspace's %s %s\n",
 		len(f.allow)+len(f.file.Allow), len(f.ask)+len(f.file.Ask), len(f.deny)+len(f.file.Deny),
-		map[bool]string{true: "on", false: "off"}[f.file.Defaults == nil || *f.file.Defaults], projectRulesFile, project)
+		defaults, projectRulesFile, project)
 	fmt.Fprintf(w, "unmatched commands: %s\n", f.unmatchedText())
 	fmt.Fprintln(w, "commands that cannot be known statically: asked about, whatever the default (a command named by a variable, eval of a variable, a write outside the workspace, …)")
 }
@@ -210,13 +216,6 @@ func jsonString(s string) string {
 	return strings.TrimSuffix(b.String(), "\n")
 }
 
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
-}
-
 // projectRules reads workspaces' rule files, again when they change.
 type projectRules struct {
 	mu    sync.Mutex
@@ -259,7 +258,7 @@ func readProjectRules(path string) ([]permission.Rule, error) {
 		return nil, err
 	}
 	var c struct{ Allow, Ask, Deny []string }
-	d := json.NewDecoder(strings.NewReader(string(b)))
+	d := json.NewDecoder(bytes.NewReader(b))
 	d.DisallowUnknownFields()
 	if err := d.Decode(&c); err != nil {
 		return nil, err

@@ -50,7 +50,7 @@ func TestRunPermissions(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, ".dsh", "permissions.json"), []byte(`{"allow": ["mkdir"]}`), 0o644)
 	for _, trust := range []bool{false, true} {
 		cfg := filepath.Join(t.TempDir(), "config.json")
-		os.WriteFile(cfg, []byte(`{"permissions": {"deny": ["touch"], "default": "ask", "projectRules": `+map[bool]string{false: "false", true: "true"}[trust]+`}}`), 0o600)
+		os.WriteFile(cfg, []byte(`{"permissions": {"deny": ["touch"], "default": "ask", "projectRules": `+strconv.FormatBool(trust)+`}}`), 0o600)
 		out, _, code = dshBash(t, dir, "run", "--config", cfg, "--", "mkdir by-project")
 		_, err := os.Stat(filepath.Join(dir, "by-project"))
 		if ran := err == nil; ran != trust {

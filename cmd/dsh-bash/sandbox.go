@@ -126,11 +126,11 @@ func absPaths(paths []string) ([]string, error) {
 // given reports whether a sandbox flag (the allowlist's too) was given on
 // the command line.
 func (f *sandboxFlags) given() bool {
-	any := false
+	given := false
 	f.fs.Visit(func(fl *flag.Flag) {
-		any = any || strings.HasPrefix(fl.Name, "sandbox") || strings.HasSuffix(fl.Name, "-domain") || fl.Name == "default-domains"
+		given = given || strings.HasPrefix(fl.Name, "sandbox") || strings.HasSuffix(fl.Name, "-domain") || fl.Name == "default-domains"
 	})
-	return any
+	return given
 }
 
 // unsandboxedWarning is said on stderr, and in the MCP server's
