@@ -70,5 +70,5 @@ func (a *Agent) AskEgress(ctx context.Context, q egress.Question) (egress.Decisi
 // next request, why the sandbox's network proxy refused a connection (the
 // egress proxy's Refused hook; howToAllow as for toolbash.EgressRefusal).
 func (a *Agent) EgressRefused(r *egress.Refusal, howToAllow func(host string) string) {
-	a.tb.EgressRefused(r, howToAllow)
+	a.tb.EgressRefused(r, toolbash.EgressRefusal(r, howToAllow))
 }

@@ -95,7 +95,7 @@ func (a *Agent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptResp
 // agent's words about the session, never the user's (a refusal names
 // hosts a command chose).
 func (a *Agent) appendNotices(s *agentSession) {
-	for _, n := range a.tb.NoticeTexts(s.owner, 0) {
+	for _, n := range a.tb.TakeNotices(s.owner, 0) {
 		s.append(chatapi.SystemMessage(n))
 	}
 }

@@ -72,5 +72,5 @@ func netAnswer(form *mcp.ElicitParams, res *mcp.ElicitResult) (egress.Decision, 
 // connection (the egress proxy's Refused hook; howToAllow as for
 // toolbash.EgressRefusal).
 func (s *Server) EgressRefused(r *egress.Refusal, howToAllow func(host string) string) {
-	s.tb.EgressRefused(r, howToAllow)
+	s.tb.EgressRefused(r, toolbash.EgressRefusal(r, howToAllow))
 }

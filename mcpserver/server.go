@@ -332,8 +332,10 @@ func (s *Server) handler(name string) mcp.ToolHandler {
 			return out, nil // the session is ending: its tasks' deaths are ours, not news
 		}
 		// Within the result's budget: clients cut a long result, losing
-		// its own text.
-		for _, n := range s.tb.NoticeTexts(st.owner, utf8.RuneCountInString(res.Text())) {
+		// its own text. Each after a blank line, in a block of its own: a
+		// client that joins a result's blocks without a separator (Codex
+		// does) still shows the notices apart from the result.
+		for _, n := range s.tb.TakeNotices(st.owner, utf8.RuneCountInString(res.Text())) {
 			out.Content = append(out.Content, &mcp.TextContent{Text: "\n\n" + n})
 		}
 		return out, nil

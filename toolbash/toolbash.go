@@ -80,11 +80,10 @@ type Tools struct {
 	unsubWait func() // of the notices of tasks that wait for input
 	maxChars  int
 	notify    func(sessionID, notice string)
-	notices   noticeBox
-	netNotes  netNotes // the network proxy's refusals (EgressRefused)
-	askOut    Asker    // Options.AskUnsandboxed
-	outDesc   string   // the unsandboxed argument's description, where askOut is set
-	sandbox   bool     // Options.Sandbox is set
+	notices   noticeBox // what waits for each session (TakeNotices)
+	askOut    Asker     // Options.AskUnsandboxed
+	outDesc   string    // the unsandboxed argument's description, where askOut is set
+	sandbox   bool      // Options.Sandbox is set
 	startWait time.Duration
 }
 
@@ -159,15 +158,6 @@ func (t *Tools) taskDone(task bash.Task) {
 		t.notify(task.Owner, text)
 	}
 }
-
-// TakeNotices returns the completion notices waiting for the session,
-// oldest first, and forgets them. A notice never waits once its session
-// has read the task's final status with bash_output or called bash_kill on
-// it: the result that said so made it redundant (nor is Notify called for a
-// task the session kills). Front ends add
-// what it returns to the session's next tool result (NoticeBlock) or model
-// request (NoticesText).
-func (t *Tools) TakeNotices(sessionID string) []string { return t.notices.take(sessionID) }
 
 // Close stops the notices.
 func (t *Tools) Close() {
@@ -246,7 +236,6 @@ func (t *Tools) EndSession(ctx context.Context, sessionID string) {
 		return // unowned tasks belong to no session
 	}
 	defer t.notices.drop(sessionID)
-	defer t.netNotes.drop(sessionID)
 	list, _ := t.exec.List(ctx) // a failed list leaves nothing to kill here
 	var wg sync.WaitGroup
 	for _, task := range list {
