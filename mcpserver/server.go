@@ -13,9 +13,12 @@
 // session's first tool call (with roots/list for clients before protocol
 // 2026-07-28, with an input request in the call's result from then on) and
 // kept for the session until the client says its roots changed; without
-// roots it is Options.Cwd. Background completion notices for a session
-// ride along with its next tool result, as extra text blocks, and go out as
-// log notifications where the client asked for them. A call made with a
+// roots it is Options.Cwd. Background task notices for a session ride
+// along with its next tool result, as extra text blocks, and go out as log
+// notifications where the client asked for them; so do (in the result
+// alone) the refusals of the sandbox's network allowlist (Options.Egress),
+// whose questions about unlisted hosts the server puts to the session's
+// user. A call made with a
 // progress token gets the command's live output as progress notifications
 // (bytes so far, and the latest line as the message).
 package mcpserver
@@ -32,6 +35,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/dshgo/dsh/bash"
+	"github.com/dshgo/dsh/egress"
 	"github.com/dshgo/dsh/internal/coalesce"
 	"github.com/dshgo/dsh/session"
 	"github.com/dshgo/dsh/toolbash"
@@ -79,6 +83,11 @@ type Options struct {
 	// its sandbox allows: with Unsandboxed, the argument's description
 	// says it (see toolbash.Options.Sandbox).
 	Sandbox *toolbash.SandboxFacts
+	// Egress, if set, is the sandbox's network allowlist: the server asks
+	// its users about the hosts it does not list (AskEgress), and tells
+	// their models of the connections it refuses, beside their next tool
+	// result, until Close. Nil: no allowlist.
+	Egress *egress.Proxy
 }
 
 // Server is an MCP server for the shell tools over one executor. Make it with
@@ -88,6 +97,7 @@ type Server struct {
 	reg         *tools.Registry
 	tb          *toolbash.Tools
 	gate        *toolbash.Gate // nil: no permission rules
+	egress      *egress.Proxy  // nil: no network allowlist
 	unsandboxed bool           // the bash argument unsandboxed is offered (Options.Unsandboxed)
 	mute        string         // Options.CannotAskInstructions
 	mcp         *mcp.Server
@@ -158,6 +168,9 @@ func New(exec bash.Executor, opts *Options) (*Server, error) {
 	s.mcp.AddReceivingMiddleware(s.trackSessions, s.perSession)
 	for _, t := range s.reg.Tools() {
 		s.mcp.AddTool(mcpTool(t), s.handler(t.Name))
+	}
+	if s.egress = opts.Egress; s.egress != nil {
+		s.egress.SetFront(s.AskEgress, s.egressRefused)
 	}
 	return s, nil
 }
@@ -244,6 +257,9 @@ func (s *Server) Close() error {
 		wg.Go(func() { s.closeSession(ss) })
 	}
 	wg.Wait()
+	if s.egress != nil {
+		s.egress.SetFront(nil, nil)
+	}
 	s.tb.Close()
 	s.wg.Wait()
 	return nil
