@@ -15,8 +15,8 @@ import (
 // card of its own, whether the commands of the session whose owner token
 // q names may connect to a host the sandbox's network allowlist does not
 // list: once, for the rest of the session, or not, or no new host at all
-// (egress.DenyAllNew). It is the egress
-// proxy's Ask; Yolo does not answer it (the allowlist is the sandbox's,
+// (egress.DenyAllNew). It is the asker of
+// Options.Egress; Yolo does not answer it (the allowlist is the sandbox's,
 // not a command's permission). A session that is gone cannot be asked
 // (toolbash.ErrCannotAsk).
 func (a *Agent) AskEgress(ctx context.Context, q egress.Question) (egress.Decision, error) {
@@ -71,4 +71,11 @@ func (a *Agent) AskEgress(ctx context.Context, q egress.Question) (egress.Decisi
 // egress proxy's Refused hook; howToAllow as for toolbash.EgressRefusal).
 func (a *Agent) EgressRefused(r *egress.Refusal, howToAllow func(host string) string) {
 	a.tb.EgressRefused(r, toolbash.EgressRefusal(r, howToAllow))
+}
+
+// egressRefused tells the model of the session the refusal names, in its
+// next request, why the sandbox's network proxy refused a connection, in
+// the words the command read (Options.Egress's refusal hook).
+func (a *Agent) egressRefused(r *egress.Refusal) {
+	a.tb.EgressRefused(r, a.opts.Egress.RefusalText(r))
 }
