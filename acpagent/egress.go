@@ -66,13 +66,6 @@ func (a *Agent) AskEgress(ctx context.Context, q egress.Question) (egress.Decisi
 	return d, nil
 }
 
-// EgressRefused tells the model of the session the refusal names, in its
-// next request, why the sandbox's network proxy refused a connection (the
-// egress proxy's Refused hook; howToAllow as for toolbash.EgressRefusal).
-func (a *Agent) EgressRefused(r *egress.Refusal, howToAllow func(host string) string) {
-	a.tb.EgressRefused(r, toolbash.EgressRefusal(r, howToAllow))
-}
-
 // egressRefused tells the model of the session the refusal names, in its
 // next request, why the sandbox's network proxy refused a connection, in
 // the words the command read (Options.Egress's refusal hook).

@@ -74,11 +74,3 @@ func netAnswer(form *mcp.ElicitParams, res *mcp.ElicitResult) (egress.Decision, 
 func (s *Server) egressRefused(r *egress.Refusal) {
 	s.tb.EgressRefused(r, s.egress.RefusalText(r))
 }
-
-// EgressRefused tells the model of the session the refusal names, beside
-// its next tool result, why the sandbox's network proxy refused a
-// connection (the egress proxy's Refused hook; howToAllow as for
-// toolbash.EgressRefusal).
-func (s *Server) EgressRefused(r *egress.Refusal, howToAllow func(host string) string) {
-	s.tb.EgressRefused(r, toolbash.EgressRefusal(r, howToAllow))
-}
