@@ -323,8 +323,8 @@ func (t *Tools) bash(ctx context.Context, call *tools.Call) (*tools.Result, erro
 		spec.SpillAfter = spillAfter(t.maxChars)
 	}
 	if a.Unsandboxed && t.askOut != nil {
-		if refused := t.askUnsandboxed(ctx, call, a, req.Workdir); refused != "" {
-			return tools.ErrorResult(refused), nil
+		if refused := t.askUnsandboxed(ctx, call, a, req.Workdir); refused != nil {
+			return refused, nil
 		}
 		spec.Unsandboxed = true
 	}
