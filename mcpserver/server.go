@@ -336,9 +336,9 @@ func (s *Server) handler(name string) mcp.ToolHandler {
 		if progress != nil {
 			progress.Close() // every progress notification precedes the result
 		}
-		if len(cs.needInput) > 0 {
+		if need, ok := errors.AsType[*inputNeeded](res.Err); ok {
 			// The user's answers come with the client's next call.
-			return st.askInput(name, req, cs.needInput, cs.answers), nil
+			return st.askInput(name, req, need.requests, cs.answers), nil
 		}
 		out := &mcp.CallToolResult{IsError: res.IsError}
 		for _, c := range res.Content {
