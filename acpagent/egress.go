@@ -32,26 +32,19 @@ func (a *Agent) AskEgress(ctx context.Context, q egress.Question) (egress.Decisi
 		SessionUpdate: "tool_call", ToolCallId: id, Title: title, Kind: kind, Status: acp.ToolCallStatusPending,
 		RawInput: map[string]any{"host": q.Host, "port": q.Port}}}})
 	text := fmt.Sprintf("A command in the sandbox wants to connect to %s, which is not on the network allowlist.", dest)
-	resp, err := a.conn.RequestPermission(ctx, acp.RequestPermissionRequest{
-		SessionId: s.id,
-		ToolCall:  acp.ToolCallUpdate{ToolCallId: id, Title: &title, Kind: &kind, Content: []acp.ToolCallContent{acp.ToolContent(acp.TextBlock(text))}},
-		Options: []acp.PermissionOption{
-			{OptionId: allowOnce, Name: "Allow this connection", Kind: acp.PermissionOptionKindAllowOnce},
-			{OptionId: allowAlways, Name: "Allow " + toolbash.Visible(q.Host) + " for this session", Kind: acp.PermissionOptionKindAllowAlways},
-			{OptionId: rejectOnce, Name: "Deny", Kind: acp.PermissionOptionKindRejectOnce},
-			{OptionId: rejectAllNew, Name: "Deny every new host for this session", Kind: acp.PermissionOptionKindRejectAlways},
-		},
-	})
-	d := egress.Deny
+	chosen, err := a.askPermission(ctx, s.id, permissionCard(id, title, kind, nil, text),
+		acp.PermissionOption{OptionId: allowOnce, Name: "Allow this connection", Kind: acp.PermissionOptionKindAllowOnce},
+		acp.PermissionOption{OptionId: allowAlways, Name: "Allow " + toolbash.Visible(q.Host) + " for this session", Kind: acp.PermissionOptionKindAllowAlways},
+		acp.PermissionOption{OptionId: rejectOnce, Name: "Deny", Kind: acp.PermissionOptionKindRejectOnce},
+		acp.PermissionOption{OptionId: rejectAllNew, Name: "Deny every new host for this session", Kind: acp.PermissionOptionKindRejectAlways})
+	d := egress.Deny // also where nobody answered (a cancelled turn): nothing to remember
 	switch {
 	case err != nil:
-	case resp.Outcome.Selected == nil:
-		err = toolbash.ErrNoAnswer // the turn was cancelled: nothing to remember
-	case resp.Outcome.Selected.OptionId == allowOnce:
+	case chosen == allowOnce:
 		d = egress.AllowOnce
-	case resp.Outcome.Selected.OptionId == allowAlways:
+	case chosen == allowAlways:
 		d = egress.AllowSession
-	case resp.Outcome.Selected.OptionId == rejectAllNew:
+	case chosen == rejectAllNew:
 		d = egress.DenyAllNew
 	}
 	status := acp.ToolCallStatusCompleted
