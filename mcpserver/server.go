@@ -134,22 +134,8 @@ func New(exec bash.Executor, opts *Options) (*Server, error) {
 		}
 		s.cwd = wd
 	}
-	to := &toolbash.Options{Notify: s.notify, MaxResultChars: opts.MaxResultChars, Sandbox: opts.Sandbox}
-	if opts.Unsandboxed {
-		to.AskUnsandboxed = s.elicit
-	}
-	s.tb = toolbash.New(exec, to)
 	s.unsandboxed, s.mute = opts.Unsandboxed, opts.CannotAskInstructions
-	if opts.Permissions != nil {
-		g := *opts.Permissions
-		if g.Ask == nil {
-			g.Ask = s.elicit
-		}
-		s.gate = toolbash.NewGate(&g)
-		s.reg.Use(s.gate.Middleware)
-	}
-	if err := s.tb.Register(s.reg); err != nil {
-		s.tb.Close()
+	if err := s.makeTools(exec, opts); err != nil {
 		return nil, err
 	}
 	name, version := opts.Name, opts.Version
@@ -173,6 +159,30 @@ func New(exec bash.Executor, opts *Options) (*Server, error) {
 		s.egress.SetFront(s.AskEgress, s.egressRefused)
 	}
 	return s, nil
+}
+
+// makeTools makes the server's shell tools over exec, behind the
+// permission gate where opts has rules; the server asks its users by
+// elicitation.
+func (s *Server) makeTools(exec bash.Executor, opts *Options) error {
+	to := &toolbash.Options{Notify: s.notify, MaxResultChars: opts.MaxResultChars, Sandbox: opts.Sandbox}
+	if opts.Unsandboxed {
+		to.AskUnsandboxed = s.elicit
+	}
+	s.tb = toolbash.New(exec, to)
+	if opts.Permissions != nil {
+		g := *opts.Permissions
+		if g.Ask == nil {
+			g.Ask = s.elicit
+		}
+		s.gate = toolbash.NewGate(&g)
+		s.reg.Use(s.gate.Middleware)
+	}
+	if err := s.tb.Register(s.reg); err != nil {
+		s.tb.Close()
+		return err
+	}
+	return nil
 }
 
 // MCP returns the underlying SDK server, to serve it on a transport of the
