@@ -22,7 +22,8 @@
 // terminal capability (as initialize gave it when the session was created)
 // per ACP session, asks the client's permission before a tool that wants it
 // (bash), unless told not to, aborts the running command and the model
-// request on session/cancel, adds background completion notices to the
+// request on session/cancel, adds background task notices (and the
+// refusals of the sandbox's network allowlist, Options.Egress) to the
 // session's next model request, and kills a session's tasks when the
 // connection ends.
 package acpagent
@@ -44,6 +45,7 @@ import (
 
 	"github.com/coder/acp-go-sdk"
 	"github.com/dshgo/dsh/bash"
+	"github.com/dshgo/dsh/egress"
 	"github.com/dshgo/dsh/internal/chatapi"
 	"github.com/dshgo/dsh/toolbash"
 	"github.com/dshgo/dsh/tools"
@@ -101,6 +103,12 @@ type Options struct {
 	// its sandbox allows: with Unsandboxed, the argument's description
 	// says it (see toolbash.Options.Sandbox).
 	Sandbox *toolbash.SandboxFacts
+	// Egress, if set, is the sandbox's network allowlist: the agent asks
+	// the editor's user about the hosts it does not list (AskEgress;
+	// Yolo does not answer), and tells the session's model of the
+	// connections it refuses, in its next request, until Serve returns.
+	// Nil: no allowlist.
+	Egress *egress.Proxy
 }
 
 const defaultSystemPrompt = `You are a coding agent working in the directory %s on the user's machine.
@@ -179,6 +187,9 @@ func New(exec bash.Executor, opts *Options) (*Agent, error) {
 		}
 		a.defs = append(a.defs, chatapi.FunctionTool(t.Name, t.Description, params))
 	}
+	if opts.Egress != nil {
+		opts.Egress.SetFront(a.AskEgress, a.egressRefused)
+	}
 	return a, nil
 }
 
@@ -233,6 +244,9 @@ func (a *Agent) shutdown() {
 	a.prompts.Wait()
 	for _, s := range all {
 		a.endSession(s)
+	}
+	if a.opts.Egress != nil {
+		a.opts.Egress.SetFront(nil, nil)
 	}
 	a.tb.Close()
 }

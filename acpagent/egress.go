@@ -15,8 +15,8 @@ import (
 // card of its own, whether the commands of the session whose owner token
 // q names may connect to a host the sandbox's network allowlist does not
 // list: once, for the rest of the session, or not, or no new host at all
-// (egress.DenyAllNew). It is the egress
-// proxy's Ask; Yolo does not answer it (the allowlist is the sandbox's,
+// (egress.DenyAllNew). It is the asker of
+// Options.Egress; Yolo does not answer it (the allowlist is the sandbox's,
 // not a command's permission). A session that is gone cannot be asked
 // (toolbash.ErrCannotAsk).
 func (a *Agent) AskEgress(ctx context.Context, q egress.Question) (egress.Decision, error) {
@@ -32,26 +32,19 @@ func (a *Agent) AskEgress(ctx context.Context, q egress.Question) (egress.Decisi
 		SessionUpdate: "tool_call", ToolCallId: id, Title: title, Kind: kind, Status: acp.ToolCallStatusPending,
 		RawInput: map[string]any{"host": q.Host, "port": q.Port}}}})
 	text := fmt.Sprintf("A command in the sandbox wants to connect to %s, which is not on the network allowlist.", dest)
-	resp, err := a.conn.RequestPermission(ctx, acp.RequestPermissionRequest{
-		SessionId: s.id,
-		ToolCall:  acp.ToolCallUpdate{ToolCallId: id, Title: &title, Kind: &kind, Content: []acp.ToolCallContent{acp.ToolContent(acp.TextBlock(text))}},
-		Options: []acp.PermissionOption{
-			{OptionId: allowOnce, Name: "Allow this connection", Kind: acp.PermissionOptionKindAllowOnce},
-			{OptionId: allowAlways, Name: "Allow " + toolbash.Visible(q.Host) + " for this session", Kind: acp.PermissionOptionKindAllowAlways},
-			{OptionId: rejectOnce, Name: "Deny", Kind: acp.PermissionOptionKindRejectOnce},
-			{OptionId: rejectAllNew, Name: "Deny every new host for this session", Kind: acp.PermissionOptionKindRejectAlways},
-		},
-	})
-	d := egress.Deny
+	chosen, err := a.askPermission(ctx, s.id, permissionCard(id, title, kind, nil, text),
+		acp.PermissionOption{OptionId: allowOnce, Name: "Allow this connection", Kind: acp.PermissionOptionKindAllowOnce},
+		acp.PermissionOption{OptionId: allowAlways, Name: "Allow " + toolbash.Visible(q.Host) + " for this session", Kind: acp.PermissionOptionKindAllowAlways},
+		acp.PermissionOption{OptionId: rejectOnce, Name: "Deny", Kind: acp.PermissionOptionKindRejectOnce},
+		acp.PermissionOption{OptionId: rejectAllNew, Name: "Deny every new host for this session", Kind: acp.PermissionOptionKindRejectAlways})
+	d := egress.Deny // also where nobody answered (a cancelled turn): nothing to remember
 	switch {
 	case err != nil:
-	case resp.Outcome.Selected == nil:
-		err = toolbash.ErrNoAnswer // the turn was cancelled: nothing to remember
-	case resp.Outcome.Selected.OptionId == allowOnce:
+	case chosen == allowOnce:
 		d = egress.AllowOnce
-	case resp.Outcome.Selected.OptionId == allowAlways:
+	case chosen == allowAlways:
 		d = egress.AllowSession
-	case resp.Outcome.Selected.OptionId == rejectAllNew:
+	case chosen == rejectAllNew:
 		d = egress.DenyAllNew
 	}
 	status := acp.ToolCallStatusCompleted
@@ -66,9 +59,9 @@ func (a *Agent) AskEgress(ctx context.Context, q egress.Question) (egress.Decisi
 	return d, nil
 }
 
-// EgressRefused tells the model of the session the refusal names, in its
-// next request, why the sandbox's network proxy refused a connection (the
-// egress proxy's Refused hook; howToAllow as for toolbash.EgressRefusal).
-func (a *Agent) EgressRefused(r *egress.Refusal, howToAllow func(host string) string) {
-	a.tb.EgressRefused(r, howToAllow)
+// egressRefused tells the model of the session the refusal names, in its
+// next request, why the sandbox's network proxy refused a connection, in
+// the words the command read (Options.Egress's refusal hook).
+func (a *Agent) egressRefused(r *egress.Refusal) {
+	a.tb.EgressRefused(r, a.opts.Egress.RefusalText(r))
 }

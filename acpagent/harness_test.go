@@ -15,6 +15,7 @@ import (
 
 	"github.com/coder/acp-go-sdk"
 	"github.com/dshgo/dsh/bash/local"
+	"github.com/dshgo/dsh/egress"
 	"github.com/dshgo/dsh/internal/acptest"
 	"github.com/dshgo/dsh/internal/fakellm"
 	"github.com/dshgo/dsh/internal/testwait"
@@ -52,6 +53,8 @@ type rigOptions struct {
 	noKey bool
 	// unsandboxed offers the bash argument unsandboxed.
 	unsandboxed bool
+	// egress, if set, is the agent's network allowlist.
+	egress *egress.Proxy
 }
 
 func newRig(t testing.TB, terminal bool, yolo bool, turns ...fakellm.Turn) *rig {
@@ -71,7 +74,7 @@ func newRigWith(t testing.TB, o rigOptions, turns ...fakellm.Turn) *rig {
 	}
 	agent, err := New(exec, &Options{Model: "fake-model", Yolo: o.yolo, Permissions: o.permissions,
 		BaseURL: o.baseURL, APIKey: map[bool]string{false: "test-key", true: ""}[o.noKey], MaxRetries: -1,
-		Unsandboxed: o.unsandboxed})
+		Unsandboxed: o.unsandboxed, Egress: o.egress})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -95,7 +95,7 @@ func (a *Agent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptResp
 // agent's words about the session, never the user's (a refusal names
 // hosts a command chose).
 func (a *Agent) appendNotices(s *agentSession) {
-	for _, n := range a.tb.NoticeTexts(s.owner, 0) {
+	for _, n := range a.tb.TakeNotices(s.owner, 0) {
 		s.append(chatapi.SystemMessage(n))
 	}
 }
@@ -166,25 +166,19 @@ func (a *Agent) permission(next tools.Handler) tools.Handler {
 			return next(ctx, call)
 		}
 		p := a.reg.PresentCall(call.Tool, call.Args)
-		kind := acp.ToolKind(p.Kind)
-		resp, err := a.conn.RequestPermission(ctx, acp.RequestPermissionRequest{
-			SessionId: s.id,
-			ToolCall:  acp.ToolCallUpdate{ToolCallId: acp.ToolCallId(call.ID), Title: &p.Title, Kind: &kind, RawInput: p.RawInput},
-			Options: []acp.PermissionOption{
-				{OptionId: allowOnce, Name: "Allow", Kind: acp.PermissionOptionKindAllowOnce},
-				{OptionId: allowAlways, Name: "Allow always in this session", Kind: acp.PermissionOptionKindAllowAlways},
-				{OptionId: rejectOnce, Name: "Reject", Kind: acp.PermissionOptionKindRejectOnce},
-			},
-		})
+		chosen, err := a.askPermission(ctx, s.id, permissionCard(acp.ToolCallId(call.ID), p.Title, acp.ToolKind(p.Kind), p.RawInput, ""),
+			acp.PermissionOption{OptionId: allowOnce, Name: "Allow", Kind: acp.PermissionOptionKindAllowOnce},
+			acp.PermissionOption{OptionId: allowAlways, Name: "Allow always in this session", Kind: acp.PermissionOptionKindAllowAlways},
+			acp.PermissionOption{OptionId: rejectOnce, Name: "Reject", Kind: acp.PermissionOptionKindRejectOnce})
 		switch {
 		case ctx.Err() != nil:
 			return tools.ErrorResult("command aborted")
+		case errors.Is(err, toolbash.ErrNoAnswer):
+			return tools.ErrorResult(unansweredText)
 		case err != nil:
 			return tools.ErrorResult("could not ask the user for permission: " + err.Error())
-		case resp.Outcome.Selected == nil:
-			return tools.ErrorResult(unansweredText)
 		}
-		switch resp.Outcome.Selected.OptionId {
+		switch chosen {
 		case allowAlways:
 			s.mu.Lock()
 			s.allowed[call.Tool] = true
@@ -209,25 +203,17 @@ func (a *Agent) askCommand(ctx context.Context, q toolbash.Question) (toolbash.A
 		return toolbash.Reject, errors.New("the session is gone")
 	}
 	p := a.reg.PresentCall(q.Call.Tool, q.Call.Args)
-	kind := acp.ToolKind(p.Kind)
 	options := []acp.PermissionOption{{OptionId: allowOnce, Name: "Allow", Kind: acp.PermissionOptionKindAllowOnce}}
 	if len(q.Verdict.Prefixes) > 0 {
 		options = append(options, acp.PermissionOption{OptionId: allowAlways, Kind: acp.PermissionOptionKindAllowAlways,
 			Name: "Always allow " + quotedList(q.Verdict.Prefixes) + " in this session"})
 	}
 	options = append(options, acp.PermissionOption{OptionId: rejectOnce, Name: "Reject", Kind: acp.PermissionOptionKindRejectOnce})
-	resp, err := a.conn.RequestPermission(ctx, acp.RequestPermissionRequest{
-		SessionId: s.id,
-		ToolCall:  acp.ToolCallUpdate{ToolCallId: acp.ToolCallId(q.Call.ID), Title: &p.Title, Kind: &kind, RawInput: p.RawInput},
-		Options:   options,
-	})
+	chosen, err := a.askPermission(ctx, s.id, permissionCard(acp.ToolCallId(q.Call.ID), p.Title, acp.ToolKind(p.Kind), p.RawInput, ""), options...)
 	if err != nil {
 		return toolbash.Reject, err
 	}
-	if resp.Outcome.Selected == nil {
-		return toolbash.Reject, toolbash.ErrNoAnswer // the turn was cancelled: no answer of the user's
-	}
-	switch resp.Outcome.Selected.OptionId {
+	switch chosen {
 	case allowOnce:
 		return toolbash.AllowOnce, nil
 	case allowAlways:
@@ -246,28 +232,42 @@ func (a *Agent) askUnsandboxed(ctx context.Context, q toolbash.Question) (toolba
 		return toolbash.Reject, errors.New("the session is gone")
 	}
 	p := a.reg.PresentCall(q.Call.Tool, q.Call.Args)
-	kind := acp.ToolKind(p.Kind)
-	title := "Run OUTSIDE the sandbox: " + p.Title
 	reason := fmt.Sprintf("This command asks to run outside the sandbox, with your full access:\n%s\n%s\nThe model's reason: %s",
 		toolbash.Visible(q.Command), q.HowLong(), toolbash.Visible(q.Description))
-	resp, err := a.conn.RequestPermission(ctx, acp.RequestPermissionRequest{
-		SessionId: s.id,
-		ToolCall: acp.ToolCallUpdate{ToolCallId: acp.ToolCallId(q.Call.ID), Title: &title, Kind: &kind, RawInput: p.RawInput,
-			Content: []acp.ToolCallContent{acp.ToolContent(acp.TextBlock(reason))}},
-		Options: []acp.PermissionOption{
-			{OptionId: allowOnce, Name: "Run outside the sandbox, this once", Kind: acp.PermissionOptionKindAllowOnce},
-			{OptionId: rejectOnce, Name: "Reject", Kind: acp.PermissionOptionKindRejectOnce},
-		},
-	})
+	chosen, err := a.askPermission(ctx, s.id, permissionCard(acp.ToolCallId(q.Call.ID), "Run OUTSIDE the sandbox: "+p.Title, acp.ToolKind(p.Kind), p.RawInput, reason),
+		acp.PermissionOption{OptionId: allowOnce, Name: "Run outside the sandbox, this once", Kind: acp.PermissionOptionKindAllowOnce},
+		acp.PermissionOption{OptionId: rejectOnce, Name: "Reject", Kind: acp.PermissionOptionKindRejectOnce})
 	switch {
 	case err != nil:
 		return toolbash.Reject, err
-	case resp.Outcome.Selected == nil:
-		return toolbash.Reject, toolbash.ErrNoAnswer // the turn was cancelled: no answer of the user's
-	case resp.Outcome.Selected.OptionId == allowOnce:
+	case chosen == allowOnce:
 		return toolbash.AllowOnce, nil
 	}
 	return toolbash.Reject, nil
+}
+
+// askPermission asks the editor's user about card with
+// session/request_permission, and returns the option chosen; a
+// cancelled turn is no answer of the user's (toolbash.ErrNoAnswer).
+func (a *Agent) askPermission(ctx context.Context, sid acp.SessionId, card acp.ToolCallUpdate, options ...acp.PermissionOption) (acp.PermissionOptionId, error) {
+	resp, err := a.conn.RequestPermission(ctx, acp.RequestPermissionRequest{SessionId: sid, ToolCall: card, Options: options})
+	switch {
+	case err != nil:
+		return "", err
+	case resp.Outcome.Selected == nil:
+		return "", toolbash.ErrNoAnswer
+	}
+	return resp.Outcome.Selected.OptionId, nil
+}
+
+// permissionCard is the tool call a permission question shows: its id,
+// title, kind and raw input, and text, if any, as its content.
+func permissionCard(id acp.ToolCallId, title string, kind acp.ToolKind, rawInput any, text string) acp.ToolCallUpdate {
+	card := acp.ToolCallUpdate{ToolCallId: id, Title: &title, Kind: &kind, RawInput: rawInput}
+	if text != "" {
+		card.Content = []acp.ToolCallContent{acp.ToolContent(acp.TextBlock(text))}
+	}
+	return card
 }
 
 // quotedList is `a`, `b` and `c`.

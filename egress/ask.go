@@ -2,6 +2,7 @@ package egress
 
 import (
 	"context"
+	"errors"
 	"net"
 	"slices"
 	"strconv"
@@ -53,7 +54,7 @@ type question struct {
 // and port), and a denial of every host not yet allowed. It returns 0
 // where the connection may go ahead, else why not.
 func (p *Proxy) ask(ctx context.Context, ref *Refusal) Reason {
-	if p.opts.Ask == nil {
+	if p.front.Load().ask == nil {
 		return Unlisted
 	}
 	q, why, event := p.enqueue(ref)
@@ -135,11 +136,18 @@ func (p *Proxy) goTracked(f func()) bool {
 	return true
 }
 
+// errNoAsker: the front end stopped asking (SetFront) before a question
+// in line was put; nobody answered it.
+var errNoAsker = errors.New("egress: nobody asks the user")
+
 // askLoop puts q to the session's user, with ctx, then the questions in
 // line, one at a time, until none waits.
 func (p *Proxy) askLoop(ctx context.Context, st *askState, q *question) {
 	for q != nil {
-		d, err := p.opts.Ask(ctx, q.q)
+		d, err := Deny, errNoAsker
+		if ask := p.front.Load().ask; ask != nil {
+			d, err = ask(ctx, q.q)
+		}
 		p.answered(st, q, d, err)
 		q, ctx = p.nextQuestion(st)
 	}

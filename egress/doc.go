@@ -14,7 +14,8 @@
 // addresses (and the host's own) are refused unless an address rule
 // allows them, whether a
 // command names them or a listed name resolves to them (DNS rebinding). A
-// destination no rule names is asked about ([Options].Ask): allowed once,
+// destination no rule names is asked about ([Options].Ask, or the asker a
+// front end made after the proxy sets with [Proxy.SetFront]): allowed once,
 // allowed for the session, denied (that host and port), or denied with
 // every host not yet allowed. A session's user is asked one question at
 // a time; other connections wait their turn in a short line, and past it,

@@ -163,7 +163,7 @@ func statusOf(r *Refusal) int {
 
 // refuseHTTP answers with status and the refusal's text, and closes.
 func (s *session) refuseHTTP(r *Refusal, status int) {
-	body := s.p.text(r) + "\n"
+	body := s.p.RefusalText(r) + "\n"
 	reason := http.StatusText(status)
 	_ = s.c.SetWriteDeadline(time.Now().Add(s.p.header))
 	fmt.Fprintf(s.c, "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: %d\r\nConnection: close\r\nX-Dsh-Refused: %s\r\n\r\n%s",

@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -25,7 +26,7 @@ type Options struct {
 	Allow, Deny []string
 	// Ask asks the user of the session about a destination no rule names;
 	// nil (or an error) refuses it as Unlisted, and nothing is
-	// remembered. Concurrent connections of a session to one host and
+	// remembered. A front end made after the proxy sets it with SetFront. Concurrent connections of a session to one host and
 	// port wait for one question, and a session's questions are put one
 	// at a time (see AskQueue). AllowSession is remembered for the host,
 	// Deny for the host and port, and DenyAllNew for every host not yet
@@ -50,7 +51,7 @@ type Options struct {
 	// response). Default: the Refusal's Error.
 	RefusalText func(r *Refusal) string
 	// Refused, if set, is told of every refusal (on the connection's
-	// goroutine: it should return promptly).
+	// goroutine: it should return promptly). See SetFront.
 	Refused func(r *Refusal)
 	// Resolve looks a name up. Default: the system's resolver.
 	Resolve func(ctx context.Context, host string) ([]netip.Addr, error)
@@ -114,6 +115,7 @@ type Proxy struct {
 
 	ctx    context.Context // ends at Close
 	cancel context.CancelFunc
+	front  atomic.Pointer[front]
 	asked  asked
 	// event, if set (by this package's tests, before Serve), is told of
 	// what no other event announces: "waiting" (a connection waits for a
@@ -157,6 +159,7 @@ func New(o *Options) (*Proxy, error) {
 	p.bufs.New = func() any { b := make([]byte, bufSize); return &b }
 	p.asked.owners = map[string]*askState{}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
+	p.front.Store(&front{ask: p.opts.Ask, refused: p.opts.Refused})
 	return p, nil
 }
 
@@ -401,16 +404,33 @@ func (c *trackedConn) CloseWrite() error {
 	return errors.ErrUnsupported
 }
 
-// refused tells Options.Refused and returns r.
+// front is the front end's part in the proxy: who asks the user about a
+// destination no rule names, and who is told of each refusal
+// (Options.Ask and Refused, or what SetFront set since).
+type front struct {
+	ask     func(ctx context.Context, q Question) (Decision, error)
+	refused func(r *Refusal)
+}
+
+// SetFront makes ask and refused the proxy's Options.Ask and
+// Options.Refused from now on, for a front end made after the proxy (the
+// sandbox that serves it is made first); nil for either is none. A
+// question already put to the user is not taken back.
+func (p *Proxy) SetFront(ask func(ctx context.Context, q Question) (Decision, error), refused func(r *Refusal)) {
+	p.front.Store(&front{ask: ask, refused: refused})
+}
+
+// refused tells the front end's refused hook and returns r.
 func (p *Proxy) refused(r *Refusal) *Refusal {
-	if p.opts.Refused != nil {
-		p.opts.Refused(r)
+	if f := p.front.Load().refused; f != nil {
+		f(r)
 	}
 	return r
 }
 
-// text is what a refused client reads.
-func (p *Proxy) text(r *Refusal) string {
+// RefusalText is what a refused client reads (Options.RefusalText, by
+// default the refusal's Error), for a front end that tells the model too.
+func (p *Proxy) RefusalText(r *Refusal) string {
 	if p.opts.RefusalText != nil {
 		return p.opts.RefusalText(r)
 	}

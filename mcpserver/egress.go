@@ -22,11 +22,11 @@ const (
 // AskEgress asks the user of the session whose owner token q names, by
 // elicitation, whether its commands may connect to a host the sandbox's
 // network allowlist does not list: once, for the rest of the session, or
-// not, or no new host at all (egress.DenyAllNew). It is the egress
-// proxy's Ask, which puts one question at a time to a session. A session
-// that is gone, a client without elicitation, and one on the 2026-07-28
-// protocol (where a server asks only within a call's answer, and a
-// connection may come from a background task) cannot be asked:
+// not, or no new host at all (egress.DenyAllNew). It is the asker of
+// Options.Egress, which puts one question at a time to a session. A
+// session that is gone, a client without elicitation, and one on the
+// 2026-07-28 protocol (where a server asks only within a call's answer,
+// and a connection may come from a background task) cannot be asked:
 // toolbash.ErrCannotAsk. A dismissed question (cancel) is no answer:
 // toolbash.ErrNoAnswer, which the proxy does not remember.
 func (s *Server) AskEgress(ctx context.Context, q egress.Question) (egress.Decision, error) {
@@ -67,10 +67,10 @@ func netAnswer(form *mcp.ElicitParams, res *mcp.ElicitResult) (egress.Decision, 
 	return egress.Deny, err
 }
 
-// EgressRefused tells the model of the session the refusal names, beside
+// egressRefused tells the model of the session the refusal names, beside
 // its next tool result, why the sandbox's network proxy refused a
-// connection (the egress proxy's Refused hook; howToAllow as for
-// toolbash.EgressRefusal).
-func (s *Server) EgressRefused(r *egress.Refusal, howToAllow func(host string) string) {
-	s.tb.EgressRefused(r, howToAllow)
+// connection, in the words the command read (Options.Egress's refusal
+// hook).
+func (s *Server) egressRefused(r *egress.Refusal) {
+	s.tb.EgressRefused(r, s.egress.RefusalText(r))
 }

@@ -35,11 +35,10 @@ const (
 )
 
 // callState carries a tool call's MCP request and the answers it brought
-// to the asker, and the questions it could not ask within the call.
+// to the asker.
 type callState struct {
-	req       *mcp.CallToolRequest
-	answers   callAnswers
-	needInput mcp.InputRequestMap
+	req     *mcp.CallToolRequest
+	answers callAnswers
 }
 
 type callStateKey struct{}
@@ -65,16 +64,16 @@ func (s *Server) elicit(ctx context.Context, q toolbash.Question) (toolbash.Answ
 		// directory changed between the rounds): ask this one.
 	}
 	if cs.req.ProtocolVersion() >= newProtocol {
-		cs.needInput = mcp.InputRequestMap{key: params}
+		need := &inputNeeded{requests: mcp.InputRequestMap{key: params}}
 		if !q.Unsandboxed && s.unsandboxed {
 			if uq, ok := unsandboxedQuestion(q); ok {
 				// Both questions at once: the client's next call brings
 				// both answers (the second would otherwise come without
 				// the first).
-				cs.needInput[unsandboxedInput] = unsandboxedParams(uq)
+				need.requests[unsandboxedInput] = unsandboxedParams(uq)
 			}
 		}
-		return toolbash.Reject, errInputNeeded
+		return toolbash.Reject, need
 	}
 	res, err := cs.req.Session.Elicit(ctx, params)
 	if err != nil {
@@ -108,8 +107,15 @@ func unsandboxedParams(q toolbash.Question) *mcp.ElicitParams {
 	}
 }
 
-// errInputNeeded: the question goes back to the client as an input request.
-var errInputNeeded = errors.New("the client answers by calling again")
+// inputNeeded is the asker's error where its questions go back to the
+// client as input requests, in the call's result: the client answers by
+// calling again. The call's result carries it to the handler
+// (tools.Result.Err).
+type inputNeeded struct {
+	requests mcp.InputRequestMap
+}
+
+func (*inputNeeded) Error() string { return "the client answers by calling again" }
 
 // elicitParams is the form that asks about q.
 func elicitParams(q toolbash.Question) *mcp.ElicitParams {

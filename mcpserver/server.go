@@ -13,9 +13,12 @@
 // session's first tool call (with roots/list for clients before protocol
 // 2026-07-28, with an input request in the call's result from then on) and
 // kept for the session until the client says its roots changed; without
-// roots it is Options.Cwd. Background completion notices for a session
-// ride along with its next tool result, as extra text blocks, and go out as
-// log notifications where the client asked for them. A call made with a
+// roots it is Options.Cwd. Background task notices for a session ride
+// along with its next tool result, as extra text blocks, and go out as log
+// notifications where the client asked for them; so do (in the result
+// alone) the refusals of the sandbox's network allowlist (Options.Egress),
+// whose questions about unlisted hosts the server puts to the session's
+// user. A call made with a
 // progress token gets the command's live output as progress notifications
 // (bytes so far, and the latest line as the message).
 package mcpserver
@@ -32,6 +35,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/dshgo/dsh/bash"
+	"github.com/dshgo/dsh/egress"
 	"github.com/dshgo/dsh/internal/coalesce"
 	"github.com/dshgo/dsh/session"
 	"github.com/dshgo/dsh/toolbash"
@@ -79,6 +83,11 @@ type Options struct {
 	// its sandbox allows: with Unsandboxed, the argument's description
 	// says it (see toolbash.Options.Sandbox).
 	Sandbox *toolbash.SandboxFacts
+	// Egress, if set, is the sandbox's network allowlist: the server asks
+	// its users about the hosts it does not list (AskEgress), and tells
+	// their models of the connections it refuses, beside their next tool
+	// result, until Close. Nil: no allowlist.
+	Egress *egress.Proxy
 }
 
 // Server is an MCP server for the shell tools over one executor. Make it with
@@ -88,6 +97,7 @@ type Server struct {
 	reg         *tools.Registry
 	tb          *toolbash.Tools
 	gate        *toolbash.Gate // nil: no permission rules
+	egress      *egress.Proxy  // nil: no network allowlist
 	unsandboxed bool           // the bash argument unsandboxed is offered (Options.Unsandboxed)
 	mute        string         // Options.CannotAskInstructions
 	mcp         *mcp.Server
@@ -124,22 +134,8 @@ func New(exec bash.Executor, opts *Options) (*Server, error) {
 		}
 		s.cwd = wd
 	}
-	to := &toolbash.Options{Notify: s.notify, MaxResultChars: opts.MaxResultChars, Sandbox: opts.Sandbox}
-	if opts.Unsandboxed {
-		to.AskUnsandboxed = s.elicit
-	}
-	s.tb = toolbash.New(exec, to)
 	s.unsandboxed, s.mute = opts.Unsandboxed, opts.CannotAskInstructions
-	if opts.Permissions != nil {
-		g := *opts.Permissions
-		if g.Ask == nil {
-			g.Ask = s.elicit
-		}
-		s.gate = toolbash.NewGate(&g)
-		s.reg.Use(s.gate.Middleware)
-	}
-	if err := s.tb.Register(s.reg); err != nil {
-		s.tb.Close()
+	if err := s.makeTools(exec, opts); err != nil {
 		return nil, err
 	}
 	name, version := opts.Name, opts.Version
@@ -159,7 +155,34 @@ func New(exec bash.Executor, opts *Options) (*Server, error) {
 	for _, t := range s.reg.Tools() {
 		s.mcp.AddTool(mcpTool(t), s.handler(t.Name))
 	}
+	if s.egress = opts.Egress; s.egress != nil {
+		s.egress.SetFront(s.AskEgress, s.egressRefused)
+	}
 	return s, nil
+}
+
+// makeTools makes the server's shell tools over exec, behind the
+// permission gate where opts has rules; the server asks its users by
+// elicitation.
+func (s *Server) makeTools(exec bash.Executor, opts *Options) error {
+	to := &toolbash.Options{Notify: s.notify, MaxResultChars: opts.MaxResultChars, Sandbox: opts.Sandbox}
+	if opts.Unsandboxed {
+		to.AskUnsandboxed = s.elicit
+	}
+	s.tb = toolbash.New(exec, to)
+	if opts.Permissions != nil {
+		g := *opts.Permissions
+		if g.Ask == nil {
+			g.Ask = s.elicit
+		}
+		s.gate = toolbash.NewGate(&g)
+		s.reg.Use(s.gate.Middleware)
+	}
+	if err := s.tb.Register(s.reg); err != nil {
+		s.tb.Close()
+		return err
+	}
+	return nil
 }
 
 // MCP returns the underlying SDK server, to serve it on a transport of the
@@ -244,6 +267,9 @@ func (s *Server) Close() error {
 		wg.Go(func() { s.closeSession(ss) })
 	}
 	wg.Wait()
+	if s.egress != nil {
+		s.egress.SetFront(nil, nil)
+	}
 	s.tb.Close()
 	s.wg.Wait()
 	return nil
@@ -320,9 +346,9 @@ func (s *Server) handler(name string) mcp.ToolHandler {
 		if progress != nil {
 			progress.Close() // every progress notification precedes the result
 		}
-		if len(cs.needInput) > 0 {
+		if need, ok := errors.AsType[*inputNeeded](res.Err); ok {
 			// The user's answers come with the client's next call.
-			return st.askInput(name, req, cs.needInput, cs.answers), nil
+			return st.askInput(name, req, need.requests, cs.answers), nil
 		}
 		out := &mcp.CallToolResult{IsError: res.IsError}
 		for _, c := range res.Content {
@@ -332,8 +358,10 @@ func (s *Server) handler(name string) mcp.ToolHandler {
 			return out, nil // the session is ending: its tasks' deaths are ours, not news
 		}
 		// Within the result's budget: clients cut a long result, losing
-		// its own text.
-		for _, n := range s.tb.NoticeTexts(st.owner, utf8.RuneCountInString(res.Text())) {
+		// its own text. Each after a blank line, in a block of its own: a
+		// client that joins a result's blocks without a separator (Codex
+		// does) still shows the notices apart from the result.
+		for _, n := range s.tb.TakeNotices(st.owner, utf8.RuneCountInString(res.Text())) {
 			out.Content = append(out.Content, &mcp.TextContent{Text: "\n\n" + n})
 		}
 		return out, nil

@@ -55,3 +55,21 @@ func EgressRefusal(r *egress.Refusal, howToAllow func(host string) string) strin
 	}
 	return fmt.Sprintf("dsh sandbox: the network proxy refused the request: %s.", r.Cause)
 }
+
+// EgressRefused queues the network proxy's refusal for the session whose
+// owner token it names, as text (what the refused command read:
+// EgressRefusal), for TakeNotices; a front end calls it from the proxy's
+// refusal hook. Left out: a request the proxy could not read (the client
+// that sent it says so), and a refusal whose text the command was shown
+// already (the body of the answer to a plain HTTP request, which curl
+// prints): the model would read it twice.
+func (t *Tools) EgressRefused(r *egress.Refusal, text string) {
+	if r.Owner == "" || r.Reason == egress.Malformed || r.Shown {
+		return
+	}
+	dest := net.JoinHostPort(r.Host, strconv.Itoa(r.Port))
+	if r.Reason == egress.Busy {
+		dest = "" // one line, whichever destination
+	}
+	t.notices.addRefusal(r.Owner, dest, text)
+}

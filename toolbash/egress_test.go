@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/dshgo/dsh/bash"
 	"github.com/dshgo/dsh/egress"
 )
 
@@ -45,16 +47,17 @@ func TestEgressGolden(t *testing.T) {
 	names = append(names, "unlisted-no-how", "notices")
 	got["unlisted-no-how"] = EgressRefusal(&cases[1].r, nil)
 	var tb Tools
+	refused := func(r *egress.Refusal) { tb.EgressRefused(r, EgressRefusal(r, how)) }
 	for _, c := range cases {
-		tb.EgressRefused(&c.r, how)
+		refused(&c.r)
 	}
-	tb.EgressRefused(&cases[0].r, how) // the same destination again: once
+	refused(&cases[0].r) // the same destination again: once
 	shown := cases[2].r
 	shown.Host, shown.Shown = "shown.example", true // the command read it as the body
-	tb.EgressRefused(&shown, how)
-	got["notices"] = strings.Join(tb.NoticeTexts("s", 0), "\n--\n")
+	refused(&shown)
+	got["notices"] = strings.Join(tb.TakeNotices("s", 0), "\n--\n")
 	golden(t, "egress.txtar", names, got)
-	if n := tb.NoticeTexts("s", 0); len(n) != 0 {
+	if n := tb.TakeNotices("s", 0); len(n) != 0 {
 		t.Errorf("notices taken twice: %q", n)
 	}
 }
@@ -68,14 +71,15 @@ func TestNoticesWithinBudget(t *testing.T) {
 	long := strings.Repeat("x", 240)
 	for i := range 20 {
 		for range 3 { // the same destination thrice: one line
-			tb.EgressRefused(&egress.Refusal{Owner: "s", Host: fmt.Sprintf("%s%02d.example", long, i), Port: 443, Reason: egress.Unlisted}, nil)
+			r := &egress.Refusal{Owner: "s", Host: fmt.Sprintf("%s%02d.example", long, i), Port: 443, Reason: egress.Unlisted}
+			tb.EgressRefused(r, EgressRefusal(r, nil))
 		}
 	}
-	tb.notices.pending = map[string][]pendingNotice{"s": {{task: "bash-1", text: "background task bash-1 finished [status: completed, exit code: 0]; read its output with bash_output"}}}
-	if n := tb.NoticeTexts("s", 2990); len(n) != 0 {
+	tb.notices.add(bash.Task{ID: "bash-1", Owner: "s", Status: bash.StatusCompleted})
+	if n := tb.TakeNotices("s", 2990); len(n) != 0 {
 		t.Fatalf("no room, yet %q", n)
 	}
-	n := tb.NoticeTexts("s", 1000)
+	n := tb.TakeNotices("s", 1000)
 	total := 1000
 	for _, text := range n {
 		total += 2 + chars(text)
@@ -88,18 +92,44 @@ func TestNoticesWithinBudget(t *testing.T) {
 	if kept := len(lines) - 2; kept < 1 || kept > maxNetworkNotes || last != fmt.Sprintf("…and connections to %d more destinations were refused.", 20-kept) {
 		t.Errorf("%d lines kept, then %q", kept, last)
 	}
-	if n := tb.NoticeTexts("s", 0); len(n) != 0 {
+	if n := tb.TakeNotices("s", 0); len(n) != 0 {
 		t.Errorf("the rest was not counted: %q", n)
 	}
 }
 
 // TestNoNotices: nothing to say is the empty string, not a bare heading.
 func TestNoNotices(t *testing.T) {
-	if got := NoticesText(nil); got != "" {
-		t.Errorf("NoticesText(nil) = %q", got)
+	if got := taskNoticesText(nil); got != "" {
+		t.Errorf("taskNoticesText(nil) = %q", got)
 	}
 	var tb Tools
-	if got := tb.NoticeTexts("s", 0); len(got) != 0 {
-		t.Errorf("NoticeTexts with none waiting: %q", got)
+	if got := tb.TakeNotices("s", 0); len(got) != 0 {
+		t.Errorf("TakeNotices with none waiting: %q", got)
+	}
+}
+
+// TestOneQueue: task notices and refusals wait in one queue, each kind
+// read under its heading; a task notice that does not fit waits, with
+// the later ones, and so do refusals where none fits.
+func TestOneQueue(t *testing.T) {
+	var box noticeBox
+	one := bash.Task{ID: "bash-1", Owner: "s", Status: bash.StatusCompleted}
+	two := bash.Task{ID: "bash-2", Owner: "s", Status: bash.StatusRunning}
+	box.add(one)
+	box.addRefusal("s", "example.org:443", "refused example.org:443")
+	box.addWaiting(two)
+	box.addRefusal("s", "example.org:443", "refused example.org:443") // once
+	first := taskNoticesText([]string{noticeText(one)})
+	got := box.take("s", chars(first)+2)
+	if len(got) != 1 || got[0] != first {
+		t.Fatalf("room for one notice: %q", got)
+	}
+	got = box.take("s", -1)
+	want := []string{taskNoticesText([]string{waitingNoticeText(two)}), networkText([]string{"refused example.org:443"}, 0)}
+	if !slices.Equal(got, want) {
+		t.Errorf("the rest: %q, want %q", got, want)
+	}
+	if box.pending["s"] != nil {
+		t.Errorf("an empty queue is kept: %+v", box.pending["s"])
 	}
 }

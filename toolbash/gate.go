@@ -59,7 +59,8 @@ const (
 
 // Asker asks the user; front ends supply it. An error means the user could
 // not be asked; ErrCannotAsk, that this client has no way to ask (the ask
-// becomes a denial that says how to add a rule).
+// becomes a denial that says how to add a rule). The call's result
+// carries the error back to the front end (tools.Result.Err).
 type Asker func(ctx context.Context, q Question) (Answer, error)
 
 // ErrCannotAsk is an Asker's error for a client that cannot ask its user.
@@ -160,14 +161,10 @@ func (g *Gate) ask(ctx context.Context, next tools.Handler, call *tools.Call, q 
 	}
 	ans, err := g.opts.Ask(ctx, q)
 	switch {
-	case errors.Is(err, ErrCannotAsk):
-		return tools.ErrorResult(unapprovedText(q.Verdict, "this client cannot ask the user", g.opts.HowToAllow))
-	case errors.Is(err, ErrNoAnswer):
-		return tools.ErrorResult(unapprovedText(q.Verdict, "nobody answered the question (the client dismissed it without the user's answer)", g.opts.HowToAllow))
-	case ctx.Err() != nil:
-		return tools.ErrorResult("command aborted")
-	case err != nil:
-		return tools.ErrorResult(fmt.Sprintf("this command needs the user's approval, and the user could not be asked (%v); it did not run", err))
+	case err != nil || ctx.Err() != nil:
+		res := tools.ErrorResult(g.unansweredText(ctx, q, err))
+		res.Err = err
+		return res
 	case ans == AllowPrefixes:
 		g.allow(call.Session.ID, q.Verdict.Prefixes)
 		return next(ctx, call)
@@ -175,6 +172,20 @@ func (g *Gate) ask(ctx context.Context, next tools.Handler, call *tools.Call, q 
 		return next(ctx, call)
 	}
 	return tools.ErrorResult(RejectedText)
+}
+
+// unansweredText is what the model reads of a call whose question got no
+// answer: the asker failed with err, or the call was aborted.
+func (g *Gate) unansweredText(ctx context.Context, q Question, err error) string {
+	switch {
+	case errors.Is(err, ErrCannotAsk):
+		return unapprovedText(q.Verdict, "this client cannot ask the user", g.opts.HowToAllow)
+	case errors.Is(err, ErrNoAnswer):
+		return unapprovedText(q.Verdict, "nobody answered the question (the client dismissed it without the user's answer)", g.opts.HowToAllow)
+	case ctx.Err() != nil:
+		return "command aborted"
+	}
+	return fmt.Sprintf("this command needs the user's approval, and the user could not be asked (%v); it did not run", err)
 }
 
 // allow remembers prefixes the user allowed for the session.

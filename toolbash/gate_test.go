@@ -5,6 +5,7 @@ package toolbash
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -145,5 +146,32 @@ func TestGateAlwaysAnswersAskRule(t *testing.T) {
 	}
 	if res := callBash(t, reg, "s", dir, "mkdir -p c/d"); !res.IsError {
 		t.Errorf("a denied command ran after always allow: %q", res.Text())
+	}
+}
+
+// TestAskErrorInResult: the error of an asker that gave no answer comes
+// back to the front end with the call's result (tools.Result.Err), from
+// the gate's question and from the question to run outside the sandbox;
+// an answer leaves none.
+func TestAskErrorInResult(t *testing.T) {
+	later := errors.New("ask again later")
+	ask := func(context.Context, Question) (Answer, error) { return Reject, later }
+	reg, _ := gated(t, ask)
+	if res := callBash(t, reg, "s", t.TempDir(), "mkdir made"); !res.IsError || res.Err != later {
+		t.Errorf("the gate's question: %q, Err %v; want %v", res.Text(), res.Err, later)
+	}
+	tb := New(newLocal(t), &Options{AskUnsandboxed: ask})
+	t.Cleanup(tb.Close)
+	var plain tools.Registry
+	if err := tb.Register(&plain); err != nil {
+		t.Fatal(err)
+	}
+	args, _ := json.Marshal(map[string]any{"command": "true", "description": "d", "unsandboxed": true})
+	res := execute(t, &plain, &tools.Call{Tool: BashName, Args: args, Session: session.Session{ID: "s", Cwd: t.TempDir()}})
+	if !res.IsError || res.Err != later {
+		t.Errorf("the question to run outside the sandbox: %q, Err %v; want %v", res.Text(), res.Err, later)
+	}
+	if res := callBash(t, reg, "s", t.TempDir(), "echo hi"); res.Err != nil {
+		t.Errorf("a call nobody was asked about: Err %v", res.Err)
 	}
 }

@@ -179,11 +179,11 @@ func TestWaitingNotice(t *testing.T) {
 	names := []string{"start", "notice", "taken", "answer", "read-first", "taken-after-read"}
 	got["start"] = call(BashName, args{"command": `sleep 0.2; printf 'Proceed? [y/N] '; read -r a; echo "ok $a"; sleep 1; printf 'Sure? '; read -r b`, "description": "d", "input": true})
 	got["notice"] = testwait.Recv(t, noticed, "the notice of the first prompt")
-	got["taken"] = strings.Join(tb.TakeNotices("s"), "\n")
+	got["taken"] = strings.Join(taskLines(&tb.notices, "s"), "\n")
 	got["answer"] = call(InputName, args{"task_id": "bash-1", "input": "y\n"})
 	testwait.Recv(t, noticed, "the notice of the second prompt")
 	got["read-first"] = call(OutputName, args{"task_id": "bash-1"})
-	got["taken-after-read"] = strings.Join(tb.TakeNotices("s"), "\n")
+	got["taken-after-read"] = strings.Join(taskLines(&tb.notices, "s"), "\n")
 	call(KillName, args{"task_id": "bash-1"})
 	golden(t, "waiting.txtar", names, got)
 }
@@ -201,7 +201,7 @@ func TestWaitingNoticeOrder(t *testing.T) {
 	if _, ok := box.addWaiting(running); ok {
 		t.Error("a waiting notice after the end was queued")
 	}
-	if got := box.take("a"); len(got) != 1 || !strings.Contains(got[0], "finished") {
+	if got := taskLines(&box, "a"); len(got) != 1 || !strings.Contains(got[0], "finished") {
 		t.Errorf("notices %q, want the end's alone", got)
 	}
 	two := bash.Task{ID: "bash-2", Owner: "a", Status: bash.StatusRunning}
@@ -211,7 +211,18 @@ func TestWaitingNoticeOrder(t *testing.T) {
 	if _, ok := box.add(two); ok {
 		t.Error("the end's notice was queued after its end was read")
 	}
-	if got := box.take("a"); len(got) != 0 {
+	if got := taskLines(&box, "a"); len(got) != 0 {
 		t.Errorf("notices %q, want none", got)
 	}
+}
+
+// taskLines takes every notice waiting for owner, and returns its task
+// notices, one per line, without their heading.
+func taskLines(b *noticeBox, owner string) []string {
+	for _, text := range b.take(owner, -1) {
+		if lines, ok := strings.CutPrefix(text, taskNoticesHeading+"\n"); ok {
+			return strings.Split(lines, "\n")
+		}
+	}
+	return nil
 }

@@ -1,39 +1,81 @@
 package toolbash
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/dshgo/dsh/bash"
 )
 
-// maxPendingNotices bounds the notices waiting for one session; past it
-// the oldest are dropped (each task's output stays readable).
+// What waits for a session besides its results: the notices of its
+// background tasks (one ended; one waits for input) and of the network
+// proxy's refusals of its commands' connections (EgressRefused). They wait
+// in one queue per session and reach the model beside the session's next
+// result (TakeNotices), within what that result leaves of its budget.
+
+// maxPendingNotices bounds the task notices waiting for one session; past
+// it the oldest are dropped (each task's output stays readable).
 const maxPendingNotices = 64
+
+// maxNetworkNotes bounds the destinations whose refusal waits for one
+// session with a line of its own; past it, refusals are counted.
+const maxNetworkNotes = 8
 
 // maxSeenEnds bounds the memory of tasks whose end their owner has read.
 // It only has to outlast the moment between a read that sees a task's end
 // and the executor telling its listeners, so a few hundred is plenty.
 const maxSeenEnds = 256
 
-// noticeBox holds the completion notices waiting for each session, and
-// keeps them from being redundant: a notice is dropped once its session
-// has read the task's final status (bash_output) or killed it (bash_kill),
+// noticeKind is what a notice tells.
+type noticeKind int
+
+const (
+	taskEnded   noticeKind = iota + 1 // a background task ended
+	taskWaiting                       // a background task waits for input; it has not ended
+	netRefused                        // the network proxy refused a connection
+)
+
+// notice is one line that waits for a session.
+type notice struct {
+	kind noticeKind
+	task bash.TaskID // taskEnded, taskWaiting: the task
+	dest string      // netRefused: host:port ("" for one line whatever the destination)
+	text string
+}
+
+// noticeQueue is what waits for one session, oldest first.
+type noticeQueue struct {
+	notices []notice
+	more    map[string]bool // destinations refused past maxNetworkNotes
+}
+
+// noticeBox holds the notices waiting for each session, and keeps task
+// notices from being redundant: one is dropped once its session has read
+// the task's final status (bash_output) or killed it (bash_kill),
 // whichever comes first, the read or the notice.
 type noticeBox struct {
 	mu      sync.Mutex
-	pending map[string][]pendingNotice // by session ID, oldest first
-	seen    map[bash.TaskID]bool       // ends read before their notice came
-	order   []bash.TaskID              // seen, oldest first
-	ended   map[bash.TaskID]bool       // tasks whose end was told or read
-	endList []bash.TaskID              // ended, oldest first
+	pending map[string]*noticeQueue // by session ID
+	seen    map[bash.TaskID]bool    // ends read before their notice came
+	order   []bash.TaskID           // seen, oldest first
+	ended   map[bash.TaskID]bool    // tasks whose end was told or read
+	endList []bash.TaskID           // ended, oldest first
 }
 
-type pendingNotice struct {
-	task    bash.TaskID
-	text    string
-	waiting bool // the task waits for input; it has not ended
+// queueOf is the owner's queue, made if it has none; b.mu is held.
+func (b *noticeBox) queueOf(owner string) *noticeQueue {
+	if b.pending == nil {
+		b.pending = map[string]*noticeQueue{}
+	}
+	q := b.pending[owner]
+	if q == nil {
+		q = &noticeQueue{more: map[string]bool{}}
+		b.pending[owner] = q
+	}
+	return q
 }
 
 // add queues the notice of an ended task for its owner and returns its
@@ -47,22 +89,8 @@ func (b *noticeBox) add(t bash.Task) (string, bool) {
 		return "", false
 	}
 	text := noticeText(t)
-	b.queue(t.Owner, pendingNotice{task: t.ID, text: text}) // what it waited for is moot
+	b.queueOf(t.Owner).addTask(notice{kind: taskEnded, task: t.ID, text: text}) // what it waited for is moot
 	return text, true
-}
-
-// queue adds n for owner, in place of a notice that the same task waits
-// for input.
-func (b *noticeBox) queue(owner string, n pendingNotice) {
-	if b.pending == nil {
-		b.pending = map[string][]pendingNotice{}
-	}
-	q := slices.DeleteFunc(b.pending[owner], func(p pendingNotice) bool { return p.task == n.task && p.waiting })
-	q = append(q, n)
-	if len(q) > maxPendingNotices {
-		q = q[len(q)-maxPendingNotices:]
-	}
-	b.pending[owner] = q
 }
 
 // addWaiting queues the notice of a task that started waiting for input
@@ -75,8 +103,49 @@ func (b *noticeBox) addWaiting(t bash.Task) (string, bool) {
 		return "", false
 	}
 	text := waitingNoticeText(t)
-	b.queue(t.Owner, pendingNotice{task: t.ID, text: text, waiting: true})
+	b.queueOf(t.Owner).addTask(notice{kind: taskWaiting, task: t.ID, text: text})
 	return text, true
+}
+
+// addRefusal queues the refusal of a connection to dest, once per
+// destination: a line of its own for the first maxNetworkNotes, a count
+// for the rest.
+func (b *noticeBox) addRefusal(owner, dest, text string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	q := b.queueOf(owner)
+	lines := 0
+	for _, n := range q.notices {
+		if n.kind != netRefused {
+			continue
+		}
+		if n.dest == dest {
+			return // one line per destination
+		}
+		lines++
+	}
+	if lines < maxNetworkNotes {
+		q.notices = append(q.notices, notice{kind: netRefused, dest: dest, text: text})
+		return
+	}
+	q.more[dest] = true
+}
+
+// addTask adds n, in place of a notice that the same task waits for
+// input, dropping the oldest task notice past maxPendingNotices.
+func (q *noticeQueue) addTask(n notice) {
+	q.notices = slices.DeleteFunc(q.notices, func(p notice) bool { return p.kind == taskWaiting && p.task == n.task })
+	q.notices = append(q.notices, n)
+	tasks := 0
+	for _, p := range q.notices {
+		if p.kind != netRefused {
+			tasks++
+		}
+	}
+	if tasks > maxPendingNotices {
+		i := slices.IndexFunc(q.notices, func(p notice) bool { return p.kind != netRefused })
+		q.notices = slices.Delete(q.notices, i, i+1)
+	}
 }
 
 // endedNow remembers that a task ended, for addWaiting; b.mu is held.
@@ -100,7 +169,7 @@ func (b *noticeBox) seenRunning(owner string, id bash.TaskID) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if q := b.pending[owner]; q != nil {
-		b.pending[owner] = slices.DeleteFunc(q, func(p pendingNotice) bool { return p.task == id && p.waiting })
+		q.notices = slices.DeleteFunc(q.notices, func(n notice) bool { return n.kind == taskWaiting && n.task == id })
 	}
 }
 
@@ -112,9 +181,9 @@ func (b *noticeBox) seenEnd(owner string, id bash.TaskID) {
 	b.endedNow(id)
 	told := false // its end's notice was waiting
 	if q := b.pending[owner]; q != nil {
-		b.pending[owner] = slices.DeleteFunc(q, func(n pendingNotice) bool {
-			told = told || n.task == id && !n.waiting
-			return n.task == id
+		q.notices = slices.DeleteFunc(q.notices, func(n notice) bool {
+			told = told || n.kind == taskEnded && n.task == id
+			return n.kind != netRefused && n.task == id
 		})
 	}
 	if told {
@@ -133,39 +202,78 @@ func (b *noticeBox) seenEnd(owner string, id bash.TaskID) {
 	}
 }
 
-// take returns the session's waiting notices, oldest first, and forgets
-// them.
-func (b *noticeBox) take(owner string) []string {
+// take returns, and forgets, the texts of the owner's notices that fit
+// in room characters (negative: any), each set apart from the one before
+// by a blank line (two characters): its task notices (taskNoticesText), as
+// many as fit whole, the others waiting; then its refusals
+// (networkText), the lines that do not fit counted with the rest, or all
+// waiting where not even one line fits.
+func (b *noticeBox) take(owner string, room int) []string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	q := b.pending[owner]
-	delete(b.pending, owner)
-	out := make([]string, len(q))
-	for i, n := range q {
-		out[i] = n.text
+	if q == nil {
+		return nil
+	}
+	var out []string
+	if text := q.takeTasks(room); text != "" {
+		out = append(out, text)
+		if room >= 0 {
+			room = max(room-chars(text)-2, 0)
+		}
+	}
+	if text := q.takeRefusals(room); text != "" {
+		out = append(out, text)
+	}
+	if len(q.notices) == 0 && len(q.more) == 0 {
+		delete(b.pending, owner)
 	}
 	return out
 }
 
-// takeWithin is take of the oldest notices whose NoticesText has at most
-// room characters (negative: all); the others wait.
-func (b *noticeBox) takeWithin(owner string, room int) []string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	q := b.pending[owner]
-	var out []string
-	for _, n := range q {
-		if room >= 0 && chars(NoticesText(append(out, n.text))) > room {
+// takeTasks takes the oldest task notices whose taskNoticesText has at most
+// room characters (negative: all), and returns that text.
+func (q *noticeQueue) takeTasks(room int) string {
+	var lines []string
+	var rest []notice
+	full := false // a notice did not fit: the later ones wait too
+	for _, n := range q.notices {
+		full = full || n.kind != netRefused && room >= 0 && chars(taskNoticesText(append(lines, n.text))) > room
+		if n.kind == netRefused || full {
+			rest = append(rest, n)
+			continue
+		}
+		lines = append(lines, n.text)
+	}
+	q.notices = rest
+	return taskNoticesText(lines)
+}
+
+// takeRefusals takes every refusal as one networkText of at most room
+// characters (negative: any), counting the lines that do not fit; where
+// not even one fits, it takes none and returns "".
+func (q *noticeQueue) takeRefusals(room int) string {
+	var refused []notice
+	for _, n := range q.notices {
+		if n.kind == netRefused {
+			refused = append(refused, n)
+		}
+	}
+	var lines []string
+	more := len(q.more)
+	for i, n := range refused {
+		if room >= 0 && chars(networkText(append(lines, n.text), more+len(refused)-i-1)) > room {
+			more += len(refused) - i
 			break
 		}
-		out = append(out, n.text)
+		lines = append(lines, n.text)
 	}
-	if len(out) == len(q) {
-		delete(b.pending, owner)
-	} else {
-		b.pending[owner] = q[len(out):]
+	if len(lines) == 0 {
+		return ""
 	}
-	return out
+	q.notices = slices.DeleteFunc(q.notices, func(n notice) bool { return n.kind == netRefused })
+	clear(q.more)
+	return networkText(lines, more)
 }
 
 // drop forgets a session's notices.
@@ -175,17 +283,47 @@ func (b *noticeBox) drop(owner string) {
 	delete(b.pending, owner)
 }
 
-// NoticesText is how waiting completion notices reach the model: a heading,
-// then one notice per line; "" for none.
-func NoticesText(notices []string) string {
-	if len(notices) == 0 {
+// taskNoticesHeading heads the task notices the model reads.
+const taskNoticesHeading = "[background task notices; no reply needed]"
+
+// taskNoticesText is how task notices read: a heading, then one notice per
+// line; "" for none.
+func taskNoticesText(lines []string) string {
+	if len(lines) == 0 {
 		return ""
 	}
-	return "[background task notices; no reply needed]\n" + strings.Join(notices, "\n")
+	return taskNoticesHeading + "\n" + strings.Join(lines, "\n")
 }
 
-// NoticeBlock is NoticesText set apart for a content block of its own after
-// a tool result's text: a client that joins a result's blocks without a
-// separator (Codex does) still shows a blank line between the result and
-// the notices.
-func NoticeBlock(notices []string) string { return "\n\n" + NoticesText(notices) }
+// networkText is how the proxy's refusals read: a heading, one line per
+// destination, and how many more there were.
+func networkText(lines []string, more int) string {
+	s := "[sandbox network: connections refused by the proxy]\n" + strings.Join(lines, "\n")
+	switch {
+	case more == 1:
+		s += "\n…and connections to 1 more destination were refused."
+	case more > 1:
+		s += fmt.Sprintf("\n…and connections to %d more destinations were refused.", more)
+	}
+	return s
+}
+
+func chars(s string) int { return utf8.RuneCountInString(s) }
+
+// TakeNotices returns, and forgets, what waits for the session besides
+// its results, as texts to go beside a result of used characters: its
+// task notices (that a background task ended, or waits for input) and
+// its network refusals (EgressRefused), within what the result leaves of
+// the budget of one result (Options.MaxResultChars), each set apart by a
+// blank line. What does not fit waits for the next result: task notices
+// whole, network refusals as a count. A task notice never waits once
+// its session has read what it says (bash_output, bash_kill). Front
+// ends add each text as a block of its own after "\n\n" (MCP), or as a
+// message of this agent's (ACP, with used 0).
+func (t *Tools) TakeNotices(sessionID string, used int) []string {
+	room := -1 // no bound
+	if t.maxChars > 0 {
+		room = max(t.maxChars-used-2, 0)
+	}
+	return t.notices.take(sessionID, room)
+}

@@ -139,8 +139,9 @@ func TestTaskTextsGolden(t *testing.T) {
 	cases = append(cases,
 		struct{ name, text string }{"read-budget-lossy", readText(bash.TaskRead{Task: running, Stdout: long, Stderr: out(lines("e", 1, 3))}, 200)},
 		struct{ name, text string }{"read-budget-cut", readText(bash.TaskRead{Task: completed, Stdout: bash.Output{Text: lines("o", 1, 40), SpillPath: p1}}, 150)},
-		struct{ name, text string }{"notices", NoticesText([]string{noticeText(completed), noticeText(killedSig)})},
-		struct{ name, text string }{"notice-block", NoticeBlock([]string{noticeText(completed)})},
+		struct{ name, text string }{"notices", taskNoticesText([]string{noticeText(completed), noticeText(killedSig)})},
+		// As MCP sets it apart, in a block of its own after the result's.
+		struct{ name, text string }{"notice-block", "\n\n" + taskNoticesText([]string{noticeText(completed)})},
 	)
 	got := map[string]string{}
 	var names []string

@@ -453,10 +453,10 @@ func TestNoticesNeverRedundant(t *testing.T) {
 	}
 	r.call(t, a, KillName, args{"task_id": "bash-3"})
 	want := []string{"background task bash-2 finished [status: completed, exit code: 4]; read its output with bash_output"}
-	if got := r.tb.TakeNotices("a"); !slices.Equal(got, want) {
+	if got := taskLines(&r.tb.notices, "a"); !slices.Equal(got, want) {
 		t.Errorf("a's notices %q; want %q", got, want)
 	}
-	if got := r.tb.TakeNotices("a"); len(got) != 0 {
+	if got := taskLines(&r.tb.notices, "a"); len(got) != 0 {
 		t.Errorf("notices delivered twice: %q", got)
 	}
 	for _, n := range r.noticesOf("a") {
@@ -465,7 +465,7 @@ func TestNoticesNeverRedundant(t *testing.T) {
 		}
 	}
 	r.endSession(t, "b")
-	if got := r.tb.TakeNotices("b"); len(got) != 0 {
+	if got := taskLines(&r.tb.notices, "b"); len(got) != 0 {
 		t.Errorf("notices of an ended session: %q", got)
 	}
 }

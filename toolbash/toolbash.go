@@ -81,11 +81,10 @@ type Tools struct {
 	unsubWait func() // of the notices of tasks that wait for input
 	maxChars  int
 	notify    func(sessionID, notice string)
-	notices   noticeBox
-	netNotes  netNotes // the network proxy's refusals (EgressRefused)
-	askOut    Asker    // Options.AskUnsandboxed
-	outDesc   string   // the unsandboxed argument's description, where askOut is set
-	sandbox   bool     // Options.Sandbox is set
+	notices   noticeBox // what waits for each session (TakeNotices)
+	askOut    Asker     // Options.AskUnsandboxed
+	outDesc   string    // the unsandboxed argument's description, where askOut is set
+	sandbox   bool      // Options.Sandbox is set
 	startWait time.Duration
 }
 
@@ -160,14 +159,6 @@ func (t *Tools) taskDone(task bash.Task) {
 		t.notify(task.Owner, text)
 	}
 }
-
-// TakeNotices returns the completion notices waiting for the session,
-// oldest first, and forgets them; front ends add them to the session's
-// next tool result (NoticeBlock) or model request (NoticesText). No notice
-// waits once a result of the session showed what it says: a task's end
-// (read with bash_output or bash_input) or its kill by bash_kill, for
-// which Notify is not called either.
-func (t *Tools) TakeNotices(sessionID string) []string { return t.notices.take(sessionID) }
 
 // Close stops the notices.
 func (t *Tools) Close() {
@@ -246,7 +237,6 @@ func (t *Tools) EndSession(ctx context.Context, sessionID string) {
 		return // unowned tasks belong to no session
 	}
 	defer t.notices.drop(sessionID)
-	defer t.netNotes.drop(sessionID)
 	list, _ := t.exec.List(ctx) // a failed list leaves nothing to kill here
 	var wg sync.WaitGroup
 	for _, task := range list {
@@ -334,8 +324,8 @@ func (t *Tools) bash(ctx context.Context, call *tools.Call) (*tools.Result, erro
 		spec.SpillAfter = spillAfter(t.maxChars)
 	}
 	if a.Unsandboxed && t.askOut != nil {
-		if refused := t.askUnsandboxed(ctx, call, a, req.Workdir); refused != "" {
-			return tools.ErrorResult(refused), nil
+		if refused := t.askUnsandboxed(ctx, call, a, req.Workdir); refused != nil {
+			return refused, nil
 		}
 		spec.Unsandboxed = true
 	}

@@ -60,10 +60,26 @@ func validateBash(args json.RawMessage) error {
 }
 
 // askUnsandboxed asks the user whether the call may run outside the
-// sandbox; it returns "" for yes, else what the model reads.
-func (t *Tools) askUnsandboxed(ctx context.Context, call *tools.Call, a bashArgs, workdir string) string {
+// sandbox; it returns nil for yes, else the call's result (with the
+// asker's error, if any).
+func (t *Tools) askUnsandboxed(ctx context.Context, call *tools.Call, a bashArgs, workdir string) *tools.Result {
 	ans, err := t.askOut(ctx, Question{Call: call, Command: a.Command, Workdir: workdir, Description: a.Description,
 		Unsandboxed: true, Background: a.Background})
+	switch {
+	case err != nil || ctx.Err() != nil:
+		res := tools.ErrorResult(unsandboxedUnansweredText(ctx, err))
+		res.Err = err
+		return res
+	case ans != AllowOnce:
+		return tools.ErrorResult(UnsandboxedDeclinedText) // an "always" is no answer to this question
+	}
+	return nil
+}
+
+// unsandboxedUnansweredText is what the model reads of a call whose
+// question to run outside the sandbox got no answer: the asker failed
+// with err, or the call was aborted.
+func unsandboxedUnansweredText(ctx context.Context, err error) string {
 	switch {
 	case errors.Is(err, ErrCannotAsk):
 		return unsandboxedCannotAsk
@@ -71,10 +87,6 @@ func (t *Tools) askUnsandboxed(ctx context.Context, call *tools.Call, a bashArgs
 		return unsandboxedNoAnswer
 	case ctx.Err() != nil:
 		return "command aborted"
-	case err != nil:
-		return fmt.Sprintf("this command asks to run outside the sandbox, and the user could not be asked (%v); it did not run", err)
-	case ans != AllowOnce:
-		return UnsandboxedDeclinedText // an "always" is no answer to this question
 	}
-	return ""
+	return fmt.Sprintf("this command asks to run outside the sandbox, and the user could not be asked (%v); it did not run", err)
 }

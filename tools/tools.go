@@ -103,6 +103,10 @@ type Result struct {
 	// Meta carries structured facts beside the text for front ends and
 	// presentation (for bash: the exit status). The model never sees it.
 	Meta map[string]any
+	// Err, if set, is why the call did not run, for the front end to act
+	// on: the error of a front end's asker that gave no answer (see
+	// toolbash.Asker). The model reads the text, never Err.
+	Err error
 }
 
 // TextResult is a result holding one text block.

@@ -7,7 +7,6 @@ import (
 	"os"
 
 	"github.com/dshgo/dsh/acpagent"
-	"github.com/dshgo/dsh/egress"
 )
 
 // acpCmd runs an ACP agent over stdio for an editor (Zed), driving an
@@ -53,12 +52,10 @@ func acpCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		fmt.Fprintf(stderr, "dsh-bash acp: %v\n", err)
 		return 2
 	}
-	var agent *acpagent.Agent // the network allowlist asks through it, once it serves
-	ef.sandbox.net.front.set(func(ctx context.Context, q egress.Question) (egress.Decision, error) { return agent.AskEgress(ctx, q) },
-		func(r *egress.Refusal, how func(string) string) { agent.EgressRefused(r, how) })
-	agent, err = acpagent.New(exec, &acpagent.Options{Instructions: ef.instructions(exec, true), Model: *model, BaseURL: *baseURL, APIKey: key, Yolo: *yolo,
+	ef.sandbox.net.asks = true // the agent asks its user about other hosts (Options.Egress)
+	agent, err := acpagent.New(exec, &acpagent.Options{Instructions: ef.instructions(exec, true), Model: *model, BaseURL: *baseURL, APIKey: key, Yolo: *yolo,
 		MaxResultChars: ef.maxResultChars, Logger: warnLogger(stderr), Version: version(), Permissions: perm,
-		Unsandboxed: ef.sandbox.offersEscape(), Sandbox: ef.sandbox.facts()})
+		Unsandboxed: ef.sandbox.offersEscape(), Sandbox: ef.sandbox.facts(), Egress: ef.sandbox.net.proxy})
 	if err != nil {
 		fmt.Fprintf(stderr, "dsh-bash acp: %v\n", err)
 		return 2

@@ -20,8 +20,8 @@ type netFlags struct {
 	allow, deny listFlag
 	defaults    bool // the default developer allowlist (egress.DefaultAllow) too
 
-	proxy    *egress.Proxy // once made; closed by closeExecutor
-	front    netFront
+	proxy    *egress.Proxy    // once made; closed by closeExecutor
+	asks     bool             // the front end asks the user about other hosts
 	forwards []egress.Forward // the host's services the jails have, once jailForwards ran
 }
 
@@ -38,11 +38,13 @@ func (n *netFlags) rules() (allow, deny []string) {
 	return append(allow, n.allow...), slices.Clone(n.deny)
 }
 
-// makeProxy makes the allowlist's proxy, which asks the user through
-// whatever front end sets the asker, and tells a refused command why.
+// makeProxy makes the allowlist's proxy, which tells a refused command
+// why. It asks nobody until the front end, made after it, sets its asker
+// (egress.Proxy.SetFront: mcp and acp through their Options.Egress, run
+// with useTerminal); until then an unlisted host is refused unasked.
 func (n *netFlags) makeProxy() (*egress.Proxy, error) {
 	allow, deny := n.rules()
-	p, err := egress.New(&egress.Options{Allow: allow, Deny: deny, Ask: n.front.askUser, Refused: n.front.tell,
+	p, err := egress.New(&egress.Options{Allow: allow, Deny: deny,
 		RefusalText: func(r *egress.Refusal) string { return toolbash.EgressRefusal(r, howToAllowDomain) }})
 	if err != nil {
 		return nil, usageErr(fmt.Errorf("--allow-domain/--deny-domain: %w", err))
@@ -64,48 +66,24 @@ func howToAllowDomain(host string) string {
 	return "restart dsh-bash with --allow-domain " + host + ` (or add it to "allowDomains" in the sandbox section of the config file)`
 }
 
-// netFront is the front end through which the allowlist's proxy asks the
-// user about a host and tells the model of a refusal, once it exists:
-// until then (and without one), an unlisted host is refused unasked.
-type netFront struct {
-	mu      sync.Mutex
-	ask     func(context.Context, egress.Question) (egress.Decision, error)
-	refused func(r *egress.Refusal, howToAllow func(string) string)
-}
-
-// set makes the front end's ask (nil: it cannot ask) and refused the
-// proxy's.
-func (a *netFront) set(ask func(context.Context, egress.Question) (egress.Decision, error), refused func(*egress.Refusal, func(string) string)) {
-	a.mu.Lock()
-	a.ask, a.refused = ask, refused
-	a.mu.Unlock()
-}
-
-func (a *netFront) askUser(ctx context.Context, q egress.Question) (egress.Decision, error) {
-	a.mu.Lock()
-	f := a.ask
-	a.mu.Unlock()
-	if f == nil {
-		return egress.Deny, toolbash.ErrCannotAsk
+// useTerminal makes the terminal the front end of the allowlist's proxy,
+// if there is one (dsh-bash run): it asks on the terminal where stdin is
+// one (else an unlisted host is refused unasked), and says each refusal
+// on stderr.
+func (n *netFlags) useTerminal(stdin io.Reader, stderr io.Writer) {
+	p := n.proxy
+	if p == nil {
+		return
 	}
-	return f(ctx, q)
-}
-
-func (a *netFront) tell(r *egress.Refusal) {
-	a.mu.Lock()
-	f := a.refused
-	a.mu.Unlock()
-	if f != nil {
-		f(r, howToAllowDomain)
+	var ask func(context.Context, egress.Question) (egress.Decision, error)
+	if isTerminal(stdin) {
+		ask, n.asks = terminalNetAsker(stdin, stderr), true
 	}
-}
-
-// asksNetwork reports whether the allowlist asks the user about other
-// hosts (a front end that can ask is set).
-func (a *netFront) asksNetwork() bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.ask != nil
+	p.SetFront(ask, func(r *egress.Refusal) {
+		if r.Reason != egress.Malformed {
+			fmt.Fprintf(stderr, "dsh-bash run: %s\n", p.RefusalText(r))
+		}
+	})
 }
 
 // terminalNetAsker asks on the terminal (dsh-bash run) about a host, one

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/dshgo/dsh/egress"
 	"github.com/dshgo/dsh/mcpserver"
 )
 
@@ -48,12 +47,10 @@ func mcpCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		fmt.Fprintf(stderr, "dsh-bash mcp: %v\n", err)
 		return 2
 	}
-	var srv *mcpserver.Server // the network allowlist asks through it, once it serves
-	ef.sandbox.net.front.set(func(ctx context.Context, q egress.Question) (egress.Decision, error) { return srv.AskEgress(ctx, q) },
-		func(r *egress.Refusal, how func(string) string) { srv.EgressRefused(r, how) })
-	srv, err = mcpserver.New(exec, &mcpserver.Options{Cwd: *cwd, MaxResultChars: ef.maxResultChars, Logger: warnLogger(stderr), Version: version(),
+	ef.sandbox.net.asks = true // the server asks its users about other hosts (Options.Egress)
+	srv, err := mcpserver.New(exec, &mcpserver.Options{Cwd: *cwd, MaxResultChars: ef.maxResultChars, Logger: warnLogger(stderr), Version: version(),
 		Instructions: ef.instructions(exec, true), CannotAskInstructions: ef.instructions(exec, false),
-		Permissions: perm, Unsandboxed: ef.sandbox.offersEscape(), Sandbox: ef.sandbox.facts()})
+		Permissions: perm, Unsandboxed: ef.sandbox.offersEscape(), Sandbox: ef.sandbox.facts(), Egress: ef.sandbox.net.proxy})
 	if err != nil {
 		fmt.Fprintf(stderr, "dsh-bash mcp: %v\n", err)
 		return 2

@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/dshgo/dsh/egress"
 	"github.com/dshgo/dsh/session"
 	"github.com/dshgo/dsh/toolbash"
 	"github.com/dshgo/dsh/tools"
@@ -65,15 +64,7 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		fmt.Fprintf(stderr, "dsh-bash run: the sandbox refuses the workspace %s: %s. Run it in a project directory, or name one with --cwd DIR\n", ws, refusalReason(err))
 		return 2
 	}
-	var netAsk func(context.Context, egress.Question) (egress.Decision, error) // else unlisted hosts are refused
-	if isTerminal(stdin) {
-		netAsk = terminalNetAsker(stdin, stderr)
-	}
-	ef.sandbox.net.front.set(netAsk, func(r *egress.Refusal, how func(string) string) {
-		if r.Reason != egress.Malformed {
-			fmt.Fprintf(stderr, "dsh-bash run: %s\n", toolbash.EgressRefusal(r, how))
-		}
-	})
+	ef.sandbox.net.useTerminal(stdin, stderr)
 	tb := toolbash.New(exec, &toolbash.Options{MaxResultChars: ef.maxResultChars})
 	defer tb.Close()
 	var reg tools.Registry

@@ -311,7 +311,7 @@ func (f *sandboxFlags) facts() *toolbash.SandboxFacts {
 		allow, _ := f.net.rules()
 		facts.Allowlist = append([]string{}, f.net.notForwarded(allow)...) // not nil: the mode
 		facts.Forwarded = f.net.forwarded()
-		facts.AsksNetwork = f.net.front.asksNetwork()
+		facts.AsksNetwork = f.net.asks
 	}
 	return facts
 }

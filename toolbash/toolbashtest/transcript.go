@@ -177,8 +177,8 @@ func (x *transcript) do(st step) string {
 	}
 	if st.tool == "notices" {
 		text := "(none)"
-		if n := x.tb.TakeNotices(id); len(n) > 0 {
-			text = toolbash.NoticesText(n)
+		if n := x.tb.TakeNotices(id, 0); len(n) > 0 {
+			text = strings.Join(n, "\n\n")
 		}
 		return fmt.Sprintf("%s: waiting notices\n=> notices\n%s\n", id, text)
 	}
