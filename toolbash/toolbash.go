@@ -271,7 +271,7 @@ func bashSchema(unsandboxed string) *jsonschema.Schema {
 		"input": {Type: "boolean",
 			Description: "Start in the background (as run_in_background) with stdin open, for a program that asks questions or a REPL: write to it with bash_input."},
 		"tty": {Type: "boolean",
-			Description: "As input, in a terminal (24x80): for programs that need one (prompts that read from the terminal, git add -p, a REPL's line editing, Ctrl-C). Their output reads as plain text, and the terminal echoes what you type."},
+			Description: "As input, in a terminal (24x80): for programs that need one (prompts that read from the terminal, git add -p, a REPL's line editing, Ctrl-C). Their output reads as plain text, and the echo of what you type is left out of it."},
 	})
 	if unsandboxed != "" {
 		s.Properties["unsandboxed"] = &jsonschema.Schema{Type: "boolean", Description: unsandboxed}
