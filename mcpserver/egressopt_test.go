@@ -3,16 +3,14 @@
 package mcpserver
 
 import (
-	"bufio"
 	"context"
-	"fmt"
-	"net"
 	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/dshgo/dsh/egress"
+	"github.com/dshgo/dsh/internal/egresstest"
 	"github.com/dshgo/dsh/internal/testwait"
 )
 
@@ -35,7 +33,7 @@ func TestEgressOption(t *testing.T) {
 		},
 	}, r.cwd)
 	call(t, cs, "bash", bashArgs("true")) // the server knows the session from its first call
-	if status := refusedConnect(t, p, r.ownerOf(t, cs), "unlisted.invalid:443"); !strings.HasPrefix(status, "HTTP/1.1 403") {
+	if status := egresstest.Connect(t, p, r.ownerOf(t, cs), "unlisted.invalid:443"); !strings.HasPrefix(status, "HTTP/1.1 403") {
 		t.Errorf("CONNECT: %q, want 403", status)
 	}
 	if q := testwait.Recv(t, asked, "the question"); !strings.Contains(q, "unlisted.invalid:443") {
@@ -46,30 +44,4 @@ func TestEgressOption(t *testing.T) {
 	if len(got) != 2 || got[1] != want {
 		t.Errorf("the next result: %q, want the refusal after it", got)
 	}
-}
-
-// refusedConnect asks p, as owner, for a tunnel to dest, and returns the
-// status line of its answer; p is closed with the test.
-func refusedConnect(t *testing.T, p *egress.Proxy, owner, dest string) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- p.Serve(l, owner) }()
-	t.Cleanup(func() { p.Close(); <-served })
-	c, err := net.Dial("tcp", l.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", dest, dest)
-	status, err := testwait.Reply("the proxy's answer", func(context.Context) (string, error) {
-		return bufio.NewReader(c).ReadString('\n')
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return status
 }

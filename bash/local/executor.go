@@ -179,6 +179,12 @@ func (e *Executor) start(ctx context.Context, spec bash.ExecSpec, linger time.Du
 // OnTaskDone registers fn for every task that ends from now on. fn runs on
 // an executor goroutine and must not call Close.
 func (e *Executor) OnTaskDone(fn func(bash.Task)) (unsubscribe func()) {
+	return e.subscribe(e.listeners, fn)
+}
+
+// subscribe adds fn to set, one of the executor's sets of listeners,
+// unless the executor is closed, and returns what removes it.
+func (e *Executor) subscribe(set map[int]func(bash.Task), fn func(bash.Task)) (unsubscribe func()) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
@@ -186,11 +192,11 @@ func (e *Executor) OnTaskDone(fn func(bash.Task)) (unsubscribe func()) {
 	}
 	id := e.nextListenerID
 	e.nextListenerID++
-	e.listeners[id] = fn
+	set[id] = fn
 	return func() {
 		e.mu.Lock()
 		defer e.mu.Unlock()
-		delete(e.listeners, id)
+		delete(set, id)
 	}
 }
 

@@ -79,19 +79,7 @@ const maxWatchGap = time.Second
 // and must return promptly; never once Close has begun. The returned
 // function unsubscribes it.
 func (e *Executor) OnTaskWaiting(fn func(bash.Task)) (unsubscribe func()) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.closed {
-		return func() {}
-	}
-	id := e.nextListenerID
-	e.nextListenerID++
-	e.waitListeners[id] = fn
-	return func() {
-		e.mu.Lock()
-		defer e.mu.Unlock()
-		delete(e.waitListeners, id)
-	}
+	return e.subscribe(e.waitListeners, fn)
 }
 
 // watchWaiting runs beside a task whose input is open, until it ends: it
