@@ -1,15 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"slices"
-	"strconv"
-	"strings"
-	"sync"
 
 	"github.com/dshgo/dsh/egress"
 	"github.com/dshgo/dsh/toolbash"
@@ -67,80 +62,21 @@ func howToAllowDomain(host string) string {
 }
 
 // useTerminal makes the terminal the front end of the allowlist's proxy,
-// if there is one (dsh-bash run): it asks on the terminal where stdin is
-// one (else an unlisted host is refused unasked), and says each refusal
-// on stderr.
-func (n *netFlags) useTerminal(stdin io.Reader, stderr io.Writer) {
-	p := n.proxy
-	if p == nil {
+// if there is one (dsh-bash run): it asks p, the terminal's prompter, nil
+// where stdin is no terminal (then an unlisted host is refused unasked),
+// and says each refusal on stderr.
+func (n *netFlags) useTerminal(p *prompter, stderr io.Writer) {
+	proxy := n.proxy
+	if proxy == nil {
 		return
 	}
 	var ask func(context.Context, egress.Question) (egress.Decision, error)
-	if isTerminal(stdin) {
-		ask, n.asks = terminalNetAsker(stdin, stderr), true
+	if p != nil {
+		ask, n.asks = networkAsker(p), true
 	}
-	p.SetFront(ask, func(r *egress.Refusal) {
+	proxy.SetFront(ask, func(r *egress.Refusal) {
 		if r.Reason != egress.Malformed {
-			fmt.Fprintf(stderr, "dsh-bash run: %s\n", p.RefusalText(r))
+			fmt.Fprintf(stderr, "dsh-bash run: %s\n", proxy.RefusalText(r))
 		}
 	})
-}
-
-// terminalNetAsker asks on the terminal (dsh-bash run) about a host, one
-// question at a time; a question whose context ends (the command ended,
-// dsh-bash is exiting) is given up, not left waiting for a line.
-func terminalNetAsker(in io.Reader, out io.Writer) func(context.Context, egress.Question) (egress.Decision, error) {
-	lines := make(chan string)
-	var start sync.Once
-	turn := make(chan struct{}, 1) // held by the question on the terminal
-	return func(ctx context.Context, q egress.Question) (egress.Decision, error) {
-		select {
-		case turn <- struct{}{}:
-			defer func() { <-turn }()
-		case <-ctx.Done():
-			return egress.Deny, ctx.Err()
-		}
-		// One reader for the process's life: a read cannot be abandoned,
-		// so the next question takes the line an abandoned one would have.
-		start.Do(func() { go readLines(in, lines) })
-		fmt.Fprintf(out, "dsh-bash: the command wants to connect to %s, which is not on the network allowlist.\nAllow? [o]nce, [s]ession (this host, any port), [N]o, [d]eny every new host: ", toolbash.Visible(net.JoinHostPort(q.Host, strconv.Itoa(q.Port))))
-		select {
-		case line, ok := <-lines:
-			if !ok {
-				return egress.Deny, io.EOF
-			}
-			return netDecision(line), nil
-		case <-ctx.Done():
-			fmt.Fprintln(out)
-			return egress.Deny, ctx.Err()
-		}
-	}
-}
-
-// readLines sends each line of in to lines, and closes it at in's end.
-func readLines(in io.Reader, lines chan<- string) {
-	defer close(lines)
-	r := bufio.NewReader(in)
-	for {
-		line, err := r.ReadString('\n')
-		if line != "" || err == nil {
-			lines <- line
-		}
-		if err != nil {
-			return
-		}
-	}
-}
-
-// netDecision reads the user's answer to a network question.
-func netDecision(line string) egress.Decision {
-	switch strings.ToLower(strings.TrimSpace(line)) {
-	case "o", "once":
-		return egress.AllowOnce
-	case "s", "session":
-		return egress.AllowSession
-	case "d":
-		return egress.DenyAllNew
-	}
-	return egress.Deny
 }

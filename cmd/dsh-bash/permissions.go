@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"cmp"
-	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -272,33 +270,4 @@ func readProjectRules(path string) ([]permission.Rule, error) {
 		out = append(out, rules...)
 	}
 	return out, nil
-}
-
-// terminalAsker asks on the terminal (dsh-bash run with a terminal on
-// stdin): y runs once, a allows the prefixes for the run, anything else
-// rejects.
-func terminalAsker(in io.Reader, out io.Writer) toolbash.Asker {
-	r := bufio.NewReader(in)
-	return func(ctx context.Context, q toolbash.Question) (toolbash.Answer, error) {
-		// Escaped: the terminal would act on what the command holds.
-		fmt.Fprintf(out, "dsh-bash: this command needs approval: %s\n  %s\n", toolbash.Visible(q.Verdict.Reason), toolbash.Visible(q.Command))
-		prompt := "Run it? [y]es once, [N]o"
-		if len(q.Verdict.Prefixes) > 0 {
-			prompt = fmt.Sprintf("Run it? [y]es once, [a]lways allow %s, [N]o", toolbash.Visible(strings.Join(q.Verdict.Prefixes, ", ")))
-		}
-		fmt.Fprint(out, prompt+": ")
-		line, err := r.ReadString('\n')
-		if err != nil && !errors.Is(err, io.EOF) {
-			return toolbash.Reject, err
-		}
-		switch strings.ToLower(strings.TrimSpace(line)) {
-		case "y", "yes":
-			return toolbash.AllowOnce, nil
-		case "a", "always":
-			if len(q.Verdict.Prefixes) > 0 {
-				return toolbash.AllowPrefixes, nil
-			}
-		}
-		return toolbash.Reject, nil
-	}
 }

@@ -64,7 +64,11 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		fmt.Fprintf(stderr, "dsh-bash run: the sandbox refuses the workspace %s: %s. Run it in a project directory, or name one with --cwd DIR\n", ws, refusalReason(err))
 		return 2
 	}
-	ef.sandbox.net.useTerminal(stdin, stderr)
+	var p *prompter // every question on the terminal, in turn
+	if isTerminal(stdin) {
+		p = newPrompter(stdin, stderr)
+	}
+	ef.sandbox.net.useTerminal(p, stderr)
 	tb := toolbash.New(exec, &toolbash.Options{MaxResultChars: ef.maxResultChars})
 	defer tb.Close()
 	var reg tools.Registry
@@ -74,8 +78,8 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		return 2
 	}
 	if perm != nil {
-		if isTerminal(stdin) {
-			perm.Ask = terminalAsker(stdin, stderr) // else an ask is a denial
+		if p != nil {
+			perm.Ask = permissionAsker(p) // else an ask is a denial
 		}
 		reg.Use(toolbash.NewGate(perm).Middleware)
 	}
