@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/dshgo/dsh/egress"
 	"github.com/dshgo/dsh/session"
 	"github.com/dshgo/dsh/toolbash"
 	"github.com/dshgo/dsh/tools"
@@ -51,12 +52,13 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	opts := ef.options()
 	opts.Cwd = *cwd
 	opts.KeepSpillFiles = true // their paths are printed for the user to open
-	exec, code := ef.executor(ctx, "run", opts, stderr)
+	s, code := ef.executor(ctx, "run", opts, stderr)
 	if code != 0 {
 		return code
 	}
+	exec := s.Executor()
 	defer func() {
-		ef.closeExecutor("run", exec, stderr)
+		closeExecutor("run", s, stderr)
 		sayKept(exec, stderr)
 	}()
 	ws, wd := runWorkspace(*cwd, *workdir)
@@ -68,11 +70,11 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if isTerminal(stdin) {
 		p = newPrompter(stdin, stderr)
 	}
-	ef.sandbox.net.useTerminal(p, stderr)
+	useTerminal(s.Proxy(), p, stderr)
 	tb := toolbash.New(exec, &toolbash.Options{MaxResultChars: ef.maxResultChars})
 	defer tb.Close()
 	var reg tools.Registry
-	perm, err := ef.permissions.options("run")
+	perm, err := s.GateOptions("run")
 	if err != nil {
 		fmt.Fprintf(stderr, "dsh-bash run: %v\n", err)
 		return 2
@@ -143,4 +145,29 @@ func callArgs(fs *flag.FlagSet, command, workdir string, timeoutMs float64) (jso
 		}
 	})
 	return json.Marshal(call)
+}
+
+// inside reports whether path is dir or lies under it.
+func inside(path, dir string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
+}
+
+// useTerminal makes the terminal the front end of the allowlist's proxy,
+// if there is one: it asks p, the terminal's prompter, nil where stdin is
+// no terminal (then an unlisted host is refused unasked), and says each
+// refusal on stderr.
+func useTerminal(proxy *egress.Proxy, p *prompter, stderr io.Writer) {
+	if proxy == nil {
+		return
+	}
+	var ask func(context.Context, egress.Question) (egress.Decision, error)
+	if p != nil {
+		ask = networkAsker(p)
+	}
+	proxy.SetFront(ask, func(r *egress.Refusal) {
+		if r.Reason != egress.Malformed {
+			fmt.Fprintf(stderr, "dsh-bash run: %s\n", proxy.RefusalText(r))
+		}
+	})
 }
