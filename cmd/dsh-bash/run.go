@@ -14,6 +14,7 @@ import (
 
 	"github.com/dshgo/dsh/egress"
 	"github.com/dshgo/dsh/session"
+	"github.com/dshgo/dsh/setup"
 	"github.com/dshgo/dsh/toolbash"
 	"github.com/dshgo/dsh/tools"
 )
@@ -66,26 +67,10 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		fmt.Fprintf(stderr, "dsh-bash run: the sandbox refuses the workspace %s: %s. Run it in a project directory, or name one with --cwd DIR\n", ws, refusalReason(err))
 		return 2
 	}
-	var p *prompter // every question on the terminal, in turn
-	if isTerminal(stdin) {
-		p = newPrompter(stdin, stderr)
-	}
-	useTerminal(s.Proxy(), p, stderr)
 	tb := toolbash.New(exec, &toolbash.Options{MaxResultChars: ef.maxResultChars})
 	defer tb.Close()
-	var reg tools.Registry
-	perm, err := s.GateOptions("run")
+	reg, err := runTools(s, tb, stdin, stderr)
 	if err != nil {
-		fmt.Fprintf(stderr, "dsh-bash run: %v\n", err)
-		return 2
-	}
-	if perm != nil {
-		if p != nil {
-			perm.Ask = permissionAsker(p) // else an ask is a denial
-		}
-		reg.Use(toolbash.NewGate(perm).Middleware)
-	}
-	if err := tb.Register(&reg); err != nil {
 		fmt.Fprintf(stderr, "dsh-bash run: %v\n", err)
 		return 2
 	}
@@ -110,6 +95,29 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		return 1
 	}
 	return 0
+}
+
+// runTools registers tb's tools for run, behind the permission gate
+// where rules are configured. Where stdin is a terminal, one prompter
+// asks every question there: the gate's and the allowlist's.
+func runTools(s *setup.Setup, tb *toolbash.Tools, stdin io.Reader, stderr io.Writer) (*tools.Registry, error) {
+	var p *prompter
+	if isTerminal(stdin) {
+		p = newPrompter(stdin, stderr)
+	}
+	useTerminal(s.Proxy(), p, stderr)
+	var reg tools.Registry
+	perm, err := s.GateOptions("run")
+	if err != nil {
+		return nil, err
+	}
+	if perm != nil {
+		if p != nil {
+			perm.Ask = permissionAsker(p) // else an ask is a denial
+		}
+		reg.Use(toolbash.NewGate(perm).Middleware)
+	}
+	return &reg, tb.Register(&reg)
 }
 
 // runWorkspace is the workspace of run's call, and the working directory
