@@ -42,20 +42,20 @@ func acpCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		// prompt, which the editor shows far from here.
 		fmt.Fprintln(stderr, "dsh-bash acp: no API key: set OPENAI_API_KEY or give --api-key-file PATH (a local model server may need none)")
 	}
-	exec, code := ef.executor(ctx, "acp", ef.options(), stderr)
+	s, code := ef.executor(ctx, "acp", ef.options(), stderr)
 	if code != 0 {
 		return code
 	}
-	defer ef.closeExecutor("acp", exec, stderr)
-	perm, err := ef.permissions.options("acp")
+	defer closeExecutor("acp", s, stderr)
+	perm, err := s.GateOptions("acp")
 	if err != nil {
 		fmt.Fprintf(stderr, "dsh-bash acp: %v\n", err)
 		return 2
 	}
-	ef.sandbox.net.asks = true // the agent asks its user about other hosts (Options.Egress)
-	agent, err := acpagent.New(exec, &acpagent.Options{Instructions: ef.instructions(exec, true), Model: *model, BaseURL: *baseURL, APIKey: key, Yolo: *yolo,
+	// The agent asks its user about other hosts (Options.Egress).
+	agent, err := acpagent.New(s.Executor(), &acpagent.Options{Instructions: s.Instructions(true), Model: *model, BaseURL: *baseURL, APIKey: key, Yolo: *yolo,
 		MaxResultChars: ef.maxResultChars, Logger: warnLogger(stderr), Version: version(), Permissions: perm,
-		Unsandboxed: ef.sandbox.offersEscape(), Sandbox: ef.sandbox.facts(), Egress: ef.sandbox.net.proxy})
+		Unsandboxed: s.OffersEscape(), Sandbox: s.Facts(), Egress: s.Proxy()})
 	if err != nil {
 		fmt.Fprintf(stderr, "dsh-bash acp: %v\n", err)
 		return 2

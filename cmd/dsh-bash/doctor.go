@@ -17,6 +17,7 @@ import (
 	"github.com/dshgo/dsh/bash"
 	"github.com/dshgo/dsh/bash/remote"
 	"github.com/dshgo/dsh/bash/sandbox"
+	"github.com/dshgo/dsh/setup"
 )
 
 // versionLine is what dsh-bash --version prints.
@@ -40,12 +41,13 @@ func doctorCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	opts := ef.options()
 	opts.Cwd = *cwd
 	fmt.Fprint(stdout, versionLine())
-	exec, err := ef.newExecutor(ctx, "doctor", opts, stderr)
+	s, err := ef.newExecutor(ctx, "doctor", opts, stderr)
 	if err != nil {
 		fmt.Fprintf(stdout, "executor: cannot be made with these settings: %v\n", err)
 		return exitCode(err)
 	}
-	defer ef.closeExecutor("doctor", exec, stderr)
+	defer closeExecutor("doctor", s, stderr)
+	exec := s.Executor()
 	ws, err := filepath.Abs(cmp.Or(*cwd, "."))
 	if err != nil {
 		fmt.Fprintf(stdout, "workspace: cannot be found: %v\n", err)
@@ -53,11 +55,11 @@ func doctorCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	switch exec.(type) {
 	case *remote.Executor, *remote.Fleet:
-		describeRemote(ctx, stdout, exec, ws, ef.remote.names)
+		describeRemote(ctx, stdout, exec, ws, s.Hosts())
 	default:
-		describe(stdout, exec, &ef.sandbox, ws, workspaceLine(ctx, exec, ws, "workspace",
+		describe(stdout, s, ws, workspaceLine(ctx, exec, ws, "workspace",
 			"Start dsh-bash in a project directory, or give --cwd DIR (an MCP client may name its project as a root instead)"))
-		describeMissing(stdout, &ef.sandbox, ownConfigPaths(ef.permissions.configPath))
+		describeMissing(stdout, s.Sandboxed(), &ef.sandbox, ownConfigPaths(ef.permissions.configPath))
 	}
 	describePermissions(stdout, &ef.permissions)
 	return 0
@@ -121,8 +123,8 @@ func containmentThere(c string) string {
 
 // describeMissing names the configured sandbox paths that do not exist,
 // which the sandbox skips, but for own, dsh-bash's own files.
-func describeMissing(w io.Writer, sf *sandboxFlags, own []string) {
-	if !sf.active {
+func describeMissing(w io.Writer, sandboxed bool, sf *sandboxFlags, own []string) {
+	if !sandboxed {
 		return
 	}
 	var lines []string
@@ -150,16 +152,16 @@ func limitText(n int64, text string) string {
 	return text
 }
 
-// describe writes the doctor's report on exec, a local or sandbox executor,
-// for the workspace ws, whose line is wsLine.
-func describe(w io.Writer, exec bash.Executor, sf *sandboxFlags, ws, wsLine string) {
-	se, ok := exec.(*sandbox.Executor)
+// describe writes the doctor's report on s's executor, a local or sandbox
+// one, for the workspace ws, whose line is wsLine.
+func describe(w io.Writer, s *setup.Setup, ws, wsLine string) {
+	se, ok := s.Executor().(*sandbox.Executor)
 	if !ok {
-		fmt.Fprintf(w, "containment: %s\n", containmentOf(exec))
-		if sf.mode != "off" && sf.reason != "" {
-			fmt.Fprintf(w, "sandbox: NOT active (--sandbox=%s): %s\n", sf.mode, sf.reason)
+		fmt.Fprintf(w, "containment: %s\n", setup.Containment(s.Executor()))
+		if s.Mode() != "off" && s.Unsandboxed() != "" {
+			fmt.Fprintf(w, "sandbox: NOT active (--sandbox=%s): %s\n", s.Mode(), s.Unsandboxed())
 		} else {
-			fmt.Fprintf(w, "sandbox: not active (--sandbox=%s)\n", sf.mode)
+			fmt.Fprintf(w, "sandbox: not active (--sandbox=%s)\n", s.Mode())
 		}
 		fmt.Fprint(w, wsLine)
 		return
@@ -168,18 +170,18 @@ func describe(w io.Writer, exec bash.Executor, sf *sandboxFlags, ws, wsLine stri
 	fmt.Fprintf(w, "containment: sandbox, each command in a %s\n", cont)
 	v := se.View(ws, os.Environ())
 	if v.Layer == sandbox.LayerLandlock {
-		fmt.Fprintf(w, "sandbox: active (--sandbox=%s): the Landlock layer, without a jail", sf.mode)
+		fmt.Fprintf(w, "sandbox: active (--sandbox=%s): the Landlock layer, without a jail", s.Mode())
 		if v.JailError != "" {
 			fmt.Fprintf(w, " (%s)", v.JailError)
 		}
-		fmt.Fprintf(w, ": Landlock ABI %d restricts reads and writes, seccomp filter, no capabilities; not covered: %s\n", v.LandlockABI, landlockLacks)
+		fmt.Fprintf(w, ": Landlock ABI %d restricts reads and writes, seccomp filter, no capabilities; not covered: %s\n", v.LandlockABI, setup.LandlockLacks)
 	} else {
 		net := ""
 		if v.Network != sandbox.NetworkOn {
 			net = ", net"
 		}
 		fmt.Fprintf(w, "sandbox: active (--sandbox=%s): bubblewrap namespaces (user, pid, ipc, uts%s), no capabilities, seccomp filter\n",
-			sf.mode, net)
+			s.Mode(), net)
 	}
 	if v.LandlockABI > 0 {
 		fmt.Fprintf(w, "landlock: ABI %d (writes restricted by the kernel too)\n", v.LandlockABI)
@@ -188,7 +190,7 @@ func describe(w io.Writer, exec bash.Executor, sf *sandboxFlags, ws, wsLine stri
 	}
 	fmt.Fprintf(w, "network: %s\n", v.Network)
 	if v.Network == sandbox.NetworkAllowlist {
-		describeAllowlist(w, &sf.net)
+		describeAllowlist(w, s)
 	}
 	fmt.Fprintf(w, "unix sockets: %s\n", unixSockets(v))
 	tmp := "not its own (TMPDIR is)"
@@ -204,7 +206,7 @@ func describe(w io.Writer, exec bash.Executor, sf *sandboxFlags, ws, wsLine stri
 	if v.LimitsMissing != "" {
 		fmt.Fprintf(w, "limits unavailable: %s\n", v.LimitsMissing)
 	}
-	if sf.offersEscape() {
+	if s.OffersEscape() {
 		fmt.Fprintln(w, "outside the sandbox: a call of acp or mcp may ask the user to run outside it, every time (--sandbox-escape=ask); only the user's yes to that call runs it")
 	} else {
 		fmt.Fprintln(w, "outside the sandbox: never (--sandbox-escape=off)")
@@ -248,8 +250,8 @@ func unixSockets(v sandbox.View) string {
 }
 
 // describeAllowlist writes the network allowlist's rules.
-func describeAllowlist(w io.Writer, n *netFlags) {
-	allow, deny := n.rules()
+func describeAllowlist(w io.Writer, s *setup.Setup) {
+	allow, deny := s.AllowlistRules()
 	fmt.Fprintf(w, "network proxy: each jail reaches the network only through %s (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY), which lets through:\n", sandbox.ProxyAddr)
 	for _, r := range allow {
 		fmt.Fprintf(w, "  %s\n", r)
@@ -260,5 +262,22 @@ func describeAllowlist(w io.Writer, n *netFlags) {
 	}
 	fmt.Fprintln(w, "  loopback, private and link-local addresses, and this host's own (also where a listed name resolves to one), unless an address rule above names them")
 	fmt.Fprintln(w, "other hosts: asked about where the front end can ask (ACP, MCP elicitation, run on a terminal), else refused")
-	describeForwards(w, n)
+	describeForwards(w, s)
+}
+
+// describeForwards writes, for doctor, the host's services each jail
+// has in its loopback.
+func describeForwards(w io.Writer, s *setup.Setup) {
+	if len(s.Forwards()) == 0 {
+		fmt.Fprintln(w, "host services forwarded into each jail: none (a service on the host's loopback is allowed with its port: --allow-domain 127.0.0.1:5432, localhost:8080, [::1]:6379)")
+		return
+	}
+	fmt.Fprintln(w, "host services forwarded into each jail, at the same address of its loopback, where any client reaches them (not through the proxy):")
+	for i, f := range s.Forwards() {
+		in := f.Addrs[0].String()
+		if len(f.Addrs) > 1 {
+			in = f.Addrs[0].String() + " and " + f.Addrs[1].String() + " (where the jail has IPv6)"
+		}
+		fmt.Fprintf(w, "  %s on the host -> %s in the jail\n", s.Forwarded()[i], in)
+	}
 }

@@ -147,7 +147,7 @@ func TestTerminalNetAsker(t *testing.T) {
 	r, w := io.Pipe()
 	defer w.Close()
 	var out strings.Builder
-	ask := terminalNetAsker(r, &out)
+	ask := networkAsker(newPrompter(r, &out))
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	done := make(chan error, 1)

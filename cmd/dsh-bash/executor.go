@@ -5,10 +5,8 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/dshgo/dsh/bash"
-	"github.com/dshgo/dsh/bash/local"
 	"github.com/dshgo/dsh/bash/remote"
-	"github.com/dshgo/dsh/bash/sandbox"
+	"github.com/dshgo/dsh/setup"
 )
 
 // executorCmd serves the executor (local, or sandboxed with --sandbox) on
@@ -26,13 +24,13 @@ func executorCmd(ctx context.Context, args []string, stdin io.Reader, stdout, st
 	ef.serving = true
 	opts := ef.options()
 	opts.Cwd = *cwd
-	exec, code := ef.executor(ctx, "executor", opts, stderr)
+	s, code := ef.executor(ctx, "executor", opts, stderr)
 	if code != 0 {
 		return code
 	}
-	defer ef.sandbox.net.close() // no front end here: unlisted hosts are refused
-	err := remote.Serve(ctx, &stdioStream{stdin, stdout}, exec, &remote.ServeOptions{
-		Containment: containmentOf(exec),
+	defer s.CloseProxy() // no front end here: unlisted hosts are refused; Serve closes the executor
+	err := remote.Serve(ctx, &stdioStream{stdin, stdout}, s.Executor(), &remote.ServeOptions{
+		Containment: setup.Containment(s.Executor()),
 		Logf:        func(format string, a ...any) { fmt.Fprintf(stderr, "dsh-bash executor: "+format, a...) },
 	})
 	if err != nil {
@@ -40,19 +38,6 @@ func executorCmd(ctx context.Context, args []string, stdin io.Reader, stdout, st
 		return 1
 	}
 	return 0
-}
-
-// containmentOf names how exec holds commands, for the handshake.
-func containmentOf(exec bash.Executor) string {
-	switch e := exec.(type) {
-	case *sandbox.Executor:
-		return "sandbox"
-	case *local.Executor:
-		return e.Containment().String()
-	case *remote.Executor:
-		return "remote: " + e.Hello().Containment
-	}
-	return "unknown"
 }
 
 // stdioStream is stdin and stdout as one stream; Close closes stdin.

@@ -14,9 +14,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dshgo/dsh/bash"
 	"github.com/dshgo/dsh/bash/local"
-	"github.com/dshgo/dsh/bash/remote"
+	"github.com/dshgo/dsh/setup"
 )
 
 // execFlags are the executor (and result) flags every command that runs
@@ -94,27 +93,27 @@ func ownConfigPaths(path string) []string {
 	if def := defaultConfigPath(); def != "" {
 		paths = append(paths, filepath.Dir(def))
 	}
-	return notHidden(paths)
+	return setup.NotHidden(paths)
 }
 
 // executor cleans up after dsh-bash processes that died without cleaning up
-// (SIGKILL), then makes the executor. Errors are reported on stderr, with the
-// subcommand's name; the exit status is 0, 2 for bad usage, 1 when the
-// executor cannot be made here (no sandbox under --sandbox=on, a far side
-// that cannot be reached).
-func (f *execFlags) executor(ctx context.Context, name string, opts *local.Options, stderr io.Writer) (bash.Executor, int) {
-	exec, err := f.newExecutor(ctx, name, opts, stderr)
+// (SIGKILL), then makes the executor. Errors and warnings are reported on
+// stderr, with the subcommand's name; the exit status is 0, 2 for bad
+// usage, 1 when the executor cannot be made here (no sandbox under
+// --sandbox=on, a far side that cannot be reached).
+func (f *execFlags) executor(ctx context.Context, name string, opts *local.Options, stderr io.Writer) (*setup.Setup, int) {
+	s, err := f.newExecutor(ctx, name, opts, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "dsh-bash %s: %v\n", name, err)
 		return nil, exitCode(err)
 	}
-	return exec, 0
+	return s, 0
 }
 
-// newExecutor is executor, returning the error (a usageError for bad
-// usage) where executor reports it. Warnings and what the clean-up removed
-// still go to stderr.
-func (f *execFlags) newExecutor(ctx context.Context, name string, opts *local.Options, stderr io.Writer) (bash.Executor, error) {
+// newExecutor is executor, returning the error (a usageError or a
+// *setup.ConfigError for bad usage) where executor reports it. Warnings
+// and what the clean-up removed still go to stderr.
+func (f *execFlags) newExecutor(ctx context.Context, name string, opts *local.Options, stderr io.Writer) (*setup.Setup, error) {
 	if err := f.checkValues(); err != nil {
 		return nil, err
 	}
@@ -125,7 +124,18 @@ func (f *execFlags) newExecutor(ctx context.Context, name string, opts *local.Op
 	if err := f.inapplicable(); err != nil {
 		return nil, usageErr(err)
 	}
-	return f.makeExecutor(ctx, name, opts, stderr)
+	cfg, err := f.setupConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	s, err := setup.New(ctx, cfg, &setup.Options{Stderr: stderr})
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range s.Warnings() {
+		fmt.Fprintf(stderr, "dsh-bash %s: %s\n", name, w)
+	}
+	return s, nil
 }
 
 // inapplicable refuses a flag given on the command line that the other
@@ -234,47 +244,32 @@ func warnLogger(stderr io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
 
-// closeExecutor closes the executor, saying on stderr what it could not
-// clean up (a spill directory a command replaced, a cgroup still holding
-// processes).
-func (f *execFlags) closeExecutor(name string, exec bash.Executor, stderr io.Writer) {
-	if err := exec.Close(); err != nil {
+// closeExecutor closes the executor and the proxy, saying on stderr what
+// it could not clean up (a spill directory a command replaced, a cgroup
+// still holding processes).
+func closeExecutor(name string, s *setup.Setup, stderr io.Writer) {
+	if err := s.Close(); err != nil {
 		fmt.Fprintf(stderr, "dsh-bash %s: %v\n", name, err)
 	}
-	f.sandbox.net.close() // after the jails, whose listeners it serves
 }
 
-// makeExecutor makes the remote executor, the sandbox or the local one, as
-// the flags say. The sandbox flags apply where commands run: with a remote
-// executor, they belong on the far side's dsh-bash executor.
-func (f *execFlags) makeExecutor(ctx context.Context, name string, opts *local.Options, stderr io.Writer) (bash.Executor, error) {
-	if !f.remote.active() {
-		return f.sandbox.executor(ctx, name, opts, stderr)
-	}
-	if f.sandbox.given() || f.sandbox.mode != "auto" && f.sandbox.mode != "off" {
-		// "on" (or a layer) from $DSH_BASH_SANDBOX or the configuration file too: the
-		// user asked for a sandbox that this process cannot give.
-		return nil, usageErr(errors.New("the sandbox settings (--sandbox flags, --allow-domain and the like, $DSH_BASH_SANDBOX=on, the configuration file's sandbox.mode \"on\") apply where commands run: with --executor-cmd or --remote, give them to the far side's dsh-bash executor"))
-	}
-	return f.remote.executor(ctx, stderr)
-}
-
-// instructions are the MCP server's instructions: where commands run, and a
-// warning when they are not sandboxed; canAsk, for a client that can be
-// asked to run a call outside the sandbox.
-func (f *execFlags) instructions(exec bash.Executor, canAsk bool) string {
-	switch re := exec.(type) {
-	case *remote.Executor:
-		h := re.Hello()
-		msg := fmt.Sprintf("Commands run on %s (%s), not on the client's machine: paths are that machine's.", h.Host, h.Containment)
-		if h.Containment != "sandbox" {
-			msg += " Warning: they are NOT sandboxed there."
+// setupConfig is the configuration the flags give. The sandbox flags apply
+// where commands run: with a remote executor, they belong on the far
+// side's dsh-bash executor.
+func (f *execFlags) setupConfig(opts *local.Options) (*setup.Config, error) {
+	cfg := &setup.Config{Local: opts, Permissions: f.permissions.config(), Remote: f.remote.config()}
+	if f.remote.active() {
+		if f.sandbox.given() || f.sandbox.mode != "auto" && f.sandbox.mode != "off" {
+			// "on" (or a layer) from $DSH_BASH_SANDBOX or the configuration file too: the
+			// user asked for a sandbox that this process cannot give.
+			return nil, usageErr(setup.ErrSandboxElsewhere)
 		}
-		return msg
-	case *remote.Fleet:
-		return fmt.Sprintf("Commands run on one of %d remote hosts (each session stays on its host), not on the client's machine: paths are that host's. Warning: they may NOT be sandboxed there (each host's dsh-bash executor decides).", len(re.Hosts()))
+		cfg.Sandbox.Mode = f.sandbox.mode
+		return cfg, nil
 	}
-	return f.sandbox.instructions(canAsk)
+	var err error
+	cfg.Sandbox, err = f.sandbox.config()
+	return cfg, err
 }
 
 // usageError marks an error in what the user asked for (exit status 2),
@@ -285,10 +280,11 @@ func (e usageError) Unwrap() error { return e.error }
 
 func usageErr(err error) error { return usageError{err} }
 
-// exitCode is 2 for a usage error, else 1.
+// exitCode is 2 for a usage error (the configuration's too), else 1.
 func exitCode(err error) int {
 	var ue usageError
-	if errors.As(err, &ue) {
+	var ce *setup.ConfigError
+	if errors.As(err, &ue) || errors.As(err, &ce) {
 		return 2
 	}
 	return 1

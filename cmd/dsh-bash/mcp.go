@@ -33,24 +33,24 @@ func mcpCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	ef.sandbox.hidden = append(ef.sandbox.hidden, hf.serverPaths()...)
 	opts := ef.options()
 	opts.Cwd = *cwd
-	exec, code := ef.executor(ctx, "mcp", opts, stderr)
+	s, code := ef.executor(ctx, "mcp", opts, stderr)
 	if code != 0 {
 		return code
 	}
-	defer ef.closeExecutor("mcp", exec, stderr)
-	if err := hf.refuseOpenPort(ef.sandbox.onNetwork()); err != nil {
+	defer closeExecutor("mcp", s, stderr)
+	if err := hf.refuseOpenPort(s.OnNetwork()); err != nil {
 		fmt.Fprintf(stderr, "dsh-bash mcp: %v\n", err)
 		return 2
 	}
-	perm, err := ef.permissions.options("mcp")
+	perm, err := s.GateOptions("mcp")
 	if err != nil {
 		fmt.Fprintf(stderr, "dsh-bash mcp: %v\n", err)
 		return 2
 	}
-	ef.sandbox.net.asks = true // the server asks its users about other hosts (Options.Egress)
-	srv, err := mcpserver.New(exec, &mcpserver.Options{Cwd: *cwd, MaxResultChars: ef.maxResultChars, Logger: warnLogger(stderr), Version: version(),
-		Instructions: ef.instructions(exec, true), CannotAskInstructions: ef.instructions(exec, false),
-		Permissions: perm, Unsandboxed: ef.sandbox.offersEscape(), Sandbox: ef.sandbox.facts(), Egress: ef.sandbox.net.proxy})
+	// The server asks its users about other hosts (Options.Egress).
+	srv, err := mcpserver.New(s.Executor(), &mcpserver.Options{Cwd: *cwd, MaxResultChars: ef.maxResultChars, Logger: warnLogger(stderr), Version: version(),
+		Instructions: s.Instructions(true), CannotAskInstructions: s.Instructions(false),
+		Permissions: perm, Unsandboxed: s.OffersEscape(), Sandbox: s.Facts(), Egress: s.Proxy()})
 	if err != nil {
 		fmt.Fprintf(stderr, "dsh-bash mcp: %v\n", err)
 		return 2

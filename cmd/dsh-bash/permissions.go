@@ -1,22 +1,13 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
-	"cmp"
-	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
-	"strings"
-	"sync"
 
 	"github.com/dshgo/dsh/permission"
-	"github.com/dshgo/dsh/toolbash"
+	"github.com/dshgo/dsh/setup"
 )
 
 // permissionConfig is the configuration file's "permissions" object.
@@ -31,7 +22,7 @@ type permissionConfig struct {
 	// deny): a repository cannot allow itself unless the user says so.
 	ProjectRules bool `json:"projectRules"`
 	// Default is what a command no rule matches does, as --default gives
-	// it: "allow" or "ask" (empty: the front end's, see unmatchedDefault).
+	// it: "allow" or "ask" (empty: the front end's, see setup.Permissions.Unmatched).
 	Default string `json:"default"`
 }
 
@@ -59,21 +50,6 @@ func (f *defaultFlag) Set(s string) error {
 	return nil
 }
 
-// unmatchedDefault is what a command no rule matches does under a front
-// end where neither --default nor the configuration file says: over MCP
-// it runs, as the client asks its user before each call it was not told
-// to allow (and run's user typed the command); the ACP agent is the one
-// that asks.
-func unmatchedDefault(front string) permission.Decision {
-	if front == "acp" {
-		return permission.Ask
-	}
-	return permission.Allow
-}
-
-// projectRulesFile is where a workspace keeps its rules.
-const projectRulesFile = ".dsh/permissions.json"
-
 // permissionFlags give rules on the command line.
 type permissionFlags struct {
 	allow, ask, deny listFlag
@@ -89,62 +65,29 @@ func (f *permissionFlags) register(fs *flag.FlagSet) {
 	fs.Var(&f.unmatched, "default", "what a command no rule matches does, `allow` or ask (default: allow under mcp and run, where the MCP client or the user gates each call; ask under acp)")
 }
 
-// configured reports whether commands are checked at all: once a rule or
-// a default is configured.
-func (f *permissionFlags) configured() bool {
-	return len(f.allow)+len(f.ask)+len(f.deny)+len(f.file.Allow)+len(f.file.Ask)+len(f.file.Deny) > 0 ||
-		f.unmatched != "" || f.file.Default != ""
-}
-
-// unmatchedFor is what a command no rule matches does under front, and
-// what set it ("" for the front end's default).
-func (f *permissionFlags) unmatchedFor(front string) (permission.Decision, string) {
+// config is the permission gate's configuration: the file's rules, then
+// the flags'.
+func (f *permissionFlags) config() setup.Permissions {
+	src := f.configPath
+	c := setup.Permissions{ConfigPath: f.configPath, ProjectRules: f.file.ProjectRules,
+		NoReadOnly: f.file.Defaults != nil && !*f.file.Defaults,
+		Rules: []setup.RuleSet{{Source: src, Decision: permission.Allow, Patterns: f.file.Allow},
+			{Source: src, Decision: permission.Ask, Patterns: f.file.Ask}, {Source: src, Decision: permission.Deny, Patterns: f.file.Deny},
+			{Source: "--allow", Decision: permission.Allow, Patterns: f.allow}, {Source: "--ask", Decision: permission.Ask, Patterns: f.ask},
+			{Source: "--deny", Decision: permission.Deny, Patterns: f.deny}}}
 	switch {
 	case f.unmatched != "":
-		d, _ := permission.ParseDecision(string(f.unmatched))
-		return d, "--default"
+		c.Default, c.DefaultSource = string(f.unmatched), "--default"
 	case f.file.Default != "":
-		d, _ := permission.ParseDecision(f.file.Default)
-		return d, `"default" in ` + f.configPath
+		c.Default, c.DefaultSource = f.file.Default, `"default" in `+f.configPath
 	}
-	return unmatchedDefault(front), ""
-}
-
-// options are the gate's options under front (mcp, acp or run), or nil
-// when neither a rule nor a default is configured (nothing is checked:
-// every command runs, or, under acp, every call is asked about).
-func (f *permissionFlags) options(front string) (*toolbash.GateOptions, error) {
-	if !f.configured() {
-		return nil, nil
-	}
-	p := &permission.Policy{}
-	p.Unmatched, _ = f.unmatchedFor(front)
-	p.Home, _ = os.UserHomeDir()
-	// The built-in rules: the commands the permission package's tables
-	// know to only read.
-	p.ReadOnly = f.file.Defaults == nil || *f.file.Defaults
-	src := f.configPath
-	sets := append([]ruleSet(nil), ruleSet{src, permission.Allow, f.file.Allow}, ruleSet{src, permission.Ask, f.file.Ask}, ruleSet{src, permission.Deny, f.file.Deny},
-		ruleSet{"--allow", permission.Allow, f.allow}, ruleSet{"--ask", permission.Ask, f.ask}, ruleSet{"--deny", permission.Deny, f.deny})
-	for _, s := range sets {
-		rules, err := s.rules()
-		if err != nil {
-			return nil, err
-		}
-		p.Rules = append(p.Rules, rules...)
-	}
-	file := cmp.Or(f.configPath, "the configuration file")
-	o := &toolbash.GateOptions{Policy: p, HowToAllow: func(prefix string) string { return howToAllow(prefix, file) }}
-	if f.file.ProjectRules {
-		o.Project = newProjectRules().rules
-	}
-	return o, nil
+	return c
 }
 
 // describePermissions writes the doctor's report on the permission
 // settings: the rules, and what a command no rule matches does.
 func describePermissions(w io.Writer, f *permissionFlags) {
-	if !f.configured() {
+	if c := f.config(); !c.Configured() {
 		fmt.Fprintln(w, "permissions: no rules, nothing checked: under mcp and run every command runs (an MCP client asks its user before each call it was not told to allow); under acp every call is asked about")
 		return
 	}
@@ -158,7 +101,7 @@ func describePermissions(w io.Writer, f *permissionFlags) {
 	}
 	fmt.Fprintf(w, "permissions: %d allow, %d ask and %d deny rules; the built-in read-only rules %s; a workspace's %s %s\n",
 		len(f.allow)+len(f.file.Allow), len(f.ask)+len(f.file.Ask), len(f.deny)+len(f.file.Deny),
-		defaults, projectRulesFile, project)
+		defaults, setup.ProjectRulesFile, project)
 	fmt.Fprintf(w, "unmatched commands: %s\n", f.unmatchedText())
 	fmt.Fprintln(w, "commands that cannot be known statically: asked about, whatever the default (a command named by a variable, eval of a variable, a write outside the workspace, …)")
 }
@@ -167,138 +110,9 @@ func describePermissions(w io.Writer, f *permissionFlags) {
 // it.
 func (f *permissionFlags) unmatchedText() string {
 	verb := map[permission.Decision]string{permission.Allow: "run", permission.Ask: "asked about"}
-	if d, src := f.unmatchedFor(""); src != "" {
+	c := f.config()
+	if d, src := c.Unmatched(""); src != "" {
 		return fmt.Sprintf("%s (%s)", verb[d], src)
 	}
 	return "run under mcp and run, asked about under acp (each front end's default; set one with --default allow|ask, or \"default\" in \"permissions\")"
-}
-
-// ruleSet is patterns of one decision from one source.
-type ruleSet struct {
-	source   string
-	decision permission.Decision
-	patterns []string
-}
-
-func (s ruleSet) rules() ([]permission.Rule, error) {
-	return permission.NewRules(s.decision, s.source, s.patterns...)
-}
-
-// howToAllow says how the user can allow pattern (a rule's, as
-// permission.Pattern writes it): a flag, written for the user's shell, or
-// a string of the configuration file in use, written as JSON; each ends
-// at a space, so that what is copied is the argument and no more.
-func howToAllow(pattern, file string) string {
-	return fmt.Sprintf("start dsh-bash with --allow %s or add %s to \"permissions\": {\"allow\": […]} in %s", shellArg(pattern), jsonString(pattern), file)
-}
-
-// shellArg quotes s as one argument for a POSIX shell: in single quotes;
-// where s holds a single quote, in double quotes when nothing in it is
-// special there (easier to read), else in single quotes with each single
-// quote closed, escaped and reopened.
-func shellArg(s string) string {
-	switch {
-	case !strings.Contains(s, "'"):
-		return "'" + s + "'"
-	case !strings.ContainsAny(s, "\"$`\\!"):
-		return `"` + s + `"`
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
-// jsonString is s as a JSON string, as the configuration file holds it
-// (s is valid UTF-8: permission.Pattern escapes any other byte).
-func jsonString(s string) string {
-	var b strings.Builder
-	e := json.NewEncoder(&b)
-	e.SetEscapeHTML(false) // <, > and & as they are
-	_ = e.Encode(s)        // a string always encodes
-	return strings.TrimSuffix(b.String(), "\n")
-}
-
-// projectRules reads workspaces' rule files, again when they change.
-type projectRules struct {
-	mu    sync.Mutex
-	cache map[string]projectEntry
-}
-
-type projectEntry struct {
-	mod   int64
-	rules []permission.Rule
-}
-
-func newProjectRules() *projectRules { return &projectRules{cache: map[string]projectEntry{}} }
-
-// rules are workspace's rules; a file that cannot be read or parsed
-// becomes a rule that asks about everything, so that a broken file never
-// widens what runs.
-func (p *projectRules) rules(workspace string) []permission.Rule {
-	path := filepath.Join(workspace, projectRulesFile)
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if e, ok := p.cache[path]; ok && e.mod == fi.ModTime().UnixNano() {
-		return e.rules
-	}
-	rules, err := readProjectRules(path)
-	if err != nil {
-		r, _ := permission.NewRule(permission.Ask, "*", fmt.Sprintf("%s is broken: %v", path, err))
-		rules = []permission.Rule{r}
-	}
-	p.cache[path] = projectEntry{mod: fi.ModTime().UnixNano(), rules: rules}
-	return rules
-}
-
-func readProjectRules(path string) ([]permission.Rule, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var c struct{ Allow, Ask, Deny []string }
-	d := json.NewDecoder(bytes.NewReader(b))
-	d.DisallowUnknownFields()
-	if err := d.Decode(&c); err != nil {
-		return nil, err
-	}
-	var out []permission.Rule
-	for _, s := range []ruleSet{{path, permission.Allow, c.Allow}, {path, permission.Ask, c.Ask}, {path, permission.Deny, c.Deny}} {
-		rules, err := s.rules()
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, rules...)
-	}
-	return out, nil
-}
-
-// terminalAsker asks on the terminal (dsh-bash run with a terminal on
-// stdin): y runs once, a allows the prefixes for the run, anything else
-// rejects.
-func terminalAsker(in io.Reader, out io.Writer) toolbash.Asker {
-	r := bufio.NewReader(in)
-	return func(ctx context.Context, q toolbash.Question) (toolbash.Answer, error) {
-		// Escaped: the terminal would act on what the command holds.
-		fmt.Fprintf(out, "dsh-bash: this command needs approval: %s\n  %s\n", toolbash.Visible(q.Verdict.Reason), toolbash.Visible(q.Command))
-		prompt := "Run it? [y]es once, [N]o"
-		if len(q.Verdict.Prefixes) > 0 {
-			prompt = fmt.Sprintf("Run it? [y]es once, [a]lways allow %s, [N]o", toolbash.Visible(strings.Join(q.Verdict.Prefixes, ", ")))
-		}
-		fmt.Fprint(out, prompt+": ")
-		line, err := r.ReadString('\n')
-		if err != nil && !errors.Is(err, io.EOF) {
-			return toolbash.Reject, err
-		}
-		switch strings.ToLower(strings.TrimSpace(line)) {
-		case "y", "yes":
-			return toolbash.AllowOnce, nil
-		case "a", "always":
-			if len(q.Verdict.Prefixes) > 0 {
-				return toolbash.AllowPrefixes, nil
-			}
-		}
-		return toolbash.Reject, nil
-	}
 }

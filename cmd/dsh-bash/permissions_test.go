@@ -126,7 +126,7 @@ func openPTY(t *testing.T) (master, slave *os.File) {
 // what the terminal would act on escaped, and reads the answer.
 func TestTerminalAskerShowsWhatRuns(t *testing.T) {
 	var out strings.Builder
-	ask := terminalAsker(strings.NewReader("y\n"), &out)
+	ask := permissionAsker(newPrompter(strings.NewReader("y\n"), &out))
 	q := toolbash.Question{Command: "touch x #\x1b[2K\recho hi", Verdict: permission.Verdict{Reason: "no rule allows `touch x`", Prefixes: []string{"touch\u202e"}}}
 	ans, err := ask(t.Context(), q)
 	if err != nil || ans != toolbash.AllowOnce {

@@ -7,17 +7,13 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/netip"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
-
-	"github.com/dshgo/dsh/bash/sandbox"
 )
 
 // countingServer is a server on the host's loopback (at addr, default
@@ -155,30 +151,5 @@ func TestHostServiceRules(t *testing.T) {
 	out, errOut, code = dshBash(t, ws, allowlist...)
 	if code != 0 || !strings.Contains(out, "host services forwarded into each jail: none (a service on the host's loopback is allowed with its port: --allow-domain 127.0.0.1:5432, localhost:8080, [::1]:6379)\n") {
 		t.Errorf("doctor without host services: exit %d, stdout %q, stderr %q", code, out, errOut)
-	}
-}
-
-// TestJailForwards: each jail listens at the address the rule names (for
-// localhost, at 127.0.0.1 and at ::1, which a jail without IPv6 may go
-// without), and the host tries that same address first.
-func TestJailForwards(t *testing.T) {
-	n := netFlags{allow: []string{"example.com", "127.0.0.1:5432", "localhost:8080"}}
-	got, err := n.jailForwards()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ap := netip.MustParseAddrPort
-	want := []sandbox.Forward{
-		{Listen: ap("127.0.0.1:5432"), To: []netip.AddrPort{ap("127.0.0.1:5432")}},
-		{Listen: ap("127.0.0.1:8080"), To: []netip.AddrPort{ap("127.0.0.1:8080"), ap("[::1]:8080")}},
-		{Listen: ap("[::1]:8080"), To: []netip.AddrPort{ap("[::1]:8080"), ap("127.0.0.1:8080")}, Optional: true},
-	}
-	if !slices.EqualFunc(got, want, func(a, b sandbox.Forward) bool {
-		return a.Listen == b.Listen && a.Optional == b.Optional && slices.Equal(a.To, b.To)
-	}) {
-		t.Errorf("jailForwards = %+v, want %+v", got, want)
-	}
-	if f := n.forwarded(); !slices.Equal(f, []string{"127.0.0.1:5432", "localhost:8080"}) {
-		t.Errorf("forwarded = %q", f)
 	}
 }

@@ -1,18 +1,10 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"flag"
-	"fmt"
-	"io"
 	"slices"
-	"time"
 
-	"mvdan.cc/sh/v3/shell"
-
-	"github.com/dshgo/dsh/bash"
-	"github.com/dshgo/dsh/bash/remote"
+	"github.com/dshgo/dsh/setup"
 )
 
 // remoteFlags choose a remote executor, or a fleet of them: commands run
@@ -24,7 +16,6 @@ type remoteFlags struct {
 	workspace string   // the sessions' directory on the far side
 	command   string   // what runs on an SSH host
 	upload    bool
-	names     []string // the hosts' names, in order, once executor has made them
 }
 
 func (f *remoteFlags) register(fs *flag.FlagSet) {
@@ -54,54 +45,7 @@ func (f *remoteFlags) merge(c *remoteConfig) {
 
 func (f *remoteFlags) active() bool { return len(f.cmds)+len(f.urls) > 0 }
 
-// dialTimeout bounds the first connection to a single far side.
-const dialTimeout = 30 * time.Second
-
-// executor connects to the far side: one host, or a fleet of them.
-func (f *remoteFlags) executor(ctx context.Context, stderr io.Writer) (bash.Executor, error) {
-	hosts, err := f.hosts(stderr)
-	if err != nil {
-		return nil, err
-	}
-	for _, h := range hosts {
-		f.names = append(f.names, h.Options.Host)
-	}
-	if len(hosts) > 1 {
-		return remote.NewFleet(hosts)
-	}
-	ctx, cancel := context.WithTimeout(ctx, dialTimeout)
-	defer cancel()
-	return remote.Dial(ctx, hosts[0].Dial, &hosts[0].Options)
-}
-
-// hosts makes a host of every --executor-cmd and --remote.
-func (f *remoteFlags) hosts(stderr io.Writer) ([]remote.Host, error) {
-	var hosts []remote.Host
-	for _, c := range f.cmds {
-		argv, err := shell.Fields(c, func(string) string { return "" })
-		if err != nil {
-			return nil, usageErr(fmt.Errorf("--executor-cmd %q: %w", c, err))
-		}
-		if len(argv) == 0 {
-			return nil, usageErr(errors.New("--executor-cmd: no command"))
-		}
-		cmd := &remote.Command{Argv: argv, Stderr: stderr}
-		hosts = append(hosts, remote.Host{Dial: cmd.Dial, Options: remote.Options{Host: "`" + c + "`", Workspace: f.workspace}})
-	}
-	for _, u := range f.urls {
-		d, ws, err := remote.ParseURL(u)
-		if err != nil {
-			return nil, usageErr(err)
-		}
-		// Aliases of ~/.ssh/config, as ssh reads them.
-		if err := d.ApplyConfig(""); err != nil {
-			return nil, usageErr(err)
-		}
-		d.Command, d.Upload, d.Stderr = f.command, f.upload, stderr
-		if ws == "" {
-			ws = f.workspace
-		}
-		hosts = append(hosts, remote.Host{Dial: d.Dial, Options: remote.Options{Host: d.Name(), Workspace: ws}})
-	}
-	return hosts, nil
+// config is the far sides' configuration the flags give.
+func (f *remoteFlags) config() setup.Remote {
+	return setup.Remote{ExecutorCmds: f.cmds, Hosts: f.urls, Workspace: f.workspace, Command: f.command, Upload: f.upload}
 }

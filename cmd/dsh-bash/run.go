@@ -12,7 +12,9 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/dshgo/dsh/egress"
 	"github.com/dshgo/dsh/session"
+	"github.com/dshgo/dsh/setup"
 	"github.com/dshgo/dsh/toolbash"
 	"github.com/dshgo/dsh/tools"
 )
@@ -51,12 +53,13 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	opts := ef.options()
 	opts.Cwd = *cwd
 	opts.KeepSpillFiles = true // their paths are printed for the user to open
-	exec, code := ef.executor(ctx, "run", opts, stderr)
+	s, code := ef.executor(ctx, "run", opts, stderr)
 	if code != 0 {
 		return code
 	}
+	exec := s.Executor()
 	defer func() {
-		ef.closeExecutor("run", exec, stderr)
+		closeExecutor("run", s, stderr)
 		sayKept(exec, stderr)
 	}()
 	ws, wd := runWorkspace(*cwd, *workdir)
@@ -64,22 +67,10 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		fmt.Fprintf(stderr, "dsh-bash run: the sandbox refuses the workspace %s: %s. Run it in a project directory, or name one with --cwd DIR\n", ws, refusalReason(err))
 		return 2
 	}
-	ef.sandbox.net.useTerminal(stdin, stderr)
 	tb := toolbash.New(exec, &toolbash.Options{MaxResultChars: ef.maxResultChars})
 	defer tb.Close()
-	var reg tools.Registry
-	perm, err := ef.permissions.options("run")
+	reg, err := runTools(s, tb, stdin, stderr)
 	if err != nil {
-		fmt.Fprintf(stderr, "dsh-bash run: %v\n", err)
-		return 2
-	}
-	if perm != nil {
-		if isTerminal(stdin) {
-			perm.Ask = terminalAsker(stdin, stderr) // else an ask is a denial
-		}
-		reg.Use(toolbash.NewGate(perm).Middleware)
-	}
-	if err := tb.Register(&reg); err != nil {
 		fmt.Fprintf(stderr, "dsh-bash run: %v\n", err)
 		return 2
 	}
@@ -104,6 +95,29 @@ func runCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		return 1
 	}
 	return 0
+}
+
+// runTools registers tb's tools for run, behind the permission gate
+// where rules are configured. Where stdin is a terminal, one prompter
+// asks every question there: the gate's and the allowlist's.
+func runTools(s *setup.Setup, tb *toolbash.Tools, stdin io.Reader, stderr io.Writer) (*tools.Registry, error) {
+	var p *prompter
+	if isTerminal(stdin) {
+		p = newPrompter(stdin, stderr)
+	}
+	useTerminal(s.Proxy(), p, stderr)
+	var reg tools.Registry
+	perm, err := s.GateOptions("run")
+	if err != nil {
+		return nil, err
+	}
+	if perm != nil {
+		if p != nil {
+			perm.Ask = permissionAsker(p) // else an ask is a denial
+		}
+		reg.Use(toolbash.NewGate(perm).Middleware)
+	}
+	return &reg, tb.Register(&reg)
 }
 
 // runWorkspace is the workspace of run's call, and the working directory
@@ -139,4 +153,29 @@ func callArgs(fs *flag.FlagSet, command, workdir string, timeoutMs float64) (jso
 		}
 	})
 	return json.Marshal(call)
+}
+
+// inside reports whether path is dir or lies under it.
+func inside(path, dir string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
+}
+
+// useTerminal makes the terminal the front end of the allowlist's proxy,
+// if there is one: it asks p, the terminal's prompter, nil where stdin is
+// no terminal (then an unlisted host is refused unasked), and says each
+// refusal on stderr.
+func useTerminal(proxy *egress.Proxy, p *prompter, stderr io.Writer) {
+	if proxy == nil {
+		return
+	}
+	var ask func(context.Context, egress.Question) (egress.Decision, error)
+	if p != nil {
+		ask = networkAsker(p)
+	}
+	proxy.SetFront(ask, func(r *egress.Refusal) {
+		if r.Reason != egress.Malformed {
+			fmt.Fprintf(stderr, "dsh-bash run: %s\n", proxy.RefusalText(r))
+		}
+	})
 }

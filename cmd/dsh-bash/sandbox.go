@@ -2,21 +2,16 @@ package main
 
 import (
 	"cmp"
-	"context"
-	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 
-	"github.com/dshgo/dsh/bash"
-	"github.com/dshgo/dsh/bash/local"
 	"github.com/dshgo/dsh/bash/sandbox"
-	"github.com/dshgo/dsh/toolbash"
+	"github.com/dshgo/dsh/setup"
 )
 
 // sandboxFlags choose and shape the sandbox.
@@ -32,10 +27,6 @@ type sandboxFlags struct {
 	pids       int    // 0 default, -1 none
 	tmp        string // a size ("1G"), or "" for the default
 	escape     string // ask, off: may a call ask to run outside the sandbox
-	active     bool   // set once the executor is made: commands run jailed
-	reason     string // why auto ran without the sandbox
-	tmpSize    int64  // the size of each jail's /tmp, once active
-	layer      sandbox.Layer
 	fs         *flag.FlagSet
 }
 
@@ -133,104 +124,39 @@ func (f *sandboxFlags) given() bool {
 	return given
 }
 
-// unsandboxedWarning is said on stderr, and in the MCP server's
-// instructions, when commands run without a sandbox under --sandbox=auto.
-const unsandboxedWarning = "commands are NOT sandboxed: they run with this process's full authority"
-
-// sandboxModes are the --sandbox modes that sandbox, and their layers:
-// auto and on take the strongest that works.
-var sandboxModes = map[string]sandbox.Layer{"auto": sandbox.LayerAuto, "on": sandbox.LayerAuto,
-	"jail": sandbox.LayerJail, "landlock": sandbox.LayerLandlock}
-
-// landlockLacks is what the Landlock layer does not give, as users read it.
-const landlockLacks = "commands see the host's processes and network, have no /tmp of their own (their TMPDIR is the session's), and may change .git and editor files in the workspace"
-
-// executor makes the sandbox executor or the local one, as the flags say.
-func (f *sandboxFlags) executor(ctx context.Context, name string, opts *local.Options, stderr io.Writer) (bash.Executor, error) {
-	policy, err := f.policy()
-	if err != nil {
-		return nil, err
+// config is the sandbox's configuration the flags give, or a usage error
+// naming the flag of a value it cannot take.
+func (f *sandboxFlags) config() (setup.Sandbox, error) {
+	c := setup.Sandbox{Mode: f.mode, LockCaches: f.lockCaches, Writable: f.writable, ReadOnly: f.readOnly, Hidden: f.hidden,
+		AllowDomains: f.net.allow, DenyDomains: f.net.deny, NoDefaultDomains: !f.net.defaults, NoEscape: f.escape != "ask"}
+	var err error
+	if c.Network, err = f.policy(); err != nil {
+		return c, err
 	}
-	layer, ok := sandboxModes[f.mode]
-	switch {
-	case f.mode == "off":
-		return local.New(opts)
-	case !ok:
-		return nil, usageErr(fmt.Errorf("--sandbox must be auto, on, jail, landlock or off (got %q)", f.mode))
+	if f.mode == "off" {
+		return c, nil // the limits of no sandbox are not read
 	}
-	limits, err := f.limits()
-	if err != nil {
-		return nil, err
+	if _, ok := sandboxModes[f.mode]; !ok {
+		return c, usageErr(fmt.Errorf("--sandbox must be auto, on, jail, landlock or off (got %q)", f.mode))
 	}
-	so := &sandbox.Options{Local: opts, Policy: policy, Limits: limits, Layer: layer, AllowUnsandboxed: f.escape == "ask"}
-	if policy.Network == sandbox.NetworkAllowlist {
-		if so.Policy.Forward, err = f.net.jailForwards(); err != nil {
-			return nil, err
-		}
-		if so.Egress, err = f.net.makeProxy(); err != nil {
-			return nil, err
-		}
-	}
-	se, err := sandbox.New(ctx, so)
-	if err == nil {
-		f.active = true
-		var why error
-		if f.layer, why = se.Layer(); f.layer == sandbox.LayerLandlock {
-			f.landlockNotes(name, why, se.View(startWorkspace(opts), os.Environ()), stderr)
-		} else {
-			f.tmpSize = se.Limits().Tmp // the Landlock layer has no /tmp of its own
-		}
-		return se, nil
-	}
-	f.net.close()
-	if f.mode != "auto" || !errors.Is(err, sandbox.ErrUnavailable) || policy.Network == sandbox.NetworkAllowlist {
-		// An allowlist asked for is not given up for no sandbox at all,
-		// whose network is the host's.
-		return nil, err
-	}
-	f.reason = err.Error()
-	fmt.Fprintf(stderr, "dsh-bash %s: WARNING: %s (%v; --sandbox=off silences this, --sandbox=on refuses to start)\n", name, unsandboxedWarning, err)
-	return local.New(opts)
+	c.Limits, err = f.limits()
+	return c, err
 }
 
-// landlockNotes say on stderr that the sandbox is the Landlock layer (and
-// why, where there could be no jail), and which paths it cannot hide or
-// keep read-only in v, the view of the start's workspace: those within a
-// writable path.
-func (f *sandboxFlags) landlockNotes(name string, why error, v sandbox.View, stderr io.Writer) {
-	if why != nil {
-		fmt.Fprintf(stderr, "dsh-bash %s: the sandbox is the Landlock layer, without a jail (%v): %s\n", name, why, landlockLacks)
-	}
-	if len(v.NotReadOnly) > 0 {
-		fmt.Fprintf(stderr, "dsh-bash %s: WARNING: the Landlock layer cannot keep --sandbox-read-only paths within writable ones read-only: %s\n", name, strings.Join(v.NotReadOnly, ", "))
-	}
-	if len(v.NotHidden) > 0 {
-		fmt.Fprintf(stderr, "dsh-bash %s: WARNING: the Landlock layer cannot hide paths within writable ones (the workspace, the caches, --sandbox-writable); commands can read and change: %s\n", name, strings.Join(v.NotHidden, ", "))
-	}
-}
+// sandboxModes are the values of --sandbox but off.
+var sandboxModes = map[string]bool{"auto": true, "on": true, "jail": true, "landlock": true}
 
-// startWorkspace is the workspace sessions get unless their client names
-// one: --cwd, else the current directory.
-func startWorkspace(opts *local.Options) string {
-	if opts.Cwd != "" {
-		return opts.Cwd
-	}
-	wd, _ := os.Getwd()
-	return wd
-}
-
-func (f *sandboxFlags) policy() (sandbox.Policy, error) {
-	p := sandbox.Policy{LockCaches: f.lockCaches, Writable: f.writable, ReadOnly: f.readOnly, Hidden: f.hidden}
+// policy is the jails' network --sandbox-network gives.
+func (f *sandboxFlags) policy() (sandbox.Network, error) {
 	switch f.network {
 	case "on":
+		return sandbox.NetworkOn, nil
 	case "off":
-		p.Network = sandbox.NetworkOff
+		return sandbox.NetworkOff, nil
 	case "allowlist":
-		p.Network = sandbox.NetworkAllowlist
-	default:
-		return p, usageErr(fmt.Errorf("--sandbox-network must be on, off or allowlist (got %q)", f.network))
+		return sandbox.NetworkAllowlist, nil
 	}
-	return p, nil
+	return 0, usageErr(fmt.Errorf("--sandbox-network must be on, off or allowlist (got %q)", f.network))
 }
 
 // limits are the sessions' limits the flags give.
@@ -285,55 +211,6 @@ func parseSize(size string) (int64, error) {
 	return n * mult, nil
 }
 
-// offersEscape reports whether a model's call may ask to run outside the
-// sandbox: there is one, and the user did not turn the question off.
-func (f *sandboxFlags) offersEscape() bool { return f.active && f.escape == "ask" }
-
-// onNetwork reports whether commands run jailed with the host's network.
-// With the allowlist, only where an allow rule names an address.
-func (f *sandboxFlags) onNetwork() bool {
-	return f.active && (f.network == "on" || f.network == "allowlist" && f.net.reachesLocal())
-}
-
-// facts are what the sandbox lets commands do, for the model; nil where
-// commands are not sandboxed here.
-func (f *sandboxFlags) facts() *toolbash.SandboxFacts {
-	if !f.active {
-		return nil
-	}
-	facts := &toolbash.SandboxFacts{NetworkOff: f.network == "off", LockCaches: f.lockCaches,
-		Writable: f.writable, ReadOnly: f.readOnly, Landlock: f.layer == sandbox.LayerLandlock,
-		Unsandboxed: f.offersEscape()}
-	if f.tmpSize > 0 {
-		facts.TmpSize = sandbox.ByteSize(f.tmpSize)
-	}
-	if f.network == "allowlist" {
-		allow, _ := f.net.rules()
-		facts.Allowlist = append([]string{}, f.net.notForwarded(allow)...) // not nil: the mode
-		facts.Forwarded = f.net.forwarded()
-		facts.AsksNetwork = f.net.asks
-	}
-	return facts
-}
-
-// instructions are the MCP server's instructions: what the sandbox
-// allows, or a warning when commands are not sandboxed. Where the client
-// cannot be asked, they do not offer a call outside the sandbox.
-func (f *sandboxFlags) instructions(canAsk bool) string {
-	switch {
-	case f.active:
-		facts := f.facts()
-		facts.Unsandboxed = facts.Unsandboxed && canAsk
-		return toolbash.SandboxText(*facts)
-	case f.mode == "off":
-		return ""
-	}
-	if f.reason != "" {
-		return "Warning: " + unsandboxedWarning + " (" + f.reason + ")."
-	}
-	return "Warning: " + unsandboxedWarning + "."
-}
-
 // listFlag is a repeatable string flag.
 type listFlag []string
 
@@ -342,4 +219,10 @@ func (l *listFlag) String() string { return strings.Join(*l, ",") }
 func (l *listFlag) Set(v string) error {
 	*l = append(*l, v)
 	return nil
+}
+
+// netFlags are the network allowlist's (--sandbox-network=allowlist).
+type netFlags struct {
+	allow, deny listFlag
+	defaults    bool // the default developer allowlist (egress.DefaultAllow) too
 }

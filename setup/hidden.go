@@ -1,4 +1,4 @@
-package main
+package setup
 
 import (
 	"os"
@@ -9,10 +9,10 @@ import (
 	"github.com/dshgo/dsh/bash/sandbox"
 )
 
-// notHidden are the paths that neither the sandbox's own list of hidden
-// paths in the home directory nor another of paths holds: each is hidden
-// once, and listed once.
-func notHidden(paths []string) []string {
+// NotHidden are the paths that neither the sandbox's own list of hidden
+// paths in the home directory nor another of paths holds: to add to
+// Sandbox.Hidden so that each is hidden once, and listed once.
+func NotHidden(paths []string) []string {
 	var covers []string
 	if home := os.Getenv("HOME"); home != "" && home != "/" { // as the sandbox finds it
 		for _, rel := range sandbox.HiddenHomePaths() {
