@@ -126,8 +126,7 @@ func probeTask(pids []int, in fileID, horizon time.Duration) probeResult {
 
 // calls reads the system call of each thread of pid, adding those that
 // sleep in one to asleep; it returns inputIdle unless a thread runs
-// (inputRunning) or the kernel does not say (inputUnknown). A thread in
-// an uninterruptible sleep (on the disk) reads as asleep.
+// (inputRunning) or the kernel does not say (inputUnknown).
 func (pr *prober) calls(pid int, asleep *[]sleeper) inputState {
 	dir := "/proc/" + strconv.Itoa(pid) + "/task"
 	tids, err := readDirNames(dir)
@@ -148,10 +147,14 @@ func (pr *prober) calls(pid int, asleep *[]sleeper) inputState {
 		if bytes.HasPrefix(sc, []byte("running")) {
 			return inputRunning
 		}
-		if nr, arg, ok := parseSyscall(sc); ok { // else "-1 SP PC": not in a system call
-			tid, _ := strconv.Atoi(name)
-			*asleep = append(*asleep, sleeper{pid: pid, tid: tid, dir: dir + "/" + name, nr: nr, arg: arg})
+		nr, arg, ok := parseSyscall(sc)
+		if !ok {
+			// "-1 SP PC": blocked outside a system call, in a page
+			// fault (on the disk): it goes on without input.
+			return inputRunning
 		}
+		tid, _ := strconv.Atoi(name)
+		*asleep = append(*asleep, sleeper{pid: pid, tid: tid, dir: dir + "/" + name, nr: nr, arg: arg})
 	}
 	return inputIdle
 }
@@ -173,6 +176,24 @@ func (pr *prober) sleep(th sleeper) inputState {
 	}
 	if reads {
 		pr.readers = append(pr.readers, reader{tid: th.tid, runs: threadRuns(th.dir)})
+		return inputIdle
+	}
+	return onDisk(th)
+}
+
+// onDisk is inputRunning for a thread in an uninterruptible sleep (on
+// the disk: it goes on by itself, soon), else inputIdle. Only a thread
+// in a call that can wait on the disk is read again for it.
+func onDisk(th sleeper) inputState {
+	if waitsQuietly(th.nr) {
+		return inputIdle
+	}
+	stat, err := readProc(th.dir + "/stat")
+	if err != nil {
+		return goneOrUnknown(err)
+	}
+	if i := bytes.LastIndexByte(stat, ')'); i >= 0 && i+2 < len(stat) && stat[i+2] == 'D' {
+		return inputRunning
 	}
 	return inputIdle
 }

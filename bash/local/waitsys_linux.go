@@ -35,6 +35,19 @@ func waitSyscall(nr int64) waitKind {
 	return oldWaitSyscall(nr)
 }
 
+// waitsQuietly reports whether system call nr only ever sleeps
+// interruptibly, never on the disk: a wait for a futex, a time, a child,
+// a signal, or readiness (poll, select, epoll).
+func waitsQuietly(nr int64) bool {
+	switch nr {
+	case unix.SYS_FUTEX, unix.SYS_NANOSLEEP, unix.SYS_CLOCK_NANOSLEEP, unix.SYS_WAIT4, unix.SYS_WAITID,
+		unix.SYS_RT_SIGSUSPEND, unix.SYS_RT_SIGTIMEDWAIT:
+		return true
+	}
+	k := waitSyscall(nr)
+	return k == sysPoll || k == sysSelect || k == sysEpoll
+}
+
 // noEnd is sleepLeft's answer for a sleep that does not end by itself.
 const noEnd = time.Duration(math.MaxInt64)
 
