@@ -398,7 +398,9 @@ func TestTraceeKilled(t *testing.T) {
 					t.Error(err)
 				}
 			}()
-			spec, err := e.Resolve(context.Background(), bash.ExecRequest{Command: helperCmd(t, "traceme"), Timeout: time.Second})
+			// The timeout leaves a race-built helper on a loaded machine
+			// the time to start and say it is traced.
+			spec, err := e.Resolve(context.Background(), bash.ExecRequest{Command: helperCmd(t, "traceme"), Timeout: 3 * time.Second})
 			if err != nil {
 				t.Fatal(err)
 			}
