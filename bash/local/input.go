@@ -181,7 +181,7 @@ func (p *proc) answerWait(ctx context.Context, in bash.Input) answerWait {
 		w.answerAt = p.readLen()
 	}
 	w.anyReader = readOnly || !in.EOF && p.input.holdsLine(in.Data)
-	if r := p.probe(time.Until(w.deadline)); r.state != inputUnknown {
+	if r := p.probe(timerHorizon(w.deadline)); r.state != inputUnknown {
 		w.probe, w.before = true, r.readers
 	}
 	return w

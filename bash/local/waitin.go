@@ -5,7 +5,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/dshgo/dsh/bash"
 )
 
 // fileID names an open file as the kernel does: its device and inode,
@@ -104,7 +103,7 @@ func (p *proc) drained() bool {
 // waitingNow reports whether the task waits for input now, all its
 // output read into its streams: the state a snapshot shows.
 func (p *proc) waitingNow() bool {
-	return p.probes() && p.probe(bash.DefaultInputWait).state == inputWaiting && p.drained()
+	return p.probes() && p.probe(maxTimerHorizon).state == inputWaiting && p.drained()
 }
 
 // wokeSince reports whether r holds a reader that has run since before
@@ -124,6 +123,18 @@ func (r probeResult) wokeSince(before []reader) bool {
 		}
 	}
 	return false
+}
+
+// maxTimerHorizon is how soon a timer of the task's must be due for the
+// task to wait for it rather than for input: a REPL waiting on its input
+// and on a timer due in a moment (an await of a short delay) will print
+// when it fires; one whose event loop holds a timer due in seconds (node
+// keeps one) waits for input.
+const maxTimerHorizon = time.Second
+
+// timerHorizon is the horizon of a probe for a wait until deadline.
+func timerHorizon(deadline time.Time) time.Duration {
+	return min(time.Until(deadline), maxTimerHorizon)
 }
 
 // maxProbeGap bounds the time between two readings of a running task's
@@ -188,7 +199,7 @@ func (p *proc) awaitAnswer(ctx context.Context, changed [2]<-chan struct{}, w an
 // is complete (waiting: the task waits for input again), or when the
 // kernel does not say (next negative); else when to read again.
 func (p *proc) reading(a *answer) (next time.Duration, done, waiting bool) {
-	r := p.probe(time.Until(a.w.deadline))
+	r := p.probe(timerHorizon(a.w.deadline))
 	switch {
 	case r.state == inputUnknown && !p.probes():
 		return -1, true, false

@@ -120,7 +120,7 @@ func (e *Executor) watchWaiting(t *task) {
 // be read.
 func (e *Executor) checkWaiting(t *task) bool {
 	p := t.p
-	r := p.probe(bash.DefaultInputWait)
+	r := p.probe(maxTimerHorizon)
 	if r.state == inputUnknown {
 		return p.probes() // a passing crowd of threads; or never again
 	}
