@@ -4,7 +4,6 @@ import (
 	"context"
 	"sync/atomic"
 	"time"
-
 )
 
 // fileID names an open file as the kernel does: its device and inode,
