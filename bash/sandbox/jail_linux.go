@@ -30,10 +30,13 @@ var errJailGone = errors.New("the session's sandbox is gone")
 type jail struct {
 	key   string
 	owner string
-	unpin func() // releases the owner's spill directory
-	cg    jailCgroups
-	limit string // the memory limit, as the model reads it
-	tmp   string // the Landlock layer's: the session's temporary directory, its TMPDIR
+
+	closeOnce sync.Once // close
+	closeErr  error
+	unpin     func() // releases the owner's spill directory
+	cg        jailCgroups
+	limit     string // the memory limit, as the model reads it
+	tmp       string // the Landlock layer's: the session's temporary directory, its TMPDIR
 
 	egress    Egress        // NetworkAllowlist: the proxy, for the listener the agent sends
 	proxyL    net.Listener  // that listener, set by the reader before ready
@@ -428,7 +431,16 @@ func (j *jail) kill() {
 // kernel kills every process left in the jail's pid namespace. A jail whose
 // agent never said it was ready has no agent to wait for: bwrap is killed,
 // with its process group.
+//
+// It is done once: a session's end and a start that failed may both
+// drop the jail, at the same time; the second waits for the first.
 func (j *jail) close() error {
+	j.closeOnce.Do(func() { j.closeErr = j.closeNow() })
+	return j.closeErr
+}
+
+// closeNow is close, done.
+func (j *jail) closeNow() error {
 	if j.sock != nil {
 		_ = unix.Shutdown(int(j.sock.Fd()), unix.SHUT_RDWR)
 	}
