@@ -136,6 +136,23 @@ func startHelperInput(t *testing.T, e *Executor, mode string, tty bool) bash.Tas
 	return task.ID
 }
 
+// promptThenAnswer reads the wait helper's first prompt, then answers it
+// with a line, both with in's waits, and returns all it printed and the
+// answer's read.
+func promptThenAnswer(t *testing.T, e *Executor, id bash.TaskID, in bash.Input) (string, bash.TaskRead) {
+	t.Helper()
+	first, err := e.WriteInput(context.Background(), id, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.Data = []byte("x\n")
+	r, err := e.WriteInput(context.Background(), id, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return first.Stdout.Text + r.Stdout.Text, r
+}
+
 // TestWaitingSyscalls: a program waiting for input in each system call a
 // program can wait in is seen waiting, through a pipe and a terminal, and
 // its answer comes as soon as it waits again; one with a thread that
@@ -151,16 +168,7 @@ func TestWaitingSyscalls(t *testing.T) {
 				if mode != "spinner" {
 					in.Wait = 10 * time.Second // only a missed wait could end it
 				}
-				first, err := e.WriteInput(context.Background(), id, in)
-				if err != nil {
-					t.Fatal(err)
-				}
-				in.Data = []byte("x\n")
-				r, err := e.WriteInput(context.Background(), id, in)
-				if err != nil {
-					t.Fatal(err)
-				}
-				out := first.Stdout.Text + r.Stdout.Text
+				out, r := promptThenAnswer(t, e, id, in)
 				want, waiting := "> =x\n> ", mode != "spinner"
 				if out != want || r.Task.WaitingInput != waiting {
 					t.Errorf("%s: %q, waiting %v; want %q, waiting %v", mode, out, r.Task.WaitingInput, want, waiting)
@@ -176,17 +184,8 @@ func TestWaitingSyscalls(t *testing.T) {
 func TestCrowdUnknown(t *testing.T) {
 	e := newExec(t, nil)
 	id := startHelperInput(t, e, "crowd", false)
-	in := bash.Input{Wait: 10 * time.Second, Settle: 100 * time.Millisecond}
-	first, err := e.WriteInput(context.Background(), id, in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	in.Data = []byte("x\n")
-	r, err := e.WriteInput(context.Background(), id, in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if out := first.Stdout.Text + r.Stdout.Text; out != "> =x\n> " || r.Task.WaitingInput {
+	out, r := promptThenAnswer(t, e, id, bash.Input{Wait: 10 * time.Second, Settle: 100 * time.Millisecond})
+	if out != "> =x\n> " || r.Task.WaitingInput {
 		t.Errorf("a crowd of threads: %q, waiting %v; want %q, not read", out, r.Task.WaitingInput, "> =x\n> ")
 	}
 }
