@@ -89,7 +89,7 @@ func (e *Executor) OnTaskWaiting(fn func(bash.Task)) (unsubscribe func()) {
 func (e *Executor) watchWaiting(t *task) {
 	defer e.wg.Done()
 	p := t.p
-	gap := p.quietFor()
+	gap := bash.DefaultInputQuiet // the output's quiet before a reading
 	timer := time.NewTimer(gap)
 	defer timer.Stop()
 	for {
@@ -110,7 +110,7 @@ func (e *Executor) watchWaiting(t *task) {
 		case <-e.closing:
 			return
 		}
-		gap = p.quietFor()
+		gap = bash.DefaultInputQuiet
 		timer.Reset(gap)
 	}
 }
@@ -146,7 +146,3 @@ func (e *Executor) checkWaiting(t *task) bool {
 	}
 	return true
 }
-
-// quietFor is how long the watcher lets output be quiet before it reads
-// the task's state.
-func (p *proc) quietFor() time.Duration { return bash.DefaultInputQuiet }
