@@ -26,7 +26,20 @@ func CleanKept(spillParent string, olderThan time.Duration) (removed []string, e
 	if spillParent == "" {
 		spillParent = os.TempDir()
 	}
-	top, err := openDirPath(spillParent)
+	return removeSpillDirs(spillParent, func(top *dirHandle, ent os.DirEntry) bool {
+		if !keptSpillName.MatchString(ent.Name()) || !ownedByUs(ent) {
+			return false
+		}
+		last, err := lastWritten(top, ent)
+		return err == nil && time.Since(last) >= olderThan // else being made, or used: not ours to judge
+	})
+}
+
+// removeSpillDirs removes the spill directories in parent that remove
+// picks, through open directory descriptors as Close does, and returns
+// the ones it removed.
+func removeSpillDirs(parent string, remove func(top *dirHandle, ent os.DirEntry) bool) ([]string, error) {
+	top, err := openDirPath(parent)
 	if err != nil {
 		return nil, fmt.Errorf("open the spill parent: %w", err)
 	}
@@ -35,14 +48,11 @@ func CleanKept(spillParent string, olderThan time.Duration) (removed []string, e
 	if err != nil {
 		return nil, fmt.Errorf("list the spill parent: %w", err)
 	}
+	var removed []string
 	var errs []error
 	for _, ent := range entries {
-		if !ent.IsDir() || !keptSpillName.MatchString(ent.Name()) || !ownedByUs(ent) {
+		if !ent.IsDir() || !remove(top, ent) {
 			continue
-		}
-		last, err := lastWritten(top, ent)
-		if err != nil || time.Since(last) < olderThan {
-			continue // being made, or used: not ours to judge
 		}
 		if err := removeSpillTree(top, ent.Name()); err != nil {
 			errs = append(errs, err)

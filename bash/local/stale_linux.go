@@ -129,26 +129,7 @@ func waitUnpopulated(ctx context.Context, dir string) error {
 
 // cleanStaleSpills removes the stale spill directories in parent.
 func cleanStaleSpills(parent string) ([]string, error) {
-	top, err := openDirPath(parent)
-	if err != nil {
-		return nil, fmt.Errorf("open the spill parent: %w", err)
-	}
-	defer top.close()
-	entries, err := top.entries()
-	if err != nil {
-		return nil, fmt.Errorf("list the spill parent: %w", err)
-	}
-	var removed []string
-	var errs []error
-	for _, ent := range entries {
-		if !ent.IsDir() || !staleMatch(staleSpillName, ent.Name()) {
-			continue
-		}
-		if err := removeSpillTree(top, ent.Name()); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		removed = append(removed, top.sub(ent.Name()))
-	}
-	return removed, errors.Join(errs...)
+	return removeSpillDirs(parent, func(_ *dirHandle, ent os.DirEntry) bool {
+		return staleMatch(staleSpillName, ent.Name())
+	})
 }
