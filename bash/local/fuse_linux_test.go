@@ -136,6 +136,9 @@ type fuseServer struct {
 	stall   bool     // hold every GETATTR from now on
 	held    []uint64 // the requests held unanswered
 	stalled int      // how many GETATTRs were held
+	// getattrHeld gets a value each time a GETATTR is held (never
+	// blocking the server: it holds more than a test holds).
+	getattrHeld chan struct{}
 
 	memStall bool        // hold every READ of "mem" from now on
 	memHeld  []uint32    // the pids (threads) of the READs of "mem" held
@@ -162,7 +165,7 @@ func mountFuse(t *testing.T) *fuseServer {
 	s := &fuseServer{
 		t: t, dir: dir, dev: os.NewFile(uintptr(fd), "/dev/fuse"),
 		done: make(chan struct{}), reading: make(chan struct{}),
-		memRead: make(chan uint32, 1),
+		memRead: make(chan uint32, 1), getattrHeld: make(chan struct{}, 64),
 	}
 	go s.serve()
 	t.Cleanup(s.close)
@@ -329,6 +332,10 @@ func (s *fuseServer) hold(unique uint64, getattr bool) bool {
 	}
 	if getattr {
 		s.stalled++
+		select {
+		case s.getattrHeld <- struct{}{}:
+		default:
+		}
 	}
 	s.held = append(s.held, unique)
 	return true
@@ -474,17 +481,13 @@ func readStderrPid(t *testing.T, e *Executor, id bash.TaskID) int {
 func waitReadBlocked(t *testing.T, pid, fd int) {
 	dir := "/proc/" + strconv.Itoa(pid)
 	want := fmt.Sprintf("%d %#x ", unix.SYS_READ, fd)
-	deadline := time.Now().Add(testwait.Limit)
-	for {
-		sc, _ := os.ReadFile(dir + "/syscall")
-		stat, _ := os.ReadFile(dir + "/stat")
-		if strings.HasPrefix(string(sc), want) && strings.Contains(string(stat), ") S ") {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("cat (pid %d) never slept in read(2) of descriptor %d: syscall %q, stat %q", pid, fd, sc, stat)
-		}
-		time.Sleep(2 * time.Millisecond)
+	var sc, stat []byte
+	if !testwait.Until(func() bool {
+		sc, _ = os.ReadFile(dir + "/syscall")
+		stat, _ = os.ReadFile(dir + "/stat")
+		return strings.HasPrefix(string(sc), want) && strings.Contains(string(stat), ") S ")
+	}) {
+		t.Fatalf("cat (pid %d) never slept in read(2) of descriptor %d: syscall %q, stat %q", pid, fd, sc, stat)
 	}
 }
 
@@ -518,23 +521,20 @@ func callWithin(t *testing.T, fs *fuseServer, what string, call func(context.Con
 // checkStatHeld proves the stall: a stat of /proc/PID/fd/FD, what the
 // probe avoids, reaches the server and is held until the server closes.
 func checkStatHeld(t *testing.T, fs *fuseServer, pid, fd int) {
-	before := fs.stalledGetattrs()
+	for len(fs.getattrHeld) > 0 { // held before: not the stat's
+		<-fs.getattrHeld
+	}
 	done := make(chan error, 1)
 	go func() {
 		var st unix.Stat_t
 		done <- unix.Stat("/proc/"+strconv.Itoa(pid)+"/fd/"+strconv.Itoa(fd), &st)
 	}()
-	deadline := time.Now().Add(testwait.Limit)
-	for fs.stalledGetattrs() == before && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
 	select {
+	case <-fs.getattrHeld:
 	case err := <-done:
 		t.Errorf("a stat of cat's descriptor %d was not held by the server: %v", fd, err)
 		return
-	default:
-	}
-	if fs.stalledGetattrs() == before {
+	case <-time.After(testwait.Limit):
 		t.Errorf("a stat of cat's descriptor %d never reached the server", fd)
 	}
 	fs.close()
@@ -631,21 +631,17 @@ func waitPollBlocked(t *testing.T, tid int) {
 	t.Helper()
 	dir := "/proc/" + strconv.Itoa(tid)
 	want := strconv.Itoa(unix.SYS_PPOLL) + " "
-	deadline := time.Now().Add(testwait.Limit)
-	for {
-		sc, _ := os.ReadFile(dir + "/syscall")
-		stat, _ := os.ReadFile(dir + "/stat")
+	var sc, stat, wchan []byte
+	if !testwait.Until(func() bool {
+		sc, _ = os.ReadFile(dir + "/syscall")
+		stat, _ = os.ReadFile(dir + "/stat")
 		// Asleep in ppoll, and in the wait itself, not in a fault on
 		// the poll set (where the kernel names the function).
-		wchan, _ := os.ReadFile(dir + "/wchan")
+		wchan, _ = os.ReadFile(dir + "/wchan")
 		inPoll := strings.Contains(string(wchan), "poll") || string(wchan) == "0" || len(wchan) == 0
-		if strings.HasPrefix(string(sc), want) && strings.Contains(string(stat), ") S ") && inPoll {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("thread %d never slept in ppoll(2): syscall %q, stat %q, wchan %q", tid, sc, stat, wchan)
-		}
-		time.Sleep(2 * time.Millisecond)
+		return strings.HasPrefix(string(sc), want) && strings.Contains(string(stat), ") S ") && inPoll
+	}) {
+		t.Fatalf("thread %d never slept in ppoll(2): syscall %q, stat %q, wchan %q", tid, sc, stat, wchan)
 	}
 }
 
@@ -691,12 +687,7 @@ func memReaders(t *testing.T, pid int) int {
 
 // waitProbesBack waits until no probe of p is left behind.
 func waitProbesBack(t *testing.T, p *proc) {
-	deadline := time.Now().Add(testwait.Limit)
-	for p.probesLeft.Load() > 0 {
-		if time.Now().After(deadline) {
-			t.Errorf("a probe left behind never returned: %d out", p.probesLeft.Load())
-			return
-		}
-		time.Sleep(time.Millisecond)
+	if !testwait.Until(func() bool { return p.probesLeft.Load() == 0 }) {
+		t.Errorf("a probe left behind never returned: %d out", p.probesLeft.Load())
 	}
 }

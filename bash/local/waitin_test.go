@@ -36,12 +36,11 @@ func waitHelper(mode string) int {
 				unix.Nanosleep(&unix.Timespec{Sec: 3600}, nil)
 			}()
 		}
-		for { // the prompt comes once they all are
-			if tids, _ := readDirNames("/proc/self/task"); len(tids) > maxProbedThreads+10 {
-				break
-			}
-			time.Sleep(time.Millisecond)
-		}
+		// The prompt comes once they all are (threads start unannounced).
+		testwait.Until(func() bool {
+			tids, _ := readDirNames("/proc/self/task")
+			return len(tids) > maxProbedThreads+10
+		})
 		mode = "read"
 	}
 	if mode == "spinner" {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,12 +20,12 @@ import (
 func TestPrompterCancel(t *testing.T) {
 	r, w := io.Pipe()
 	defer w.Close()
-	var out strings.Builder
-	ask := permissionAsker(newPrompter(r, &out))
+	out := &askedWriter{asked: make(chan struct{})}
+	ask := permissionAsker(newPrompter(r, out))
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { _, err := ask(ctx, toolbash.Question{Command: "git push"}); done <- err }()
-	time.Sleep(50 * time.Millisecond) // let the question be asked
+	testwait.Recv(t, out.asked, "the question on the terminal")
 	cancel()
 	select {
 	case err := <-done:
@@ -34,6 +35,17 @@ func TestPrompterCancel(t *testing.T) {
 	case <-time.After(testwait.Limit):
 		t.Fatal("a cancelled question still waits for a line")
 	}
+}
+
+// askedWriter is a terminal that says when the first question is on it.
+type askedWriter struct {
+	once  sync.Once
+	asked chan struct{} // closed at the first write
+}
+
+func (w *askedWriter) Write(b []byte) (int, error) {
+	w.once.Do(func() { close(w.asked) })
+	return len(b), nil
 }
 
 // TestPrompterShared: the permission and network questions share one

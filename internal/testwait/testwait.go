@@ -86,3 +86,22 @@ func Exit(t testing.TB, cmd *exec.Cmd, what string) error {
 	t.Fatalf("%s did not exit within %v", what, Limit)
 	return nil
 }
+
+// pollEvery is how often Until reads the state it waits for.
+const pollEvery = time.Millisecond
+
+// Until reads cond every millisecond until it holds or Limit passes, and
+// reports whether it held. It is only for a state no event announces: a
+// thread's system call in /proc, a process's thread count, a counter of
+// the code under test. Wait on a channel, a pipe, a FIFO or a pidfd
+// wherever there is one.
+func Until(cond func() bool) bool {
+	deadline := time.Now().Add(Limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(pollEvery)
+	}
+	return true
+}
