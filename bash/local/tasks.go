@@ -149,18 +149,21 @@ func (e *Executor) Start(ctx context.Context, spec bash.ExecSpec) (bash.Task, er
 	if err != nil {
 		err = abortedStart(ctx, err)
 		e.failed(t, err)
-		return e.snap(t), &bash.StartError{Task: t.id, Err: err}
+		return e.status(t), &bash.StartError{Task: t.id, Err: err}
 	}
 	e.launched(t, p)
-	return e.snap(t), nil
+	return e.status(t), nil // just started: not read for input yet
 }
 
-func (e *Executor) snap(t *task) bash.Task {
+// status is the task's snapshot, as recorded: WaitingInput unread.
+func (e *Executor) status(t *task) bash.Task {
 	e.mu.Lock()
-	snap := t.snapshot()
-	e.mu.Unlock()
-	return withWaiting(t, snap)
+	defer e.mu.Unlock()
+	return t.snapshot()
 }
+
+// snap is the task's snapshot, WaitingInput read from the kernel.
+func (e *Executor) snap(t *task) bash.Task { return withWaiting(t, e.status(t)) }
 
 // withWaiting sets snap.WaitingInput by reading the kernel's state of a
 // running task's processes, outside the executor's lock.
@@ -245,9 +248,7 @@ func (e *Executor) read(t *task, waiting bool) bash.TaskRead {
 	// The status is taken first: if it says ended, the streams are complete.
 	var r bash.TaskRead
 	if waiting {
-		e.mu.Lock()
-		r.Task = t.snapshot()
-		e.mu.Unlock()
+		r.Task = e.status(t)
 		r.Task.WaitingInput = r.Task.Status == bash.StatusRunning
 	} else {
 		r.Task = e.snap(t)
