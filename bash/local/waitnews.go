@@ -48,6 +48,15 @@ func (n *waitNews) show() {
 	n.mu.Unlock()
 }
 
+// tellable reports whether the listeners could hear now that the task
+// waits: no WriteInput is in flight, and nothing was shown or told since
+// the last write.
+func (n *waitNews) tellable() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.calls == 0 && !n.shown && !n.told
+}
+
 // tell reports whether the listeners are to hear that the task waits
 // now, and if so records that they did.
 func (n *waitNews) tell() bool {
@@ -120,6 +129,9 @@ func (e *Executor) watchWaiting(t *task) {
 // be read.
 func (e *Executor) checkWaiting(t *task) bool {
 	p := t.p
+	if !p.news.tellable() {
+		return true // a call's answer, or a read, says it: no reading is owed
+	}
 	r := p.probe(maxTimerHorizon)
 	if r.state == inputUnknown {
 		return p.probes() // a passing crowd of threads; or never again
