@@ -155,8 +155,14 @@ func TestNULInCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	script := fmt.Sprintf("#!%s\ntouch %s\nexec %s \"$@\"\n", bashPath, started, bashPath)
-	if err := os.WriteFile(shell, []byte(script), 0o700); err != nil {
+	// The script is written here and copied into place by install: a file this
+	// process had open for writing could be held open by a child another
+	// test forks meanwhile, and its exec would fail (text file busy).
+	if err := os.WriteFile(shell+".txt", []byte(script), 0o600); err != nil {
 		t.Fatal(err)
+	}
+	if out, err := exec.Command("install", "-m", "700", shell+".txt", shell).CombinedOutput(); err != nil {
+		t.Fatalf("install the wrapper shell: %v: %s", err, out)
 	}
 	e := newExec(t, &Options{Shell: shell})
 	cmd := "echo a\x00b"
