@@ -87,14 +87,15 @@ func dshBashEnv(t *testing.T, dir string, env []string, args ...string) (stdout,
 	} else if err != nil {
 		t.Fatal(err)
 	}
-	return o.String(), withoutOthersCgroups(e.String()), code
+	return o.String(), e.String(), code
 }
 
 // withoutOthersCgroups drops from a dsh-bash's stderr the lines saying it
-// removed a cgroup left behind by a killed dsh-bash: cgroups are shared
-// by every test of the run, and the first dsh-bash to start after a test
-// killed one (on purpose) cleans them up, whichever test started it.
-// Everything else a test's dsh-bash cleans is in its own TMPDIR.
+// removed a cgroup left behind by a killed dsh-bash, for a test that
+// matches stderr whole: cgroups are shared by every test of the run, and
+// the first dsh-bash to start after a test killed one (on purpose)
+// cleans them up, whichever test started it. Everything else a test's
+// dsh-bash cleans is in its own TMPDIR.
 func withoutOthersCgroups(stderr string) string {
 	var b strings.Builder
 	for line := range strings.Lines(stderr) {
