@@ -1,0 +1,230 @@
+package permission
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+)
+
+// ExecRules are deny rules as an executor enforces them at each exec: on
+// the argv a program really got and on the file the kernel loaded, after
+// every expansion, in any process of a command's tree. They complement
+// Policy.Check, which reads the text before anything runs: what the text
+// hides (an argv built by expansion, a program run by a script, xargs or
+// make) is still refused when it runs.
+//
+// A rule whose first word is a name ("git push --force", "rm -rf") matches
+// a program by the base name of its resolved path, by its argv[0], and by
+// its file: a link or a copy of the named program under another name is
+// the same program. A script matches by the script's name as its
+// interpreter's argv names it. Options of git before its subcommand are
+// passed over, so that git -C DIR -c a=b push --force matches "git push
+// --force". The zero ExecRules refuses nothing.
+type ExecRules struct {
+	rules []Rule
+	files map[fileKey]string // the named programs' files, by identity
+	sizes map[int64][]namedFile
+
+	mu     sync.Mutex
+	hashes map[string][sha256.Size]byte // path of a named program: its content's hash
+}
+
+type fileKey struct{ dev, ino uint64 }
+
+type namedFile struct{ name, path string }
+
+// ExecProgram is a program the kernel has loaded and that has not run.
+type ExecProgram struct {
+	// Path is its resolved path; Argv its argv; Dir its working directory.
+	Path string
+	Argv []string
+	Dir  string
+	// Dev, Ino and Size identify its file.
+	Dev, Ino uint64
+	Size     int64
+	// Open, if set, opens the very file that was loaded (not Path, which
+	// may have changed since): its content is compared with a named
+	// program's of the same size.
+	Open func() (io.ReadCloser, error)
+}
+
+// NewExecRules makes the exec rules of the deny patterns. path is the
+// PATH in which the named programs are looked up, to know their files.
+func NewExecRules(patterns []string, path string) (*ExecRules, error) {
+	e := &ExecRules{files: map[fileKey]string{}, sizes: map[int64][]namedFile{}, hashes: map[string][sha256.Size]byte{}}
+	for _, p := range patterns {
+		r, err := NewRule(Deny, p, "exec")
+		if err != nil {
+			return nil, err
+		}
+		e.rules = append(e.rules, r)
+		e.learn(r.words[0], path)
+	}
+	return e, nil
+}
+
+// Patterns are the rules' patterns, as NewExecRules took them.
+func (e *ExecRules) Patterns() []string {
+	if e == nil {
+		return nil
+	}
+	out := make([]string, len(e.rules))
+	for i, r := range e.rules {
+		out[i] = r.Pattern
+	}
+	return out
+}
+
+// learn finds the files of a program a rule names in each directory of
+// path, and in the usual directories of programs.
+func (e *ExecRules) learn(name, path string) {
+	if strings.ContainsAny(name, "/*?[\\") {
+		return
+	}
+	dirs := append(filepath.SplitList(path), "/usr/local/bin", "/usr/bin", "/bin", "/usr/local/sbin", "/usr/sbin", "/sbin")
+	for _, d := range dirs {
+		if !filepath.IsAbs(d) {
+			continue
+		}
+		p := filepath.Join(d, name)
+		var st syscall.Stat_t
+		if syscall.Stat(p, &st) != nil || st.Mode&syscall.S_IFMT != syscall.S_IFREG {
+			continue
+		}
+		k := fileKey{uint64(st.Dev), st.Ino}
+		if _, ok := e.files[k]; ok {
+			continue
+		}
+		e.files[k] = name
+		e.sizes[st.Size] = append(e.sizes[st.Size], namedFile{name, p})
+	}
+}
+
+// Refuse returns the deny rule that matches the program, or nil.
+func (e *ExecRules) Refuse(p ExecProgram) *Rule {
+	if e == nil || len(e.rules) == 0 || len(p.Argv) == 0 {
+		return nil
+	}
+	for _, argv := range e.views(p) {
+		if r := e.match(argv); r != nil {
+			return r
+		}
+	}
+	return nil
+}
+
+// views are the argvs under which the program is matched: named by its
+// path, by its argv[0], by the named program whose file it is, and, for
+// an interpreter, by the script it runs.
+func (e *ExecRules) views(p ExecProgram) [][]string {
+	rest := p.Argv[1:]
+	views := [][]string{
+		append([]string{p.Path}, rest...),
+		p.Argv,
+	}
+	if name := e.sameFile(p); name != "" {
+		views = append(views, append([]string{name}, rest...))
+	}
+	if interpreters[filepath.Base(p.Path)] || isEnv(p.Path) || scriptInterpreter(p.Path) {
+		for i := 1; i <= 2 && i < len(p.Argv); i++ {
+			if !strings.HasPrefix(p.Argv[i], "-") {
+				views = append(views, p.Argv[i:])
+			}
+		}
+	}
+	return views
+}
+
+func isEnv(path string) bool { return filepath.Base(path) == "env" }
+
+// scriptInterpreter: the shells and interpreters with a version in their
+// name (python3.11, perl5.36).
+func scriptInterpreter(path string) bool {
+	b := strings.TrimRight(filepath.Base(path), "0123456789.")
+	return interpreters[b] || b == "dash" || b == "ksh" || b == "mksh" || b == "busybox"
+}
+
+// sameFile names the denied program whose file p's is, if any: the same
+// inode, or the same size and content.
+func (e *ExecRules) sameFile(p ExecProgram) string {
+	if name, ok := e.files[fileKey{p.Dev, p.Ino}]; ok {
+		return name
+	}
+	same := e.sizes[p.Size]
+	if len(same) == 0 || p.Open == nil {
+		return ""
+	}
+	h, err := hashOf(p.Open)
+	if err != nil {
+		return ""
+	}
+	for _, f := range same {
+		if e.hashOfNamed(f.path) == h {
+			return f.name
+		}
+	}
+	return ""
+}
+
+func (e *ExecRules) hashOfNamed(path string) [sha256.Size]byte {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if h, ok := e.hashes[path]; ok {
+		return h
+	}
+	h, err := hashOf(func() (io.ReadCloser, error) { return os.Open(path) })
+	if err != nil {
+		h = [sha256.Size]byte{}
+	}
+	e.hashes[path] = h
+	return h
+}
+
+func hashOf(open func() (io.ReadCloser, error)) ([sha256.Size]byte, error) {
+	f, err := open()
+	if err != nil {
+		return [sha256.Size]byte{}, err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return [sha256.Size]byte{}, fmt.Errorf("read the program: %w", err)
+	}
+	return [sha256.Size]byte(h.Sum(nil)), nil
+}
+
+// match finds the first rule that matches argv, all of whose words are
+// known.
+func (e *ExecRules) match(argv []string) *Rule {
+	if filepath.Base(argv[0]) == "git" {
+		argv = gitSubcommand(argv)
+	}
+	for i := range e.rules {
+		if ok, _ := e.rules[i].match(argv, len(argv)); ok {
+			return &e.rules[i]
+		}
+	}
+	return nil
+}
+
+// gitSubcommand drops git's options before its subcommand, whatever they
+// are: a deny rule on a subcommand holds with any of them.
+func gitSubcommand(argv []string) []string {
+	i := 1
+	for i < len(argv) && strings.HasPrefix(argv[i], "-") {
+		switch argv[i] {
+		case "-C", "-c", "--git-dir", "--work-tree", "--namespace", "--config-env", "--super-prefix":
+			i++
+		}
+		i++
+	}
+	if i > len(argv) {
+		i = len(argv)
+	}
+	return append([]string{argv[0]}, argv[i:]...)
+}
