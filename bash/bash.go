@@ -214,7 +214,29 @@ type RunResult struct {
 	// must know to go on (a repository it removed cannot be made anew
 	// in the sandbox), empty when it has none.
 	Note string `json:",omitempty"`
+	// Refused are the programs the command tried to run that a deny rule
+	// refused at their exec (see Refusal), at most MaxRefusals of them;
+	// RefusedMore counts the others.
+	Refused     []Refusal `json:",omitempty"`
+	RefusedMore int       `json:",omitempty"`
 }
+
+// Refusal is a program a command tried to run that the executor refused
+// when the kernel had loaded it, before its first instruction, because a
+// deny rule matches it: its real argv, after every expansion, in any
+// process of the command (a script's, xargs', make's). The process was
+// killed; the command went on as it does when a program is killed.
+type Refusal struct {
+	// Program is the program's resolved path, as the executor saw it.
+	Program string
+	// Argv is the argv it was given.
+	Argv []string
+	// Rule is the pattern of the deny rule that matched.
+	Rule string
+}
+
+// MaxRefusals is how many refusals one result lists.
+const MaxRefusals = 5
 
 // Output is the text of one stream.
 type Output struct {
@@ -290,6 +312,12 @@ type TaskRead struct {
 	// Stdout and Stderr hold the new output of each stream. Truncated means
 	// some of it was lost before this read (see Output).
 	Stdout, Stderr Output
+	// Refused are the programs the task tried to run that a deny rule
+	// refused (see RunResult.Refused) and that no read returned before;
+	// RefusedMore counts those beyond MaxRefusals. An executor may hold
+	// them until the task has ended.
+	Refused     []Refusal `json:",omitempty"`
+	RefusedMore int       `json:",omitempty"`
 }
 
 // Input is one write to a task's standard input (Executor.WriteInput).

@@ -20,3 +20,6 @@ func (*Tree) Wait() Status { return 0 }
 
 // Done is closed once no process of the tree is left.
 func (*Tree) Done() <-chan struct{} { c := make(chan struct{}); close(c); return c }
+
+// HardenThread fails: it needs Linux.
+func HardenThread() error { return errors.New("execguard: needs Linux") }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/dshgo/dsh/bash"
+	"github.com/dshgo/dsh/permission"
 )
 
 // Executor runs commands as local subprocesses. It implements bash.Executor.
@@ -26,6 +27,7 @@ type Executor struct {
 	maxFinished    int
 	shell          string
 	spawnFn        SpawnFunc
+	execRules      *permission.ExecRules
 	noInputProbe   bool
 	env            []string
 	cont           containment
@@ -74,7 +76,7 @@ func New(opts *Options) (*Executor, error) {
 	return &Executor{
 		cwd: o.Cwd, timeout: o.Timeout, max: o.MaxTimeout, maxOutput: o.MaxOutputBytes,
 		grace: o.Grace, reapBound: o.ReapBound, drain: o.DrainDelay, perOwner: o.MaxTasksPerOwner, all: o.MaxTasks,
-		maxFinished: o.MaxFinishedTasks, shell: shell, spawnFn: o.Spawn, noInputProbe: o.NoInputProbe,
+		maxFinished: o.MaxFinishedTasks, shell: shell, spawnFn: o.Spawn, execRules: o.ExecRules, noInputProbe: o.NoInputProbe,
 		env:           commandEnv(base, o.AllowEnv, o.Env),
 		cont:          cont,
 		spill:         &spiller{parent: o.SpillDir, cap: o.MaxSpillBytes, budget: o.SpillBudget, keep: o.KeepSpillFiles},

@@ -85,6 +85,9 @@ func runHelper(args []string) int {
 		return traceMe()
 	case "waitin": // waitin MODE: see waitHelper
 		return waitHelper(args[1])
+	case "memwrite": // memwrite PROGRAM N: see memWrite
+		n, _ := strconv.Atoi(args[2])
+		return memWrite(args[1], n)
 	case "gen": // gen N SEED: N pseudo-random bytes on stdout
 		n, _ := strconv.ParseInt(args[1], 10, 64)
 		seed, _ := strconv.ParseUint(args[2], 10, 64)

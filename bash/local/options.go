@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/dshgo/dsh/permission"
 )
 
 // Containment chooses how an executor keeps each command's processes together.
@@ -107,6 +109,14 @@ type Options struct {
 	// as on a system where that state cannot be read. For comparison and
 	// for tests.
 	NoInputProbe bool
+	// ExecRules, if it has rules, are deny rules enforced at every exec of
+	// every command's process tree, on the program the kernel loaded and
+	// the argv it got (see permission.ExecRules and bash/execguard): a
+	// refused program is killed before its first instruction, and the
+	// result lists it (RunResult.Refused). They hold for Unsandboxed
+	// commands too. Tracing every process has a cost (see execguard);
+	// nil means no exec is checked.
+	ExecRules *permission.ExecRules
 	// Spawn, if set, starts each command's shell in place of os/exec on this
 	// host (see SpawnFunc): a sandbox starts it inside its jail. Default:
 	// os/exec.

@@ -63,6 +63,7 @@ wait:
 	}
 	res.ExitCode, res.Signal = exitStatus(p)
 	res.Limit, res.Note = p.status.Limit, p.status.Note
+	res.Refused, res.RefusedMore = p.status.Refused, p.status.RefusedMore
 	switch {
 	case res.Aborted:
 		return res, fmt.Errorf("%w: %w", bash.ErrAborted, context.Cause(ctx))

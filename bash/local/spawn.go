@@ -6,6 +6,9 @@ import (
 	"os"
 	"os/exec"
 	"syscall"
+
+	"github.com/dshgo/dsh/bash"
+	"github.com/dshgo/dsh/permission"
 )
 
 // SpawnFunc starts one command's shell: the hook (Options.Spawn) with which
@@ -55,6 +58,10 @@ type SpawnRequest struct {
 	// Unsandboxed is the spec's: a SpawnFunc that sandboxes starts this
 	// one shell as SpawnExec does.
 	Unsandboxed bool
+	// ExecRules, when it has rules, are deny rules the SpawnFunc must
+	// enforce at every exec of the shell's tree (Options.ExecRules), also
+	// for an Unsandboxed shell, and report in ExitStatus.Refused.
+	ExecRules *permission.ExecRules
 }
 
 // Process is a started shell.
@@ -79,11 +86,18 @@ type ExitStatus struct {
 	// Note is what a SpawnFunc that confines the shell has to tell the
 	// model of the command's effect on its confinement (RunResult.Note).
 	Note string
+	// Refused are the execs the SpawnFunc refused by req.ExecRules, at
+	// most bash.MaxRefusals; RefusedMore counts the others.
+	Refused     []bash.Refusal
+	RefusedMore int
 }
 
 // SpawnExec is the default SpawnFunc: the shell started with os/exec on
-// this host.
+// this host; with req.ExecRules, traced by execguard.
 func SpawnExec(_ context.Context, req *SpawnRequest) (Process, error) {
+	if len(req.ExecRules.Patterns()) > 0 {
+		return spawnGuarded(req)
+	}
 	attr := spawnAttr(req)
 	cmd := &exec.Cmd{
 		Path:        req.Path,

@@ -21,11 +21,12 @@ type task struct {
 	started time.Time
 
 	// guarded by Executor.mu
-	status   bash.TaskStatus
-	exitCode int
-	signal   string
-	limit    string
-	err      error
+	status       bash.TaskStatus
+	exitCode     int
+	signal       string
+	limit        string
+	err          error
+	refusalsRead bool // a read has returned the ended task's refusals
 }
 
 func (t *task) snapshot() bash.Task {
@@ -258,8 +259,22 @@ func (e *Executor) read(t *task, waiting bool) bash.TaskRead {
 		if r.Task.WaitingInput {
 			t.p.news.show()
 		}
+		if r.Task.Done() {
+			r.Refused, r.RefusedMore = e.takeRefusals(t)
+		}
 	}
 	return r
+}
+
+// takeRefusals hands out an ended task's refused execs, to one read.
+func (e *Executor) takeRefusals(t *task) ([]bash.Refusal, int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if t.refusalsRead {
+		return nil, 0
+	}
+	t.refusalsRead = true
+	return t.p.status.Refused, t.p.status.RefusedMore
 }
 
 // Kill stops the task and its whole process tree and waits until it has

@@ -1,0 +1,182 @@
+package execguard
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"unsafe"
+
+	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"golang.org/x/net/bpf"
+	"golang.org/x/sys/unix"
+)
+
+// TracerRequests are the ptrace requests a traced tree needs, and all it
+// may make: PTRACE_TRACEME, with which each process of it is started, and
+// those its tracer makes on its own tracees. A process of a traced tree
+// can attach to none (it is traced already, and so are its children),
+// read or write no other's memory or registers with them.
+var TracerRequests = []uint32{
+	unix.PTRACE_TRACEME, unix.PTRACE_CONT, unix.PTRACE_KILL, unix.PTRACE_DETACH,
+	unix.PTRACE_SETOPTIONS, unix.PTRACE_GETEVENTMSG, unix.PTRACE_GETSIGINFO,
+}
+
+// Offsets in struct seccomp_data.
+const (
+	offNr   = 0
+	offArch = 4
+	offArg0 = 16
+)
+
+const (
+	retAllow = unix.SECCOMP_RET_ALLOW
+	retEPERM = unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)
+)
+
+// PtraceCheck is a seccomp filter fragment for a filter that has the
+// native system call number loaded: ptrace is allowed with the
+// TracerRequests only (refused, EPERM, with any other), and any other
+// system call falls through with its number still loaded.
+func PtraceCheck() []bpf.Instruction {
+	n := len(TracerRequests)
+	p := []bpf.Instruction{
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: uint32(unix.SYS_PTRACE), SkipFalse: uint8(n + 3)},
+		bpf.LoadAbsolute{Off: offArg0, Size: 4},
+	}
+	for i, r := range TracerRequests {
+		p = append(p, bpf.JumpIf{Cond: bpf.JumpEqual, Val: r, SkipTrue: uint8(n - i)})
+	}
+	return append(p, bpf.RetConstant{Val: retEPERM}, bpf.RetConstant{Val: retAllow})
+}
+
+// archCalls are an architecture's numbers of ptrace and
+// process_vm_writev. The native ones are checked by name; those of the
+// compatibility ABI (i386 on amd64, arm on arm64: any process can make
+// them) are refused outright.
+type archCalls struct {
+	arch        uint32
+	ptrace, vmw uint32
+}
+
+func archTable() (native archCalls, compat []archCalls, err error) {
+	switch runtime.GOARCH {
+	case "amd64":
+		return archCalls{arch: unix.AUDIT_ARCH_X86_64}, []archCalls{{arch: unix.AUDIT_ARCH_I386, ptrace: 26, vmw: 348}}, nil
+	case "arm64":
+		return archCalls{arch: unix.AUDIT_ARCH_AARCH64}, []archCalls{{arch: unix.AUDIT_ARCH_ARM, ptrace: 26, vmw: 377}}, nil
+	}
+	return archCalls{}, nil, fmt.Errorf("no seccomp filter for %s", runtime.GOARCH)
+}
+
+// treeFilter is the filter HardenThread installs.
+func treeFilter() ([]bpf.RawInstruction, error) {
+	native, compat, err := archTable()
+	if err != nil {
+		return nil, err
+	}
+	p := []bpf.Instruction{bpf.LoadAbsolute{Off: offArch, Size: 4}}
+	for _, c := range compat {
+		p = append(p, bpf.JumpIf{Cond: bpf.JumpEqual, Val: c.arch, SkipFalse: 5},
+			bpf.LoadAbsolute{Off: offNr, Size: 4},
+			bpf.JumpIf{Cond: bpf.JumpEqual, Val: c.ptrace, SkipTrue: 1},
+			bpf.JumpIf{Cond: bpf.JumpEqual, Val: c.vmw, SkipFalse: 1},
+			bpf.RetConstant{Val: retEPERM},
+			bpf.RetConstant{Val: retAllow})
+	}
+	p = append(p, bpf.JumpIf{Cond: bpf.JumpEqual, Val: native.arch, SkipTrue: 1},
+		bpf.RetConstant{Val: retAllow},
+		bpf.LoadAbsolute{Off: offNr, Size: 4})
+	if runtime.GOARCH == "amd64" { // the x32 ABI: the same arch, nr | 1<<30
+		p = append(p, bpf.JumpIf{Cond: bpf.JumpLessThan, Val: 0x40000000, SkipTrue: 1},
+			bpf.RetConstant{Val: retEPERM})
+	}
+	p = append(p, bpf.JumpIf{Cond: bpf.JumpEqual, Val: uint32(unix.SYS_PROCESS_VM_WRITEV), SkipFalse: 1},
+		bpf.RetConstant{Val: retEPERM})
+	p = append(p, PtraceCheck()...)
+	p = append(p, bpf.RetConstant{Val: retAllow})
+	return bpf.Assemble(p)
+}
+
+// HardenThread makes the calling thread, and every process it starts
+// from then on, unable to change another process's memory, so that no
+// process of a traced tree can rewrite a stopped program between its
+// check and its first instruction: no new privileges; a seccomp filter
+// that refuses process_vm_writev and every ptrace request but
+// TracerRequests; and, where the kernel has Landlock, a domain in which
+// no file under /proc can be opened for writing (/proc/PID/mem). The
+// domain costs the tree writes to /proc (oom_score_adj, /proc/sys), and
+// the files and directories made directly in / after this call.
+//
+// The thread must be locked to its goroutine for good: what is set on it
+// cannot be taken back. It is an Options.Prepare.
+func HardenThread() error {
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("no new privileges: %w", err)
+	}
+	if err := procReadOnly(); err != nil {
+		return err
+	}
+	raw, err := treeFilter()
+	if err != nil {
+		return err
+	}
+	filters := make([]unix.SockFilter, len(raw))
+	for i, r := range raw {
+		filters[i] = unix.SockFilter{Code: r.Op, Jt: r.Jt, Jf: r.Jf, K: r.K}
+	}
+	prog := unix.SockFprog{Len: uint16(len(filters)), Filter: &filters[0]}
+	if _, _, e := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, 0, uintptr(unsafe.Pointer(&prog))); e != 0 {
+		return fmt.Errorf("install the seccomp filter: %w", e)
+	}
+	return nil
+}
+
+// procReadOnly restricts the thread to a Landlock domain that lets it
+// write beneath every entry of / but /proc. Without Landlock it does
+// nothing.
+func procReadOnly() error {
+	abi, err := llsys.LandlockGetABIVersion()
+	if err != nil || abi < 1 {
+		return nil
+	}
+	attr := llsys.RulesetAttr{HandledAccessFS: llsys.AccessFSWriteFile}
+	fd, err := llsys.LandlockCreateRuleset(&attr, 0)
+	if err != nil {
+		return fmt.Errorf("make a Landlock ruleset: %w", err)
+	}
+	defer unix.Close(fd)
+	entries, err := os.ReadDir("/")
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if e.Name() == "proc" {
+			continue
+		}
+		if err := allowWrite(fd, filepath.Join("/", e.Name())); err != nil {
+			return err
+		}
+	}
+	if err := llsys.LandlockRestrictSelf(fd, 0); err != nil {
+		return fmt.Errorf("enter the Landlock domain: %w", err)
+	}
+	return nil
+}
+
+func allowWrite(ruleset int, path string) error {
+	f, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
+	if err != nil {
+		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EACCES) {
+			return nil // a dangling link, a directory we may not see
+		}
+		return fmt.Errorf("open %s: %w", path, err)
+	}
+	defer unix.Close(f)
+	rule := llsys.PathBeneathAttr{AllowedAccess: llsys.AccessFSWriteFile, ParentFd: f}
+	if err := llsys.LandlockAddPathBeneathRule(ruleset, &rule, 0); err != nil {
+		return fmt.Errorf("let the tree write beneath %s: %w", path, err)
+	}
+	return nil
+}

@@ -1,0 +1,99 @@
+package local
+
+import (
+	"io"
+	"os"
+	"strconv"
+	"sync"
+	"syscall"
+
+	"github.com/dshgo/dsh/bash"
+	"github.com/dshgo/dsh/bash/execguard"
+	"github.com/dshgo/dsh/permission"
+)
+
+// spawnGuarded starts the shell traced by execguard, every exec of its
+// tree checked against req.ExecRules (see SpawnRequest.ExecRules).
+func spawnGuarded(req *SpawnRequest) (Process, error) {
+	files, closeNull, err := spawnFiles(req)
+	if err != nil {
+		return nil, err
+	}
+	defer closeNull()
+	attr := spawnAttr(req)
+	attr.Ptrace = true
+	g := &guardedProcess{rules: req.ExecRules}
+	tree, err := execguard.Start(func() (int, error) {
+		return syscall.ForkExec(req.Path, req.Args, &syscall.ProcAttr{Dir: req.Dir, Env: req.Env, Files: files, Sys: attr})
+	}, execguard.Options{Check: g.check, OnRefuse: g.refused, Prepare: execguard.HardenThread})
+	if err != nil {
+		return nil, err
+	}
+	g.tree = tree
+	return g, nil
+}
+
+// spawnFiles are the shell's descriptors 0, 1, 2, 3…: /dev/null for a
+// missing stdin, which closeNull closes once the shell is started.
+func spawnFiles(req *SpawnRequest) (files []uintptr, closeNull func(), err error) {
+	closeNull = func() {}
+	stdin := req.Stdin
+	if stdin == nil {
+		if stdin, err = os.Open(os.DevNull); err != nil {
+			return nil, nil, err
+		}
+		closeNull = func() { stdin.Close() }
+	}
+	files = []uintptr{stdin.Fd(), req.Stdout.Fd(), req.Stderr.Fd()}
+	for _, f := range req.ExtraFiles {
+		files = append(files, f.Fd())
+	}
+	return files, closeNull, nil
+}
+
+// guardedProcess is a shell whose tree execguard traces.
+type guardedProcess struct {
+	tree  *execguard.Tree
+	rules *permission.ExecRules
+
+	mu      sync.Mutex
+	refusal refusals
+}
+
+func (g *guardedProcess) Pid() int { return g.tree.Pid() }
+
+func (g *guardedProcess) Wait() (ExitStatus, error) {
+	ws := g.tree.Wait()
+	st := ExitStatus{Code: ws.ExitStatus()}
+	if ws.Signaled() {
+		st = ExitStatus{Code: -1, Signal: ws.Signal()}
+	}
+	g.mu.Lock()
+	st.Refused, st.RefusedMore = g.refusal.list()
+	g.mu.Unlock()
+	return st, nil
+}
+
+// check is the tree's exec check: the name of the deny rule that refuses
+// the program, or "".
+func (g *guardedProcess) check(e execguard.Exec) string {
+	r := g.rules.Refuse(execProgram(e))
+	if r == nil {
+		return ""
+	}
+	return r.Pattern
+}
+
+func (g *guardedProcess) refused(r execguard.Refusal) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.refusal.add(bash.Refusal{Program: r.Path, Argv: r.Argv, Rule: r.Rule})
+}
+
+// execProgram is what permission.ExecRules needs to know of an exec.
+func execProgram(e execguard.Exec) permission.ExecProgram {
+	pid := strconv.Itoa(e.Pid)
+	return permission.ExecProgram{Path: e.Path, Argv: e.Argv, Dir: e.Dir,
+		Dev: e.File.Dev, Ino: e.File.Ino, Size: e.File.Size,
+		Open: func() (io.ReadCloser, error) { return os.Open("/proc/" + pid + "/exe") }}
+}
