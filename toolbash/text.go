@@ -3,8 +3,10 @@ package toolbash
 import (
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/dshgo/dsh/bash"
+	"github.com/dshgo/dsh/permission"
 )
 
 // The exact model-facing texts. Every function here is pure.
@@ -33,6 +35,7 @@ func runTextWhole(r bash.RunResult) string {
 	if r.Note != "" {
 		line(&b, "[sandbox: "+r.Note+"]")
 	}
+	refusedLines(&b, r.Refused, r.RefusedMore)
 	if r.TimedOut {
 		line(&b, fmt.Sprintf("[timed out after %dms]", r.Timeout.Milliseconds()))
 	}
@@ -65,6 +68,40 @@ const leftoversKilled = "[processes left running were stopped: too many backgrou
 // the sandbox left running were stopped: the user's yes covered the
 // command, not what would run on after it.
 const leftoversOutside = "[processes left running were stopped: a call outside the sandbox ends with its command]"
+
+// refusedLines writes one line per program a deny rule refused at its
+// exec, and one for those beyond.
+func refusedLines(b *strings.Builder, refused []bash.Refusal, more int) {
+	for _, r := range refused {
+		line(b, refusedText(r))
+	}
+	switch {
+	case more == 1:
+		line(b, "[1 more program refused by deny rules]")
+	case more > 1:
+		line(b, fmt.Sprintf("[%d more programs refused by deny rules]", more))
+	}
+}
+
+// refusedText says which program a deny rule refused, and that it did not
+// run: the command went on without it.
+func refusedText(r bash.Refusal) string {
+	words := make([]string, len(r.Argv))
+	for i, w := range r.Argv {
+		words[i] = permission.QuoteWord(w)
+	}
+	argv := strings.Join(words, " ")
+	if n := utf8.RuneCountInString(argv); n > maxRefusedArgv {
+		argv = string([]rune(argv)[:maxRefusedArgv]) + "…"
+	}
+	return fmt.Sprintf("[refused by deny rule %s: %s (%s) was not run]",
+		quoted(r.Rule), quoted(argv), permission.QuoteWord(r.Program))
+}
+
+// maxRefusedArgv bounds the argv a refusal line shows, in characters.
+const maxRefusedArgv = 200
+
+func quoted(s string) string { return "`" + s + "`" }
 
 // streams writes stdout, then a [stderr] section when stderr has anything;
 // note, if not nil, follows a stream whose Output was truncated.
@@ -148,6 +185,7 @@ func readTextWhole(r bash.TaskRead) string {
 		}
 		line(&b, "[some output was dropped from memory; full output: "+strings.Join(paths, ", ")+"]")
 	}
+	refusedLines(&b, r.Refused, r.RefusedMore)
 	line(&b, statusLine(r.Task))
 	return b.String()
 }

@@ -88,6 +88,13 @@ func TestRunTextGolden(t *testing.T) {
 		{"adopted-exit-code", bash.RunResult{Stdout: out("hi"), ExitCode: 2, Adopted: "bash-5"}},
 		{"leftovers-killed", bash.RunResult{Stdout: out("hi\n"), LeftoversKilled: true}},
 		{"leftovers-outside", bash.RunResult{Stdout: out("hi\n"), ExitCode: 3, LeftoversKilled: true, LeftoversOutside: true}},
+		{"refused", bash.RunResult{Stdout: out("after\n"), Stderr: out("bash: line 1: 12 Killed                  git push --force\n"),
+			ExitCode: 137, Refused: []bash.Refusal{
+				{Program: "/usr/bin/git", Argv: []string{"git", "-c", "a=b", "push", "--force"}, Rule: "git push --force"},
+				{Program: "/w/odd\nname", Argv: []string{"./odd\nname", "it's"}, Rule: "odd*"},
+			}}},
+		{"refused-more", bash.RunResult{ExitCode: 137, RefusedMore: 12,
+			Refused: []bash.Refusal{{Program: "/usr/bin/rm", Argv: []string{"rm", "-rf", strings.Repeat("d/", 150)}, Rule: "rm -rf"}}}},
 	}
 	got := map[string]string{}
 	var names []string
@@ -128,6 +135,8 @@ func TestTaskTextsGolden(t *testing.T) {
 		{"read-killed-by-signal", readText(bash.TaskRead{Task: killedSig, Stdout: out("partial")}, DefaultMaxResultChars)},
 		{"read-failed", readText(bash.TaskRead{Task: failed}, DefaultMaxResultChars)},
 		{"read-completed-after-limit", readText(bash.TaskRead{Task: bash.Task{ID: "bash-3", Status: bash.StatusCompleted, ExitCode: 137, Limit: "memory limit 64 MiB"}}, DefaultMaxResultChars)},
+		{"read-completed-refused", readText(bash.TaskRead{Task: failedExit, RefusedMore: 1,
+			Refused: []bash.Refusal{{Program: "/usr/bin/curl", Argv: []string{"curl", "https://x.example"}, Rule: "curl *"}}}, DefaultMaxResultChars)},
 		{"read-killed-by-limit", readText(bash.TaskRead{Task: bash.Task{ID: "bash-3", Status: bash.StatusKilled, ExitCode: -1, Signal: "SIGKILL", Limit: "memory limit 2 GiB"}}, DefaultMaxResultChars)},
 		{"kill-killed", killText("bash-3", true)},
 		{"kill-finished", killText("bash-3", false)},

@@ -30,6 +30,9 @@ type Refusal struct {
 	Exec
 	// Rule is what the check said refused it.
 	Rule string
+	// Root is the pid of the adopted process the refused one descends
+	// from (Tracer.Adopt; the first process of a Tree); 0 if unknown.
+	Root int
 }
 
 // Options configure a traced tree. Check is required.

@@ -22,12 +22,39 @@ const traceOptions = unix.PTRACE_O_TRACEFORK | unix.PTRACE_O_TRACEVFORK | unix.P
 type tracer struct {
 	o     *Options
 	known map[int]bool // tracees seen stopped once (their first stop is their birth's)
+	root  map[int]int  // each tracee's tree: the adopted process it descends from
 	// onEnd, if set, is told of each tracee's end.
 	onEnd func(pid int, ws unix.WaitStatus)
 }
 
 func newTracer(o *Options) *tracer {
-	return &tracer{o: o, known: map[int]bool{}}
+	return &tracer{o: o, known: map[int]bool{}, root: map[int]int{}}
+}
+
+// rootOf is the adopted process whose tree pid is in: known from the fork
+// event, or, for a process whose first stop came before its parent's
+// fork event did, from its thread group or its parent; 0 if unknown.
+func (t *tracer) rootOf(pid int) int {
+	if r, ok := t.root[pid]; ok {
+		return r
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, _ := strings.Cut(line, ":")
+		if k != "Tgid" && k != "PPid" {
+			continue
+		}
+		if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && n != pid {
+			if r, ok := t.root[n]; ok {
+				t.root[pid] = r
+				return r
+			}
+		}
+	}
+	return 0
 }
 
 // adopt takes over a process started with PTRACE_TRACEME, stopped at
@@ -50,6 +77,7 @@ func (t *tracer) adopt(pid int) error {
 		return fmt.Errorf("trace the process's children: %w", err)
 	}
 	t.known[pid] = true
+	t.root[pid] = pid
 	return unix.PtraceCont(pid, 0)
 }
 
@@ -58,6 +86,7 @@ func (t *tracer) event(pid int, ws unix.WaitStatus) {
 	switch {
 	case ws.Exited() || ws.Signaled():
 		delete(t.known, pid)
+		delete(t.root, pid)
 		if t.onEnd != nil {
 			t.onEnd(pid, ws)
 		}
@@ -90,12 +119,18 @@ func (t *tracer) event(pid int, ws unix.WaitStatus) {
 
 // trap handles a ptrace event stop.
 func (t *tracer) trap(pid, cause int) {
+	msg, err := unix.PtraceGetEventMsg(pid)
 	if cause != unix.PTRACE_EVENT_EXEC {
-		_ = unix.PtraceCont(pid, 0) // fork, vfork, clone: the child is traced
+		// fork, vfork, clone: the child is traced already; msg is its pid
+		if r := t.rootOf(pid); err == nil && r != 0 && cause != unix.PTRACE_EVENT_VFORK_DONE {
+			t.root[int(msg)] = r
+		}
+		_ = unix.PtraceCont(pid, 0)
 		return
 	}
-	if former, err := unix.PtraceGetEventMsg(pid); err == nil && int(former) != pid {
-		delete(t.known, int(former)) // a thread that exec'd took the leader's pid
+	if err == nil && int(msg) != pid {
+		delete(t.known, int(msg)) // a thread that exec'd took the leader's pid
+		delete(t.root, int(msg))
 	}
 	e, err := readExec(pid)
 	rule := ""
@@ -110,7 +145,7 @@ func (t *tracer) trap(pid, cause int) {
 	}
 	_ = unix.Kill(pid, unix.SIGKILL) // before its first instruction
 	if t.o.OnRefuse != nil {
-		t.o.OnRefuse(Refusal{Exec: e, Rule: rule})
+		t.o.OnRefuse(Refusal{Exec: e, Rule: rule, Root: t.rootOf(pid)})
 	}
 }
 
@@ -147,6 +182,35 @@ func groupStop(pid int) bool {
 	var info unix.Siginfo
 	_, _, e := unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_GETSIGINFO, uintptr(pid), 0, uintptr(unsafe.Pointer(&info)), 0, 0)
 	return e == unix.EINVAL
+}
+
+// Tracer traces trees for a caller that runs its own wait loop on the
+// thread that starts them: a process that reaps more than the trees (a
+// pid 1, a subreaper) and forks many. Each method must be called from
+// that one thread, which must stay locked to its goroutine.
+type Tracer struct{ t *tracer }
+
+// NewTracer makes a Tracer; o.Prepare is not used.
+func NewTracer(o Options) (*Tracer, error) {
+	if o.Check == nil {
+		return nil, errors.New("execguard: Options.Check is nil")
+	}
+	return &Tracer{t: newTracer(&o)}, nil
+}
+
+// Adopt takes over a process this thread has just started with
+// SysProcAttr.Ptrace: it waits for the process to stop at its exec, and
+// from then on traces it and every process it makes. The process is the
+// root of its tree (Refusal.Root).
+func (t *Tracer) Adopt(pid int) error { return t.t.adopt(pid) }
+
+// Handle handles one wait status, which the caller got with __WALL from
+// wait4 on this thread. It reports whether the status was a tracee's stop,
+// which Handle dealt with; any other status (an end) is the caller's,
+// after Handle has forgotten the process.
+func (t *Tracer) Handle(pid int, ws unix.WaitStatus) (stop bool) {
+	t.t.event(pid, ws)
+	return ws.Stopped()
 }
 
 // Tree is a process tree traced by a thread of its own.

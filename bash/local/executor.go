@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dshgo/dsh/bash"
@@ -27,7 +28,7 @@ type Executor struct {
 	maxFinished    int
 	shell          string
 	spawnFn        SpawnFunc
-	execRules      *permission.ExecRules
+	execRules      atomic.Pointer[permission.ExecRules] // Options.ExecRules, SetExecRules
 	noInputProbe   bool
 	env            []string
 	cont           containment
@@ -73,10 +74,10 @@ func New(opts *Options) (*Executor, error) {
 	if base == nil {
 		base = os.Environ()
 	}
-	return &Executor{
+	e := &Executor{
 		cwd: o.Cwd, timeout: o.Timeout, max: o.MaxTimeout, maxOutput: o.MaxOutputBytes,
 		grace: o.Grace, reapBound: o.ReapBound, drain: o.DrainDelay, perOwner: o.MaxTasksPerOwner, all: o.MaxTasks,
-		maxFinished: o.MaxFinishedTasks, shell: shell, spawnFn: o.Spawn, execRules: o.ExecRules, noInputProbe: o.NoInputProbe,
+		maxFinished: o.MaxFinishedTasks, shell: shell, spawnFn: o.Spawn, noInputProbe: o.NoInputProbe,
 		env:           commandEnv(base, o.AllowEnv, o.Env),
 		cont:          cont,
 		spill:         &spiller{parent: o.SpillDir, cap: o.MaxSpillBytes, budget: o.SpillBudget, keep: o.KeepSpillFiles},
@@ -86,8 +87,15 @@ func New(opts *Options) (*Executor, error) {
 		live:          map[*proc]struct{}{},
 		listeners:     map[int]func(bash.Task){},
 		waitListeners: map[int]func(bash.Task){},
-	}, nil
+	}
+	e.execRules.Store(o.ExecRules)
+	return e, nil
 }
+
+// SetExecRules replaces the deny rules enforced at exec (Options.ExecRules)
+// for the commands started from now on; nil: none. A far side gets its
+// rules this way from the server it serves (bash/remote).
+func (e *Executor) SetExecRules(r *permission.ExecRules) { e.execRules.Store(r) }
 
 // Containment reports how this executor contains commands: ContainCgroup
 // or ContainProcessGroup.

@@ -137,4 +137,3 @@ func output(b *testing.B, name string, args ...string) string {
 	}
 	return string(out)
 }
-

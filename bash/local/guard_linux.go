@@ -22,10 +22,10 @@ func spawnGuarded(req *SpawnRequest) (Process, error) {
 	defer closeNull()
 	attr := spawnAttr(req)
 	attr.Ptrace = true
-	g := &guardedProcess{rules: req.ExecRules}
+	g := &guardedProcess{}
 	tree, err := execguard.Start(func() (int, error) {
 		return syscall.ForkExec(req.Path, req.Args, &syscall.ProcAttr{Dir: req.Dir, Env: req.Env, Files: files, Sys: attr})
-	}, execguard.Options{Check: g.check, OnRefuse: g.refused, Prepare: execguard.HardenThread})
+	}, execguard.Options{Check: ExecCheck(req.ExecRules), OnRefuse: g.refused, Prepare: execguard.HardenThread})
 	if err != nil {
 		return nil, err
 	}
@@ -53,11 +53,10 @@ func spawnFiles(req *SpawnRequest) (files []uintptr, closeNull func(), err error
 
 // guardedProcess is a shell whose tree execguard traces.
 type guardedProcess struct {
-	tree  *execguard.Tree
-	rules *permission.ExecRules
+	tree *execguard.Tree
 
 	mu      sync.Mutex
-	refusal refusals
+	refusal Refusals
 }
 
 func (g *guardedProcess) Pid() int { return g.tree.Pid() }
@@ -69,25 +68,26 @@ func (g *guardedProcess) Wait() (ExitStatus, error) {
 		st = ExitStatus{Code: -1, Signal: ws.Signal()}
 	}
 	g.mu.Lock()
-	st.Refused, st.RefusedMore = g.refusal.list()
+	st.Refused, st.RefusedMore = g.refusal.List()
 	g.mu.Unlock()
 	return st, nil
 }
 
-// check is the tree's exec check: the name of the deny rule that refuses
-// the program, or "".
-func (g *guardedProcess) check(e execguard.Exec) string {
-	r := g.rules.Refuse(execProgram(e))
-	if r == nil {
+// ExecCheck is the execguard check of rules: the pattern of the deny rule
+// that refuses a program, or "".
+func ExecCheck(rules *permission.ExecRules) func(execguard.Exec) string {
+	return func(e execguard.Exec) string {
+		if r := rules.Refuse(execProgram(e)); r != nil {
+			return r.Pattern
+		}
 		return ""
 	}
-	return r.Pattern
 }
 
 func (g *guardedProcess) refused(r execguard.Refusal) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.refusal.add(bash.Refusal{Program: r.Path, Argv: r.Argv, Rule: r.Rule})
+	g.refusal.Add(bash.Refusal{Program: r.Path, Argv: r.Argv, Rule: r.Rule})
 }
 
 // execProgram is what permission.ExecRules needs to know of an exec.

@@ -154,7 +154,7 @@ func (e *Executor) startShell(ctx context.Context, p *proc, spec bash.ExecSpec, 
 		Owner: spec.Owner, Workspace: spec.Workspace, Path: e.shell, Dir: spec.Workdir, Env: e.env,
 		Args:  []string{"bash", "--noprofile", "--norc", "-c", spec.Command},
 		Stdin: stdin, Stdout: w[0], Stderr: w[1], CgroupFD: -1, Setsid: true, Unsandboxed: spec.Unsandboxed,
-		Setctty: spec.Terminal != nil, ExecRules: e.execRules,
+		Setctty: spec.Terminal != nil, ExecRules: e.execRules.Load(),
 	}
 	grp, err := e.cont.prepare(req)
 	if err != nil {

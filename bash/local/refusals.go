@@ -6,14 +6,16 @@ import (
 	"github.com/dshgo/dsh/bash"
 )
 
-// refusals collects a command's refused execs: the first bash.MaxRefusals
-// that differ, and a count of the others.
-type refusals struct {
+// Refusals collects a command's refused execs, for a SpawnFunc's
+// ExitStatus: the first bash.MaxRefusals that differ, and a count of the
+// others. The zero value is empty; it is not safe for concurrent use.
+type Refusals struct {
 	first []bash.Refusal
 	more  int
 }
 
-func (r *refusals) add(f bash.Refusal) {
+// Add adds one refusal.
+func (r *Refusals) Add(f bash.Refusal) {
 	for _, g := range r.first {
 		if g.Program == f.Program && g.Rule == f.Rule && slices.Equal(g.Argv, f.Argv) {
 			r.more++
@@ -27,6 +29,7 @@ func (r *refusals) add(f bash.Refusal) {
 	r.first = append(r.first, f)
 }
 
-func (r *refusals) list() ([]bash.Refusal, int) {
+// List returns the refusals kept and the count of the others.
+func (r *Refusals) List() ([]bash.Refusal, int) {
 	return slices.Clone(r.first), r.more
 }

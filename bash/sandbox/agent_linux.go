@@ -39,6 +39,10 @@ type agentConfig struct {
 	// the host with the first message (a jail with a network namespace
 	// of its own; see fence).
 	Fence bool `json:"fence,omitempty"`
+	// Deny: deny rules enforced at every exec of the jail's processes
+	// (local.Options.ExecRules), the named programs looked up in DenyPath.
+	Deny     []string `json:"deny,omitempty"`
+	DenyPath string   `json:"denyPath,omitempty"`
 }
 
 // Main runs the sandbox agent when this process was started as one, and
@@ -121,12 +125,21 @@ func runAgent(c agentConfig) error {
 			why = fmt.Errorf("no sock_diag socket (%w): unix sockets are refused", err)
 		}
 	}
-	fk, listener, why, err := startForker(c.Fence, why)
+	a := &agent{sock: c.Socket, devNull: devNull, shells: map[int]uint64{}}
+	var g *guard
+	if len(c.Deny) > 0 {
+		if g, err = newGuard(a, c.Deny, c.DenyPath, chld); err != nil {
+			return err
+		}
+	}
+	fk, listener, why, err := startForker(c.Fence, why, g)
 	if err != nil {
 		return err
 	}
-	a := &agent{sock: c.Socket, devNull: devNull, forker: fk, shells: map[int]uint64{}}
-	go a.reapOn(chld)
+	a.forker = fk
+	if g == nil {
+		go a.reapOn(chld)
+	}
 	if err := a.ready(c, listener, diag, why); err != nil {
 		return err
 	}
@@ -274,8 +287,15 @@ func (a *agent) fork(m *spawnMsg, fds []int) (pid, pidfd int, err error) {
 	if oerr == nil {
 		_ = os.WriteFile("/proc/self/oom_score_adj", []byte(commandOOMScoreAdj), 0)
 	}
+	sys.Ptrace = a.forker.guard != nil
 	a.forker.do(func() {
 		pid, err = syscall.ForkExec(m.Path, m.Args, &syscall.ProcAttr{Dir: m.Dir, Env: m.Env, Files: files, Sys: sys})
+		if err == nil && sys.Ptrace {
+			if err = a.forker.adopt(pid); err != nil {
+				unix.Close(pidfd)
+				pidfd = -1
+			}
+		}
 	})
 	if oerr == nil {
 		_ = os.WriteFile("/proc/self/oom_score_adj", own, 0)

@@ -19,6 +19,9 @@ type jailPaths struct {
 	// env is the commands' environment, whose cache variables name more
 	// writable directories (see cacheEnv).
 	env []string
+	// deny are the deny rules the jail's agent enforces at every exec
+	// (SpawnRequest.ExecRules of the request that starts the jail).
+	deny []string
 }
 
 // Descriptors bwrap inherits (exec.Cmd.ExtraFiles, in this order).

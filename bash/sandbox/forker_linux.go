@@ -15,16 +15,20 @@ import (
 // and theirs; the agent's other threads do not, so nothing the agent does
 // itself waits on the host. (The Go runtime never clones a new thread
 // from one locked with LockOSThread, but from a clean one.)
+//
+// With a guard, the thread is also the tracer of every shell it starts,
+// and the reaper of every process of the agent (see guard_linux.go).
 type forker struct {
 	calls chan func()
+	guard *guard
 }
 
 // startForker starts the forker's thread and, with fence, installs the
 // fence's filter on it: it returns the filter's listener, which the host
 // is to supervise, or -1 and why it cannot be (why, a reason there is
 // already, or the kernel's), where noUnixProgram stands in for it.
-func startForker(fence bool, why error) (f *forker, listener int, _ error, err error) {
-	f = &forker{calls: make(chan func())}
+func startForker(fence bool, why error, g *guard) (f *forker, listener int, _ error, err error) {
+	f = &forker{calls: make(chan func()), guard: g}
 	type setup struct {
 		listener  int
 		why, fail error
@@ -43,12 +47,38 @@ func startForker(fence bool, why error) (f *forker, listener int, _ error, err e
 		if s.fail != nil {
 			return
 		}
-		for call := range f.calls {
-			call()
-		}
+		f.loop()
 	}()
 	s := <-done
 	return f, s.listener, s.why, s.fail
+}
+
+// loop runs the calls and, with a guard, reaps whenever SIGCHLD comes.
+func (f *forker) loop() {
+	if f.guard == nil {
+		for call := range f.calls {
+			call()
+		}
+		return
+	}
+	for {
+		select {
+		case call := <-f.calls:
+			call()
+		case <-f.guard.chld:
+			f.guard.reap()
+		}
+	}
+}
+
+// adopt, on the forker's thread, has the guard trace a shell it has just
+// started with SysProcAttr.Ptrace; the shell is killed if it cannot.
+func (f *forker) adopt(pid int) error {
+	err := f.guard.tracer.Adopt(pid)
+	if err != nil {
+		_ = unix.Kill(pid, unix.SIGKILL)
+	}
+	return err
 }
 
 // do runs call on the forker's thread and returns when it has.

@@ -53,13 +53,19 @@ func (j *jail) dispatch(m agentMsg, fds []int) error {
 	case w == nil:
 		closeFDs(fds)
 		return fmt.Errorf("%w: a message about shell %d, which it was not asked to start or has ended", errProtocol, m.ID)
+	case (m.Exited || m.Refused != nil) && !w.answered:
+		closeFDs(fds)
+		return fmt.Errorf("%w: shell %d ended or ran something before it started", errProtocol, m.ID)
+	case m.Refused != nil:
+		closeFDs(fds)
+		w.refused.Add(*m.Refused)
+		return nil
 	case m.Exited:
 		closeFDs(fds)
-		if !w.answered {
-			return fmt.Errorf("%w: shell %d ended before it started", errProtocol, m.ID)
-		}
 		delete(j.waiters, m.ID)
-		w.exited <- local.ExitStatus{Code: m.Code, Signal: syscall.Signal(m.Signal)} // buffered, sent once
+		st := local.ExitStatus{Code: m.Code, Signal: syscall.Signal(m.Signal)}
+		st.Refused, st.RefusedMore = w.refused.List()
+		w.exited <- st // buffered, sent once
 		return nil
 	case w.answered:
 		closeFDs(fds)

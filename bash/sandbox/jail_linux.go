@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -35,8 +36,9 @@ type jail struct {
 	closeErr  error
 	unpin     func() // releases the owner's spill directory
 	cg        jailCgroups
-	limit     string // the memory limit, as the model reads it
-	tmp       string // the Landlock layer's: the session's temporary directory, its TMPDIR
+	limit     string   // the memory limit, as the model reads it
+	deny      []string // the deny rules its agent enforces at exec
+	tmp       string   // the Landlock layer's: the session's temporary directory, its TMPDIR
 
 	egress    Egress        // NetworkAllowlist: the proxy, for the listener the agent sends
 	proxyL    net.Listener  // that listener, set by the reader before ready
@@ -80,8 +82,9 @@ type waiter struct {
 	started  chan agentMsg // with pidfd in fds
 	pidfd    int
 	exited   chan local.ExitStatus
-	answered bool   // under jail.mu: started has its answer
-	oomBase  uint64 // the jail's memory-limit kills before the shell was asked for
+	answered bool           // under jail.mu: started has its answer
+	oomBase  uint64         // the jail's memory-limit kills before the shell was asked for
+	refused  local.Refusals // under jail.mu: the shell's tree's refused execs
 }
 
 // startJail starts bwrap with the agent and waits until the agent is ready.
@@ -102,7 +105,9 @@ func (js *jails) startJail(ctx context.Context, j *jail, req *local.SpawnRequest
 		return err
 	}
 	j.sock = files[0]
-	jp := jailPaths{workspace: req.Workspace, tmpSize: js.limits.limits.Tmp, spill: spill, serverTemp: js.serverTemp, env: req.Env}
+	jp := jailPaths{workspace: req.Workspace, tmpSize: js.limits.limits.Tmp, spill: spill, serverTemp: js.serverTemp, env: req.Env,
+		deny: req.ExecRules.Patterns()}
+	j.deny = jp.deny
 	j.stderr = &capBuffer{max: 4 << 10}
 	if js.policy.Network == NetworkAllowlist {
 		j.egress = js.egress
@@ -161,7 +166,8 @@ func (js *jails) bwrapCmd(j *jail, jp jailPaths) error {
 	}
 	j.fenced = js.policy.Network != NetworkOn && !js.noFence
 	j.private = append([]string{"/tmp", "/dev"}, js.policy.tempCovers(jp.serverTemp)...)
-	agent := agentConfig{Socket: fdAgentSock, Exe: fdAgentExe, Writable: js.policy.landlockWritable(jp), Proxy: j.egress != nil, Fence: j.fenced}
+	agent := agentConfig{Socket: fdAgentSock, Exe: fdAgentExe, Writable: js.policy.landlockWritable(jp), Proxy: j.egress != nil, Fence: j.fenced,
+		Deny: jp.deny, DenyPath: envPath(jp.env)}
 	agent.Forward = agentForwards(j.forwards)
 	args = append(append(args, "--", "/proc/self/fd/"+strconv.Itoa(fdAgentExe)), agentArgs(agent)...)
 	// A process group of its own: see jail.kill.
@@ -281,6 +287,10 @@ func (j *jail) goneErr() error {
 
 // spawn asks the agent to start one shell.
 func (j *jail) spawn(req *local.SpawnRequest) (local.Process, error) {
+	if !slices.Equal(req.ExecRules.Patterns(), j.deny) {
+		// Its agent traces with the rules it started with, or not at all.
+		return nil, errors.New("the deny rules enforced at exec changed since the session's sandbox started: start a new session")
+	}
 	id := j.nextID.Add(1)
 	// The count before the request: the shell may run into the limit
 	// before its start is answered, and a kill counted then is its own.

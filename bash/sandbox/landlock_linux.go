@@ -38,7 +38,7 @@ func (js *jails) agentCmd(j *jail, jp jailPaths) error {
 	agent := agentConfig{Socket: fdAgentSock, Exe: fdAgentExe, Alone: true, Filter: fdFilter,
 		Writable:   slices.Concat(js.policy.writable(jp), []string{tmp}, landlockDevices),
 		Readable:   js.policy.landlockReadable(jp, tmp),
-		NetworkOff: js.policy.Network == NetworkOff}
+		NetworkOff: js.policy.Network == NetworkOff, Deny: jp.deny, DenyPath: envPath(jp.env)}
 	j.cmd = &exec.Cmd{Path: js.agent, Args: append([]string{js.agent}, agentArgs(agent)...), Env: jp.env,
 		SysProcAttr: &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setsid: true}}
 	return nil

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"time"
 
@@ -248,4 +249,14 @@ func (js *jails) close() error {
 		errs = append(errs, removeTree(js.root))
 	}
 	return errors.Join(errs...)
+}
+
+// envPath is the PATH of an environment.
+func envPath(env []string) string {
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			return v
+		}
+	}
+	return ""
 }

@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"slices"
 
+	"github.com/dshgo/dsh/bash/execguard"
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 )
@@ -105,6 +106,13 @@ func filterProgram(o filterOpts) ([]bpf.RawInstruction, error) {
 	if o.landlock {
 		denied = append(slices.Clone(denied), layerDenied...)
 	}
+	// ptrace: only the requests of an agent that traces its shells (the
+	// exec guard, with deny rules) and of the shells it starts traced
+	// (execguard.TracerRequests): they act on a tracer's own tracees, and
+	// in a traced jail every process is the agent's tracee already. No
+	// request reads or writes another process's memory or registers.
+	denied = slices.DeleteFunc(slices.Clone(denied), func(nr uintptr) bool { return nr == unix.SYS_PTRACE })
+	p = append(p, execguard.PtraceCheck()...)
 	for _, nr := range denied {
 		p = append(p, bpf.JumpIf{Cond: bpf.JumpEqual, Val: uint32(nr), SkipFalse: 1},
 			bpf.RetConstant{Val: retEPERM})

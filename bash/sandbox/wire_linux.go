@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/dshgo/dsh/bash"
 	"golang.org/x/sys/unix"
 )
 
@@ -48,6 +49,9 @@ type agentMsg struct {
 	// (FenceErr: unix sockets are refused instead).
 	Fence    bool   `json:"fence,omitempty"`
 	FenceErr string `json:"fenceErr,omitempty"`
+	// Refused: a program of the shell's tree refused at its exec (with
+	// agentConfig.Deny), before the shell's end.
+	Refused *bash.Refusal `json:"refused,omitempty"`
 }
 
 // maxPacket bounds one packet. A spawn message longer than this is refused

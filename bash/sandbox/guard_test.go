@@ -1,0 +1,83 @@
+package sandbox
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dshgo/dsh/bash"
+	"github.com/dshgo/dsh/bash/local"
+	"github.com/dshgo/dsh/permission"
+)
+
+// TestExecRulesInJail: with deny rules, each layer's agent traces every
+// process of the session and refuses a denied program at its exec, at
+// any depth; the result says which. A process of the session cannot
+// write another's memory (which could rewrite an argv after its check),
+// and what is allowed runs as before.
+func TestExecRulesInJail(t *testing.T) {
+	t.Parallel()
+	for _, layer := range []Layer{LayerJail, LayerLandlock} {
+		t.Run(layer.String(), func(t *testing.T) {
+			t.Parallel()
+			ws := t.TempDir()
+			bin := filepath.Join(ws, "bin")
+			touch, err := exec.LookPath("touch")
+			if err != nil {
+				t.Skip("no touch")
+			}
+			b, _ := os.ReadFile(touch)
+			os.Mkdir(bin, 0o755)
+			if err := os.WriteFile(filepath.Join(bin, "zap"), b, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			rules, err := permission.NewExecRules([]string{"zap"}, bin)
+			if err != nil {
+				t.Fatal(err)
+			}
+			env := []string{"PATH=" + bin + ":/usr/bin:/bin"}
+			e, err := newSandbox(t, &Options{Layer: layer, Local: &local.Options{Env: env, ExecRules: rules}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { e.Close() })
+			run := func(cmd string) bash.RunResult {
+				t.Helper()
+				ctx := context.Background()
+				spec, err := e.Resolve(ctx, bash.ExecRequest{Command: cmd, Owner: "o", Workspace: ws, Workdir: ws, Timeout: time.Minute})
+				if err != nil {
+					t.Fatal(err)
+				}
+				res, err := e.Run(ctx, spec)
+				if err != nil {
+					t.Fatalf("%q: %v", cmd, err)
+				}
+				return res
+			}
+			res := run("echo made | xargs zap; sh -c 'cp bin/zap other; ./other made2'; echo after")
+			for _, f := range []string{"made", "made2"} {
+				if _, err := os.Stat(filepath.Join(ws, f)); err == nil {
+					t.Errorf("zap ran: %s was made", f)
+				}
+			}
+			if len(res.Refused) != 2 || res.Refused[0].Rule != "zap" || res.Refused[1].Argv[0] != "./other" {
+				t.Errorf("Refused %+v", res.Refused)
+			}
+			if !strings.Contains(res.Stdout.Text, "after") {
+				t.Errorf("stdout %q", res.Stdout.Text)
+			}
+			// The primitive of a rewrite: another process's memory.
+			res = run("sleep 5 & p=$!; " +
+				"printf x | dd of=/proc/$p/mem bs=1 seek=4096 conv=notrunc 2>&1 | head -1; kill $p; " +
+				"ok=$(sh -c 'echo allowed; exit 3'; echo $?); echo $ok")
+			t.Logf("memory write: %q", res.Stdout.Text)
+			if strings.Contains(res.Stdout.Text, "records out") || !strings.Contains(res.Stdout.Text, "allowed 3") {
+				t.Errorf("memory write or allowed commands: %q", res.Stdout.Text)
+			}
+		})
+	}
+}
