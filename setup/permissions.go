@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -43,6 +44,50 @@ type RuleSet struct {
 
 func (s RuleSet) rules() ([]permission.Rule, error) {
 	return permission.NewRules(s.Decision, s.Source, s.Patterns...)
+}
+
+// DenyPatterns are the patterns of every deny rule, which the executor
+// enforces at exec besides the gate (see permission.ExecRules). A
+// workspace's own rules (ProjectRules) are the gate's only.
+func (p *Permissions) DenyPatterns() []string {
+	var deny []string
+	for _, s := range p.Rules {
+		if s.Decision == permission.Deny {
+			deny = append(deny, s.Patterns...)
+		}
+	}
+	return deny
+}
+
+// SetFarDeny has the executor enforce deny rules a client gave (a far
+// side's handshake: remote.ServeOptions.SetDeny) at exec, beside this
+// configuration's own.
+func (s *Setup) SetFarDeny(deny []string) error {
+	setter, ok := s.exec.(interface{ SetExecRules(*permission.ExecRules) })
+	if !ok {
+		return errors.New("this executor cannot enforce deny rules at exec")
+	}
+	all := append(s.cfg.Permissions.DenyPatterns(), deny...)
+	r, err := permission.NewExecRules(all, os.Getenv("PATH"))
+	if err != nil {
+		return err
+	}
+	setter.SetExecRules(r)
+	return nil
+}
+
+// execRules are the deny rules as the executor enforces them at exec,
+// nil without any; the programs they name are looked up in PATH.
+func (p *Permissions) execRules() (*permission.ExecRules, error) {
+	deny := p.DenyPatterns()
+	if len(deny) == 0 {
+		return nil, nil
+	}
+	r, err := permission.NewExecRules(deny, os.Getenv("PATH"))
+	if err != nil {
+		return nil, configErr(err)
+	}
+	return r, nil
 }
 
 // ProjectRulesFile is where a workspace keeps its rules.

@@ -43,8 +43,10 @@ func (s *Setup) remoteExecutor(ctx context.Context, stderr io.Writer) (bash.Exec
 	if err != nil {
 		return nil, err
 	}
-	for _, h := range hosts {
-		s.hosts = append(s.hosts, h.Options.Host)
+	deny := s.cfg.Permissions.DenyPatterns()
+	for i := range hosts {
+		s.hosts = append(s.hosts, hosts[i].Options.Host)
+		hosts[i].Options.Deny = deny // the far side enforces them at exec
 	}
 	if len(hosts) > 1 {
 		return remote.NewFleet(hosts)

@@ -87,6 +87,15 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Setup, error) {
 	if s.cfg.Local == nil {
 		s.cfg.Local = &local.Options{}
 	}
+	if s.cfg.Local.ExecRules == nil {
+		rules, err := s.cfg.Permissions.execRules()
+		if err != nil {
+			return nil, err
+		}
+		local := *s.cfg.Local // the caller's stays as it was
+		local.ExecRules = rules
+		s.cfg.Local = &local
+	}
 	var err error
 	if s.cfg.Remote.active() {
 		if mode := s.Mode(); mode != "auto" && mode != "off" {

@@ -40,6 +40,10 @@ type Options struct {
 	DialTimeout time.Duration
 	// Logf, if set, receives protocol diagnostics.
 	Logf func(format string, args ...any)
+	// Deny are deny rule patterns the far side enforces at every exec of
+	// every command it runs (see permission.ExecRules): they are sent in
+	// each handshake, and a far side that cannot enforce them refuses it.
+	Deny []string
 }
 
 func (o *Options) host() string {

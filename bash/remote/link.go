@@ -43,7 +43,7 @@ func dialLink(ctx context.Context, rwc io.ReadWriteCloser, gen int, o *Options, 
 	l := &link{gen: gen, host: o.host(), note: note, runs: map[uint64]*liveRun{}, stall: o.AbortWait}
 	l.conn = newClientConn(rwc, l, o)
 	var r reply
-	if err := l.call(ctx, methodHello, helloParams{Version: Version, Client: "dsh-bash"}, &r); err != nil {
+	if err := l.call(ctx, methodHello, helloParams{Version: Version, Client: "dsh-bash", Deny: o.Deny}, &r); err != nil {
 		l.conn.Close()
 		return nil, whyEnded(rwc, err)
 	}

@@ -33,6 +33,11 @@ type ServeOptions struct {
 	// Logf, if set, receives protocol diagnostics; by default they are
 	// dropped (stderr may be the client's terminal, or nothing).
 	Logf func(format string, args ...any)
+	// SetDeny, if set, is given the deny rules a client's handshake asks
+	// the executor to enforce at every exec (Options.Deny); an error fails
+	// the handshake. Without it, a handshake with deny rules is refused:
+	// they would not hold here.
+	SetDeny func(deny []string) error
 }
 
 // DefaultMaxPendingOutput is how many bytes of a run's live output the
@@ -234,6 +239,9 @@ func (s *server) handshake(req *jsonrpc2.Request) (*reply, *jsonrpc2.Error) {
 		return nil, &jsonrpc2.Error{Code: codeVersion,
 			Message: fmt.Sprintf("protocol version %d is not served here (this dsh-bash speaks version %d)", p.Version, Version)}
 	}
+	if err := s.setDeny(p.Deny); err != nil {
+		return nil, &jsonrpc2.Error{Code: codeDeny, Message: err.Error()}
+	}
 	s.mu.Lock()
 	s.handshook = true
 	s.mu.Unlock()
@@ -243,6 +251,24 @@ func (s *server) handshake(req *jsonrpc2.Request) (*reply, *jsonrpc2.Error) {
 
 // codeVersion is the JSON-RPC error of a handshake between versions.
 const codeVersion = -32001
+
+// codeDeny is the JSON-RPC error of a handshake whose deny rules cannot
+// be enforced here.
+const codeDeny = -32002
+
+// setDeny has the executor enforce the client's deny rules at exec.
+func (s *server) setDeny(deny []string) error {
+	switch {
+	case len(deny) == 0 && s.opts.SetDeny == nil:
+		return nil
+	case s.opts.SetDeny == nil:
+		return errors.New("this executor cannot enforce deny rules at exec")
+	}
+	if err := s.opts.SetDeny(deny); err != nil {
+		return fmt.Errorf("enforce the deny rules at exec: %w", err)
+	}
+	return nil
+}
 
 // logWriter adapts Logf to the io.Writer of a log.Logger.
 type logWriter func(format string, args ...any)

@@ -18,7 +18,7 @@ import (
 // neither drops what the other's messages carry. Version 2 added a spec's
 // unsandboxed, input and terminal fields and writeInput: a version 1 far
 // side would have run such a task with no input and no terminal.
-const Version = 2
+const Version = 3
 
 // The methods of the protocol. Calls go from the client to the server;
 // methodOutput, methodTaskDone and methodTaskWaiting are notifications
@@ -60,6 +60,9 @@ type Hello struct {
 type helloParams struct {
 	Version int    `json:"version"`
 	Client  string `json:"client,omitempty"`
+	// Deny are the deny rules the far side must enforce at every exec of
+	// the commands it runs for this link (Options.Deny).
+	Deny []string `json:"deny,omitempty"`
 }
 
 // wireSpec is a bash.ExecSpec without its observer; Stream asks for output
