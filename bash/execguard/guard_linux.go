@@ -7,7 +7,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -58,28 +57,64 @@ func (t *tracer) rootOf(pid int) int {
 }
 
 // adopt takes over a process started with PTRACE_TRACEME, stopped at
-// its first exec: from now on it and every process it makes are traced.
+// its first exec: from now on it and every process it makes are traced,
+// seized (PTRACE_SEIZE), so that job control works under the tracer (a
+// group-stop is kept until SIGCONT, with PTRACE_LISTEN). A process that
+// made itself a tracee cannot be seized, so it is let go with a SIGSTOP
+// pending, which stops it before its first instruction, and seized
+// stopped; no instruction of it runs untraced.
 func (t *tracer) adopt(pid int) error {
-	var ws unix.WaitStatus
-	for {
-		_, err := unix.Wait4(pid, &ws, unix.WALL, nil)
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, unix.EINTR) {
-			return fmt.Errorf("wait for the traced process: %w", err)
-		}
+	ws, err := waitFor(pid)
+	if err != nil {
+		return err
 	}
 	if !ws.Stopped() || ws.StopSignal() != unix.SIGTRAP {
 		return fmt.Errorf("the traced process did not stop at its exec (status %#x)", uint32(ws))
 	}
-	if err := unix.PtraceSetOptions(pid, traceOptions); err != nil {
-		return fmt.Errorf("trace the process's children: %w", err)
+	if err := ptrace(unix.PTRACE_DETACH, pid, 0, uintptr(unix.SIGSTOP)); err != nil {
+		return fmt.Errorf("let the process go to seize it: %w", err)
 	}
+	if err := ptrace(unix.PTRACE_SEIZE, pid, 0, traceOptions); err != nil {
+		return fmt.Errorf("seize the process: %w", err)
+	}
+	if ws, err = waitFor(pid); err != nil {
+		return err
+	}
+	switch {
+	case stopEvent(ws) == unix.PTRACE_EVENT_STOP: // stopped before the seize
+		_ = unix.Kill(pid, unix.SIGCONT) // ends the group-stop; delivered as any signal
+	case !ws.Stopped() || ws.StopSignal() != unix.SIGSTOP:
+		return fmt.Errorf("the seized process did not stop (status %#x)", uint32(ws))
+	} // else: the SIGSTOP, not yet delivered: it is dropped
 	t.known[pid] = true
 	t.root[pid] = pid
 	return unix.PtraceCont(pid, 0)
 }
+
+// waitFor waits for one wait status of pid.
+func waitFor(pid int) (unix.WaitStatus, error) {
+	var ws unix.WaitStatus
+	for {
+		_, err := unix.Wait4(pid, &ws, unix.WALL, nil)
+		if !errors.Is(err, unix.EINTR) {
+			if err != nil {
+				err = fmt.Errorf("wait for the traced process: %w", err)
+			}
+			return ws, err
+		}
+	}
+}
+
+func ptrace(req, pid int, addr, data uintptr) error {
+	_, _, e := unix.Syscall6(unix.SYS_PTRACE, uintptr(req), uintptr(pid), addr, data, 0, 0)
+	if e != 0 {
+		return e
+	}
+	return nil
+}
+
+// stopEvent is the ptrace event of a stop (PTRACE_EVENT_*), 0 for none.
+func stopEvent(ws unix.WaitStatus) int { return int(uint32(ws) >> 16) }
 
 // event handles one wait status of a tracee.
 func (t *tracer) event(pid int, ws unix.WaitStatus) {
@@ -94,33 +129,38 @@ func (t *tracer) event(pid int, ws unix.WaitStatus) {
 	case !ws.Stopped():
 		return
 	}
-	sig := ws.StopSignal()
+	sig, ev := ws.StopSignal(), stopEvent(ws)
+	switch {
+	case ev == unix.PTRACE_EVENT_STOP:
+		t.eventStop(pid, sig)
+	case ev != 0:
+		t.trap(pid, ev)
+	default:
+		// A signal, delivered; a stopping one then stops the group, which
+		// is reported as PTRACE_EVENT_STOP.
+		_ = unix.PtraceCont(pid, int(sig))
+	}
+}
+
+// eventStop handles a PTRACE_EVENT_STOP: a new tracee's first stop, a
+// group-stop (kept, listening for SIGCONT), or the end of one.
+func (t *tracer) eventStop(pid int, sig unix.Signal) {
 	if !t.known[pid] {
-		// A new process or thread: it starts stopped by a SIGSTOP that
-		// nobody sent.
 		t.known[pid] = true
-		if sig == unix.SIGSTOP {
-			_ = unix.PtraceCont(pid, 0)
-			return
-		}
-	}
-	if sig == unix.SIGTRAP && ws.TrapCause() > 0 {
-		t.trap(pid, ws.TrapCause())
-		return
-	}
-	if isStopSignal(sig) && groupStop(pid) {
-		// Job control: a tracee not seized cannot be told when SIGCONT
-		// comes, so a stop is not kept (see the package comment).
 		_ = unix.PtraceCont(pid, 0)
 		return
 	}
-	_ = unix.PtraceCont(pid, int(sig)) // the signal, delivered
+	if isStopSignal(sig) {
+		_ = ptrace(unix.PTRACE_LISTEN, pid, 0, 0)
+		return
+	}
+	_ = unix.PtraceCont(pid, 0)
 }
 
 // trap handles a ptrace event stop.
 func (t *tracer) trap(pid, cause int) {
 	msg, err := unix.PtraceGetEventMsg(pid)
-	if cause != unix.PTRACE_EVENT_EXEC {
+	if cause != unix.PTRACE_EVENT_EXEC { // (not PTRACE_EVENT_STOP: see eventStop)
 		// fork, vfork, clone: the child is traced already; msg is its pid
 		if r := t.rootOf(pid); err == nil && r != 0 && cause != unix.PTRACE_EVENT_VFORK_DONE {
 			t.root[int(msg)] = r
@@ -174,14 +214,6 @@ func readExec(pid int) (Exec, error) {
 
 func isStopSignal(sig unix.Signal) bool {
 	return sig == unix.SIGSTOP || sig == unix.SIGTSTP || sig == unix.SIGTTIN || sig == unix.SIGTTOU
-}
-
-// groupStop tells a group-stop from the delivery of a stopping signal:
-// only the delivery has siginfo.
-func groupStop(pid int) bool {
-	var info unix.Siginfo
-	_, _, e := unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_GETSIGINFO, uintptr(pid), 0, uintptr(unsafe.Pointer(&info)), 0, 0)
-	return e == unix.EINVAL
 }
 
 // Tracer traces trees for a caller that runs its own wait loop on the

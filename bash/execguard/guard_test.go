@@ -199,7 +199,9 @@ func TestAllowedRunsUnchanged(t *testing.T) {
 		{"signal-death", "kill -TERM $$", "", 0, syscall.SIGTERM},
 		{"trap", "trap 'echo got' USR1; kill -USR1 $$; echo done", "got\ndone\n", 0, 0},
 		{"children", "for i in 1 2 3; do /bin/echo $i; done | sort -r", "3\n2\n1\n", 0, 0},
-		{"stop-not-kept", "sh -c 'kill -STOP $$; echo resumed'", "resumed\n", 0, 0},
+		{"stop-and-continue", "sh -c 'kill -STOP $$; echo resumed' & p=$!; " +
+			"until grep -q '^State:.*stop' /proc/$p/status; do :; done; echo stopped; kill -CONT $p; wait $p",
+			"stopped\nresumed\n", 0, 0},
 		{"zap-allowed", "zap made && echo made", "made\n", 0, 0},
 	}
 	for _, tc := range tests {

@@ -18,9 +18,15 @@ import (
 // those its tracer makes on its own tracees. A process of a traced tree
 // can attach to none (it is traced already, and so are its children),
 // read or write no other's memory or registers with them.
+//
+// PTRACE_SEIZE is among them: a tracer seizes each tree's first process
+// (see Tracer.Adopt). It cannot seize a process of a traced tree, which
+// has a tracer; a tree of the local executor sits in a Landlock domain of
+// its own (HardenThread), out of any other tree's reach.
 var TracerRequests = []uint32{
 	unix.PTRACE_TRACEME, unix.PTRACE_CONT, unix.PTRACE_KILL, unix.PTRACE_DETACH,
 	unix.PTRACE_SETOPTIONS, unix.PTRACE_GETEVENTMSG, unix.PTRACE_GETSIGINFO,
+	unix.PTRACE_SEIZE, unix.PTRACE_LISTEN,
 }
 
 // Offsets in struct seccomp_data.

@@ -8,20 +8,28 @@ import (
 
 	"github.com/dshgo/dsh/bash"
 	"github.com/dshgo/dsh/bash/bashtest"
+	"github.com/dshgo/dsh/permission"
 	"github.com/dshgo/dsh/toolbash/toolbashtest"
 )
 
 var updateTranscript = flag.Bool("update", false, "rewrite toolbash/toolbashtest/testdata/transcript.txtar")
 
 // conformant makes executors for the conformance suite with the given
-// containment.
-func conformant(mode Containment) bashtest.NewFunc {
+// containment; with rules, every exec is checked against them.
+func conformant(mode Containment, rules ...string) bashtest.NewFunc {
 	return func(t *testing.T, c bashtest.Config) bash.Executor {
+		var er *permission.ExecRules
+		if len(rules) > 0 {
+			var err error
+			if er, err = permission.NewExecRules(rules, ""); err != nil {
+				t.Fatal(err)
+			}
+		}
 		e, err := New(testOptions(&Options{
 			Cwd: c.Cwd, Timeout: c.Timeout, MaxTimeout: c.MaxTimeout,
 			Grace: c.Grace, DrainDelay: c.DrainDelay, MaxOutputBytes: c.MaxOutputBytes,
 			MaxTasksPerOwner: c.MaxTasksPerOwner, MaxTasks: c.MaxTasks,
-			Env: c.Env, SpillDir: t.TempDir(), Containment: mode,
+			Env: c.Env, SpillDir: t.TempDir(), Containment: mode, ExecRules: er,
 		}))
 		if err != nil {
 			t.Fatal(err)
@@ -45,6 +53,24 @@ func TestConformance(t *testing.T) {
 			bashtest.Run(t, conformant(mode), opts...)
 		})
 	}
+}
+
+// TestConformanceExecRules runs the contract with deny rules enforced at
+// exec, which trace every process of every command: what the rules do
+// not refuse behaves as it does untraced.
+func TestConformanceExecRules(t *testing.T) {
+	t.Parallel()
+	mode := ContainProcessGroup
+	var opts []bashtest.Option
+	if cgroupsUsable() == nil {
+		mode = ContainCgroup
+	} else {
+		opts = append(opts, bashtest.SetsidEscapes())
+	}
+	bashtest.Run(t, conformant(mode, "zap", "git push --force"), opts...)
+	t.Run("transcript", func(t *testing.T) {
+		toolbashtest.Transcript(t, conformant(mode, "zap"), "../../toolbash/toolbashtest/testdata/transcript.txtar", false)
+	})
 }
 
 // TestTranscript checks the model-facing texts of the bash tools over the

@@ -9,6 +9,7 @@ import (
 	"github.com/dshgo/dsh/bash"
 	"github.com/dshgo/dsh/bash/bashtest"
 	"github.com/dshgo/dsh/bash/local"
+	"github.com/dshgo/dsh/permission"
 	"github.com/dshgo/dsh/toolbash/toolbashtest"
 )
 
@@ -23,13 +24,20 @@ func conformant(t *testing.T, c bashtest.Config) bash.Executor {
 
 // conformantIn makes conformant executors of one layer, whose jails start
 // agent ("": plainAgent).
-func conformantIn(layer Layer, agent string) func(*testing.T, bashtest.Config) bash.Executor {
+func conformantIn(layer Layer, agent string, deny ...string) func(*testing.T, bashtest.Config) bash.Executor {
 	return func(t *testing.T, c bashtest.Config) bash.Executor {
+		var rules *permission.ExecRules
+		if len(deny) > 0 {
+			var err error
+			if rules, err = permission.NewExecRules(deny, ""); err != nil {
+				t.Fatal(err)
+			}
+		}
 		e, err := newSandbox(t, &Options{Layer: layer, Agent: agent, Local: &local.Options{
 			Cwd: c.Cwd, Timeout: c.Timeout, MaxTimeout: c.MaxTimeout,
 			Grace: c.Grace, DrainDelay: c.DrainDelay, MaxOutputBytes: c.MaxOutputBytes,
 			MaxTasksPerOwner: c.MaxTasksPerOwner, MaxTasks: c.MaxTasks,
-			Env: c.Env, SpillDir: t.TempDir(),
+			Env: c.Env, SpillDir: t.TempDir(), ExecRules: rules,
 		}, TempDir: t.TempDir()})
 		if err != nil {
 			t.Fatal(err)
@@ -65,5 +73,21 @@ func TestLandlockConformance(t *testing.T) {
 	t.Run("transcript", func(t *testing.T) {
 		t.Parallel()
 		toolbashtest.Transcript(t, conformantIn(LayerLandlock, selfAgent(t)), "../../toolbash/toolbashtest/testdata/transcript.txtar", false)
+	})
+}
+
+// TestConformanceExecRules runs the contract in jails whose agents trace
+// every process to enforce deny rules at exec, and the transcript with
+// the race-built test binary as the agent (its tracing and reaping
+// checked for races).
+func TestConformanceExecRules(t *testing.T) {
+	t.Parallel()
+	t.Run("contract", func(t *testing.T) {
+		t.Parallel()
+		bashtest.Run(t, conformantIn(LayerAuto, "", "zap", "git push --force"))
+	})
+	t.Run("transcript", func(t *testing.T) {
+		t.Parallel()
+		toolbashtest.Transcript(t, conformantIn(LayerAuto, selfAgent(t), "zap"), "../../toolbash/toolbashtest/testdata/transcript.txtar", false)
 	})
 }
