@@ -177,6 +177,15 @@ func (s *Setup) Facts() *toolbash.SandboxFacts {
 // not sandboxed. Where the client cannot be asked (canAsk false), they
 // do not offer a call outside the sandbox.
 func (s *Setup) Instructions(canAsk bool) string {
+	text := s.whereText(canAsk)
+	if len(s.cfg.Permissions.DenyPatterns()) > 0 {
+		text = strings.TrimSpace(text + "\n\n" + toolbash.ExecDenyText)
+	}
+	return text
+}
+
+// whereText says where commands run and how they are held.
+func (s *Setup) whereText(canAsk bool) string {
 	switch re := s.exec.(type) {
 	case *remote.Executor:
 		h := re.Hello()

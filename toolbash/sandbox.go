@@ -143,3 +143,9 @@ func (f SandboxFacts) allows() string {
 	last := len(places) - 1
 	return "The sandbox already lets commands write to " + strings.Join(places[:last], ", ") + " and " + places[last] + ", and " + net + ": none of that needs this argument."
 }
+
+// ExecDenyText tells the model that deny rules hold where programs start,
+// added to its instructions when the user has deny rules.
+const ExecDenyText = "Deny rules are enforced where programs start, not only where the command is read: " +
+	"a program a deny rule names is refused however it is reached (a variable, a script, xargs, make, a subprocess), " +
+	"and the result says [refused by deny rule `…`: …]. Do not look for another way to run it: ask the user."
