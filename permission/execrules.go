@@ -134,8 +134,40 @@ func (e *ExecRules) views(p ExecProgram) [][]string {
 		for i := 1; i <= 2 && i < len(p.Argv); i++ {
 			if !strings.HasPrefix(p.Argv[i], "-") {
 				views = append(views, p.Argv[i:])
+				views = append(views, e.scriptViews(p.Argv[i:], p.Dir)...)
 			}
 		}
+	}
+	return views
+}
+
+// scriptViews name the script an interpreter is given by its resolved
+// path and, when it is a named program's file (a link or a copy of it),
+// by that program. The interpreter opens the script after the check: a
+// script replaced in between is not seen (a script is text any program
+// can write out anyway).
+func (e *ExecRules) scriptViews(argv []string, dir string) [][]string {
+	path := argv[0]
+	if !filepath.IsAbs(path) {
+		if dir == "" {
+			return nil
+		}
+		path = filepath.Join(dir, path)
+	}
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return nil
+	}
+	rest := argv[1:]
+	views := [][]string{append([]string{real}, rest...)}
+	var st syscall.Stat_t
+	if syscall.Stat(real, &st) != nil {
+		return views
+	}
+	f := ExecProgram{Dev: uint64(st.Dev), Ino: st.Ino, Size: st.Size,
+		Open: func() (io.ReadCloser, error) { return os.Open(real) }}
+	if name := e.sameFile(f); name != "" {
+		views = append(views, append([]string{name}, rest...))
 	}
 	return views
 }

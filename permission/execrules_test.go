@@ -23,6 +23,9 @@ func TestExecRulesRefuse(t *testing.T) {
 	if err := os.Link(zap, filepath.Join(dir, "hard")); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.Symlink(zap, filepath.Join(dir, "ls")); err != nil {
+		t.Fatal(err)
+	}
 	e, err := NewExecRules([]string{"zap", "git push --force", "rm -rf"}, bin)
 	if err != nil {
 		t.Fatal(err)
@@ -48,6 +51,10 @@ func TestExecRulesRefuse(t *testing.T) {
 		{"copy", prog(filepath.Join(dir, "copy"), "./copy"), "zap"},
 		{"same-size-other-bytes", prog(filepath.Join(dir, "other"), "./other"), ""},
 		{"script", prog("/bin/sh", "/bin/sh", zap, "x"), "zap"},
+		{"script-by-link", prog("/bin/sh", "/bin/sh", "ls"), "zap"},
+		{"script-by-path-link", prog("/bin/sh", "/bin/sh", filepath.Join(dir, "ls"), "-l"), "zap"},
+		{"script-copy", prog("/bin/sh", "sh", "./copy"), "zap"},
+		{"script-other", prog("/bin/sh", "sh", "./other"), ""},
 		{"script-with-option", prog("/usr/bin/python3.11", "python3", "-u", zap), "zap"},
 		{"env-shebang", prog("/usr/bin/env", "/usr/bin/env", "node", "/usr/bin/zap", "run"), "zap"},
 		{"git-plain", prog("/usr/bin/git", "git", "push", "--force"), "git push --force"},

@@ -275,7 +275,12 @@ func Start(fork func() (int, error), o Options) (*Tree, error) {
 // trace is the tracer's thread: it never returns it to the runtime, so
 // that it is never shared with other goroutines (and it ends with them).
 func (tr *Tree) trace(fork func() (int, error), o *Options, started chan<- error) {
-	runtime.LockOSThread()
+	if !lockChildlessThread() {
+		// This thread has children from before: this goroutine keeps it
+		// locked until it ends, and another takes the tree.
+		go tr.trace(fork, o, started)
+		return
+	}
 	defer close(tr.done)
 	if o.Prepare != nil {
 		if err := o.Prepare(); err != nil {
@@ -306,6 +311,20 @@ func (tr *Tree) trace(fork func() (int, error), o *Options, started chan<- error
 	}
 	started <- nil
 	t.drain()
+}
+
+// lockChildlessThread locks the calling goroutine to its thread and
+// reports whether the thread has no child. The tracer waits for any child
+// of its thread (__WNOTHREAD: its tracees and the first process it
+// forks), so a thread that forked a process for other Go code before it
+// was locked (os/exec forks on whatever thread the caller is on) would
+// reap that process from under its os.Process. A thread locked from now
+// on forks nothing else. Where the kernel does not list a thread's
+// children, it reports true.
+func lockChildlessThread() bool {
+	runtime.LockOSThread()
+	b, err := os.ReadFile("/proc/thread-self/children")
+	return err != nil || len(strings.TrimSpace(string(b))) == 0
 }
 
 // drain handles the events of this thread's tracees until none is left.
