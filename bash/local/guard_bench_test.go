@@ -137,3 +137,11 @@ func output(b *testing.B, name string, args ...string) string {
 	}
 	return string(out)
 }
+
+// BenchmarkCallChecked: one call of `true` with and without the exec
+// check, alternating: what tracing a command costs it whole (a tracer
+// thread, its seccomp filter and Landlock domain, the seize).
+func BenchmarkCallChecked(b *testing.B) {
+	u, c := guardPair(b, b.TempDir())
+	pairbench.Run(b, "unchecked", runner(u, "true"), "checked", runner(c, "true"))
+}

@@ -99,6 +99,38 @@ func TestExecRulesRefuse(t *testing.T) {
 	}
 }
 
+// TestExecRulesInput: what is typed into an interactive task is checked
+// where it runs (the rules check only the command that starts it), and
+// the task's prompt and its input probe work under the tracer.
+func TestExecRulesInput(t *testing.T) {
+	w := newGuardWorld(t)
+	e := w.exec(t, "zap")
+	done := make(chan bash.Task, 1)
+	defer e.OnTaskDone(func(t bash.Task) { done <- t })()
+	spec, err := e.Resolve(context.Background(), bash.ExecRequest{Command: "while read -r line; do eval \"$line\"; done"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.Input = true
+	task, err := e.Start(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := e.WriteInput(context.Background(), task.ID, bash.Input{Data: []byte("zap typed; echo next\n"), Wait: 10 * time.Second})
+	if err != nil || !r.Task.WaitingInput || !strings.Contains(r.Stdout.Text, "next") {
+		t.Fatalf("after the input: %+v, %v", r, err)
+	}
+	eof, err := e.WriteInput(context.Background(), task.ID, bash.Input{EOF: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r = waitDone(t, e, task.ID, done)
+	refused := append(eof.Refused, r.Refused...) // the read that saw the end has them
+	if got := w.made("typed"); len(got) > 0 || len(refused) != 1 || refused[0].Argv[1] != "typed" {
+		t.Errorf("typed zap: made %q, refused %+v", got, refused)
+	}
+}
+
 // waitDone reads a task until it has ended and returns that read.
 func waitDone(t *testing.T, e *Executor, id bash.TaskID, done <-chan bash.Task) bash.TaskRead {
 	t.Helper()
