@@ -75,14 +75,7 @@ var readOnlyPrograms = sync.OnceValue(func() map[string]*roSpec {
 			"--du -D --inodes --device -F -v -t -c -U -r --dirsfirst --filesfirst --sort= -i -A -S -n -C -X -J -H= " +
 			"-T= --nolinks --hintro= --houtro= --fromfile").withCheck(func(l *roLine) bool { return !l.has("-o") }).alone(), // not -R: with -H it writes 00Tree.html into each directory
 		"date": opts("-d= --date= -f= --file= -I? --iso-8601? -R --rfc-email --rfc-3339= -r= --reference= " +
-			"-u --utc --universal --debug").withCheck(func(l *roLine) bool {
-			for _, o := range l.operands {
-				if !strings.HasPrefix(o, "+") {
-					return false // date MMDDhhmm sets the clock
-				}
-			}
-			return true
-		}),
+			"-u --utc --universal --debug").withCheck(dateReads),
 		"hostname": opts("-a --alias -d --domain -f --fqdn --long -A --all-fqdns -i --ip-address " +
 			"-I --all-ip-addresses -s --short -y --yp --nis").withOps(0), // hostname NAME sets it
 		"env":     opts("-0 --null -u= --unset= -i --ignore-environment -").withCheck(onlyAssignments), // with a command, a wrapper
@@ -236,18 +229,23 @@ const (
 // goSubs are the go subcommands that only read. Not listed: build, test,
 // vet, run, install, get, generate, mod download/tidy/edit (they build or
 // run code, write files or fetch modules); list's -toolexec, -exec, -u,
-// -versions, -retracted; env's -w and -u.
+// -versions, -retracted; env's -w and -u; and what loads the whole module
+// graph or asks the module proxy, which downloads: go list -m with an
+// operand (all, path@latest, a module), go mod graph, go mod why. (go
+// list of packages loads only the modules the build needs, from the
+// module cache once they were built; GOPROXY=off would keep any of them
+// offline, which this table, reading only the command's words, does not
+// see: a rule can allow them.)
 func goSubs() map[string]*roSpec {
 	return map[string]*roSpec{
 		"version": goOpts("-m -v -json"),
 		"env":     goOpts("-json -changed"),
 		"doc":     goOpts("-all -c -cmd -short -src -u"),
 		"list": goOpts("-f= -json? -e -m -deps -test -find -tags= -reuse= -buildvcs? -trimpath -race -msan -asan " +
-			"-cover -covermode= -coverpkg= -p= -C= -linkshared -installsuffix= -buildmode= -modcacherw"), // not -export, -compiled (they build), -gcflags, -mod, -modfile
-
+			"-cover -covermode= -coverpkg= -p= -C= -linkshared -installsuffix= -buildmode= -modcacherw").
+			withCheck(func(l *roLine) bool { return !l.has("-m") || len(l.operands) == 0 }), // not -export, -compiled (they build), -gcflags, -mod, -modfile
 		"mod": subcommands(map[string]*roSpec{
-			"graph": goOpts("-go= -x"),
-			"why":   goOpts("-m -vendor"),
+			"edit": goOpts("-json -print").withOps(1).withCheck(func(l *roLine) bool { return l.has("-json", "-print") }),
 		}),
 		"help": plain(),
 	}
@@ -302,11 +300,37 @@ func gitOpts(list string) *roSpec {
 }
 
 // noSignatureFormat: no --format or --pretty verifies signatures (%G?,
-// %GS, …, which run gpg or the repository's gpg.program).
+// %GS, …, also with a modifier, %+G?, %-G?, % G?; for-each-ref's
+// %(signature…)), which runs gpg or the repository's gpg.program; nor
+// is one only known when it runs.
 func noSignatureFormat(l *roLine) bool {
 	for _, o := range []string{"--format", "--pretty"} {
 		for _, v := range l.opts[o] {
-			if strings.Contains(v, "%G") {
+			if signaturePlaceholder.MatchString(v) || isDynamic(v) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// signaturePlaceholder matches a format's placeholders that verify a
+// signature.
+var signaturePlaceholder = regexp.MustCompile(`%[-+ ]?G|%\(signature`)
+
+// dateReads: date with only +FORMAT operands (date MMDDhhmm sets the
+// clock), and no word with braces: bash may expand one the parser reads
+// as a single word into several (date -d {"x","-s","2020"} is date -d x
+// -s 2020, which sets it).
+func dateReads(l *roLine) bool {
+	for _, o := range l.operands {
+		if !strings.HasPrefix(o, "+") || strings.Contains(o, "{") {
+			return false
+		}
+	}
+	for _, vs := range l.opts {
+		for _, v := range vs {
+			if strings.Contains(v, "{") {
 				return false
 			}
 		}

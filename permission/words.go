@@ -100,8 +100,20 @@ func dquoteLit(s string) string {
 	return b.String()
 }
 
-// argv resolves a call's words: the static ones up to the first dynamic
-// one (known counts them); the rest are placeholders.
+// The placeholders of words only known when they run: one that may
+// become any number of words (unquoted $x, a glob), and one that is
+// exactly one word ("$x").
+const (
+	dynamicWord = "\x00dynamic"
+	fieldWord   = "\x00field"
+)
+
+// isDynamic reports whether an argument is a placeholder.
+func isDynamic(a string) bool { return a == dynamicWord || a == fieldWord }
+
+// argv resolves a call's words: the static ones, and placeholders for
+// the others (see dynamicWord); known counts the static ones before the
+// first placeholder.
 func argv(words []*syntax.Word, home string) (args []string, known int) {
 	args = make([]string, len(words))
 	known = len(words)
@@ -111,11 +123,64 @@ func argv(words []*syntax.Word, home string) (args []string, known int) {
 			if known == len(words) {
 				known = i
 			}
-			s = "\x00dynamic"
+			s = dynamicWord
+			if singleField(w) {
+				s = fieldWord
+			}
 		}
 		args[i] = s
 	}
 	return args, known
+}
+
+// knownOf counts the words before args' first placeholder.
+func knownOf(args []string) int {
+	for i, a := range args {
+		if isDynamic(a) {
+			return i
+		}
+	}
+	return len(args)
+}
+
+// singleField reports whether w is exactly one word once expanded: no
+// part of it is split into words, globbed or brace-expanded ("$x",
+// "a$(b)", not $x, "$@", *.go).
+func singleField(w *syntax.Word) bool {
+	for i, p := range w.Parts {
+		switch p := p.(type) {
+		case *syntax.Lit:
+			if _, ok := unquotedLit(p.Value, i == 0, ""); !ok {
+				return false
+			}
+		case *syntax.SglQuoted:
+		case *syntax.DblQuoted:
+			if !quotedSingle(p) {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// quotedSingle reports whether a double-quoted part stays one word: it
+// has no "$@", "${a[@]}" or "${!prefix@}".
+func quotedSingle(q *syntax.DblQuoted) bool {
+	for _, p := range q.Parts {
+		pe, ok := p.(*syntax.ParamExp)
+		if !ok {
+			continue
+		}
+		if pe.Names != 0 || pe.Param != nil && pe.Param.Value == "@" {
+			return false
+		}
+		if w, ok := pe.Index.(*syntax.Word); ok && w.Lit() == "@" {
+			return false
+		}
+	}
+	return true
 }
 
 // braceExpands reports whether the text after a { makes a brace expansion:

@@ -98,7 +98,7 @@ func (c *checker) wrapped(w wrapper, name string, args []string, known, depth in
 	if name == "xargs" {
 		// It adds words read from its input, which may be options:
 		// echo -o/tmp/x | xargs sort.
-		inner = append(slices.Clone(inner), "\x00dynamic")
+		inner = append(slices.Clone(inner), dynamicWord)
 	}
 	c.call(inner, max(known-i, 0), depth+1)
 	return true
@@ -137,9 +137,8 @@ func (c *checker) wrapperOptions(w wrapper, name string, args []string, known in
 // wrapperAssign asks about a wrapper's NAME=VALUE argument (env PATH=…)
 // that sets a variable that changes what runs.
 func (c *checker) wrapperAssign(a string, args []string, known int) {
-	if v, _, _ := strings.Cut(a, "="); dangerousVar(v) {
-		c.unknowable(commandText(args, known), fmt.Sprintf("it sets %s, which changes what commands run", v))
-	}
+	name, v, _ := strings.Cut(a, "=")
+	c.envAssign(name, v, true, 0)
 }
 
 // wrapperOption reads the wrapper's option at args[i], checks the file it
