@@ -490,3 +490,95 @@ func execCase(t *testing.T, f txtar.File) (deny []string, run string) {
 	}
 	return deny, run
 }
+
+// notReadOnly34 are commands of the programs and spellings issue 34 made
+// read-only (§3) that write a file, run a program, change a repository
+// or the system, or reach the network: each is still asked about.
+var notReadOnly34 = []string{
+	// git: subcommands beside the read ones, and their writing options.
+	"git reflog expire --all", "git reflog delete HEAD@{1}", "git reflog drop", "git reflog -5 expire",
+	"git remote add x https://h/x", "git remote rm x", "git remote prune origin", "git remote show origin",
+	"git config user.name Foo", "git config --add a.b c", "git config set user.name x", "git config unset user.name",
+	"git config edit", "git config -e", "git config --unset a.b", "git config --rename-section a b", "git config src/*",
+	`git config "$K"`, "git branch --sort x newbranch", "git branch --format x -D y", "git tag --sort x v2",
+	"git branch --points-at HEAD -d old", "git submodule add https://h/x", "git submodule update --init",
+	"git submodule foreach ./x", "git submodule sync", "git submodule --quiet add x", "git cherry -v a b c d",
+	"git cherry-pick abc", "git notes add -m x", "git notes remove HEAD", "git notes prune", "git notes edit",
+	"git range-diff --output=/tmp/x a...b", "/usr/bin/git push", "/tmp/git status", "./git status",
+	"/usr/bin/git -c core.pager=./x log", "git grep -e x -O./x", "git grep -e $V", "git show-branch --frob",
+	// rg, sed, sort, file with globs and dynamic words.
+	"rg foo *", `rg "$V" .`, "rg -e $V .", "rg --pre=./x foo src/*.go", "sed -n 1p *", "sed -i s/a/b/ src/*.go",
+	"sed $'e ./x' f", `sed -n "$S" f`, "sort -o out src/*.txt", "sort *", "file *",
+	"file -C -m src/*", "wc -l $(./x)",
+	// tree clusters.
+	"tree -aoL out 2", "tree -aL", "tree -Ro f", "tree -RH . -L 1", "tree -Xo f",
+	// Go.
+	"gofmt -w .", "gofmt -l -w .", "gofmt -cpuprofile=/tmp/x -l .", "go mod edit -require=x@v1", "go mod edit -fmt",
+	"go mod edit -json go.mod other.mod",
+	// find -exec with a command that does not only read.
+	`find . -exec rm {} \;`, "find . -exec sed -i s/a/b/ {} +", `find . -exec grep -l x {} \; -delete`,
+	`find . -execdir sh -c ./x \;`, "find . -exec grep x", `find . -exec {} \;`, `find . -exec ./grep x {} \;`,
+	"find * -name x", `find . -exec grep -l x {} \; -exec ./x {} \;`, `find . -ok cat {} \;`,
+	// Builtins that change or run.
+	"mapfile -C ./x -c 1 a < f", "readarray -C ./x a < f", "read -r PATH < f", "read -a 'a[$(./x)]' < f",
+	"umask 000", "ulimit -n 1024", "ulimit -Sn 1", "alias ls=./x", "alias ll='ls -l'", "pushd /tmp && echo x > f",
+	// Programs peers list as read-only, with what writes, runs or connects.
+	"ss -K dst 1.2.3.4", "ss -D /tmp/x", "ss -N ns -t", "ip addr add 10.0.0.1/24 dev eth0", "ip link set eth0 down",
+	"ip -batch cmds", "ip netns exec x ./x", "ip route flush all", "ip -n x addr", "ip", "crontab file",
+	"crontab -r", "crontab -e", "crontab", "systemctl stop nginx", "systemctl restart nginx", "systemctl -H h status x",
+	"systemctl enable x", "systemctl daemon-reload", "systemctl", "journalctl --vacuum-size=1M", "journalctl --rotate",
+	"journalctl --flush", "journalctl --setup-keys", "tar -xf a.tar", "tar -cf a.tar .", "tar xvf a.tar",
+	"tar -tf a.tar --to-command=./x", "tar -tf a.tar -I ./x", "tar tfI a.tar ./x", "tar -tf h:a.tar",
+	"tar -tf a.tar --checkpoint-action=exec=./x", "tar --delete -f a.tar x", "tar -tvf a.tar -F ./x", "tar tf",
+	"tar -tf a.tar --overwrite", "unzip a.zip", "unzip -o a.zip -d /tmp", "unzip -l a.zip -d /tmp", "nm --plugin x a.o",
+	"nm --plug=x a.o", `nm "$F"`, "docker run x", "docker -H ssh://h ps", "docker --config ./c ps",
+	"docker exec web sh", "docker logs web web2", "docker rm x", "docker ps; docker stop x", "docker", "kubectl delete pod x",
+	"kubectl exec web -- sh", "kubectl get pods --kubeconfig=./k", "kubectl get pods -s https://h", "kubectl --token x get pods",
+	"kubectl apply -f x.yaml", "kubectl config set-context x", "kubectl config use-context x", "kubectl cp a b",
+	"kubectl port-forward web 80", "kubectl logs web --as admin", "kubectl", "kubectl plugin-x", "gh pr create",
+	"gh pr view 1 --web", "gh pr view -w 1", "gh api repos/x", "gh pr merge 1", "gh auth status -t", "gh browse",
+	"gh issue close 3", "gh pr checkout 1", "gh run rerun 1", "gh release download x", "gh repo clone x", "gh",
+	"top", "top -n 1",
+	// zsh strings that are not plain words.
+	"zsh -lc 'ls *(e:./x:)'", "zsh -c '=x'", "zsh -c 'rm x'", `zsh -c "$X"`, "zsh script.zsh", "zsh -c 'ls $(./x)'",
+	"zsh -c 'ls >/tmp/x'", "zsh -c 'echo ~root'",
+}
+
+// TestNotReadOnly34: every command of notReadOnly34 is asked about.
+func TestNotReadOnly34(t *testing.T) {
+	p := readOnlyPolicy()
+	for _, cmd := range notReadOnly34 {
+		if v := p.Check(cmd, "/w", "/w"); v.Decision != Ask {
+			t.Errorf("Check(%q) = %v (%s), want ask", cmd, v.Decision, v.Reason)
+		}
+	}
+}
+
+// TestReadOnlyTablesAlone: the tables themselves (which the exec-time
+// check may read without the walk that also checks find's -exec command
+// and runner options) refuse what the walk would catch.
+func TestReadOnlyTablesAlone(t *testing.T) {
+	for _, tt := range []struct {
+		argv []string
+		want bool
+	}{
+		{[]string{"find", ".", "-exec", "./x", "{}", ";"}, false},
+		{[]string{"find", ".", "-exec", "rm", "{}", "+"}, false},
+		{[]string{"find", ".", "-exec", "grep", "-l", "x", "{}", "+"}, true},
+		{[]string{"rg", "-e", dynamicWord, "."}, false}, // $V: may be several words, an option among them
+		{[]string{"rg", "-e", fieldWord, "."}, true},    // "$V": one word, the pattern
+		{[]string{"rg", "--regexp", dynamicWord, "."}, false},
+		{[]string{"rg", fieldWord, "."}, false},
+		{[]string{"rg", "x", globPrefix + "src/"}, true},
+		{[]string{"rg", "x", globPrefix}, false},
+		{[]string{"sed", "-n", "1p", "--", globPrefix}, true},
+		{[]string{"git", "grep", "-e", fieldWord}, true},
+		{[]string{"git", "config", fieldWord}, false},
+		{[]string{"/usr/bin/git", "status"}, true},
+		{[]string{"/opt/x/git", "status"}, false},
+	} {
+		if got := readOnly(tt.argv, knownOf(tt.argv)); got != tt.want {
+			t.Errorf("readOnly(%q) = %v, want %v", tt.argv, got, tt.want)
+		}
+	}
+}

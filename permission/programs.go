@@ -140,7 +140,7 @@ func gitGlobal(args []string, i int) (o GitOption, used int, ok bool) {
 		return GitOption{Name: name, Static: true}, 1, !hasValue
 	case hasValue && arity != 2:
 		return GitOption{Name: name, Value: v, HasValue: true, Static: true}, 1, true
-	case arity == 3 || i+1 >= len(args) || isDynamic(args[i]) || args[i+1] == dynamicWord:
+	case arity == 3 || i+1 >= len(args) || isDynamic(args[i]) || splits(args[i+1]):
 		return o, 0, false // a value that may be split into words hides the subcommand
 	}
 	v = args[i+1]

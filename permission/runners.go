@@ -138,7 +138,7 @@ func (s *runnerSpec) hits(argv []string, start, known int) (hits []runnerHit, dy
 	for i := start; i < len(argv); i++ {
 		a := argv[i]
 		switch {
-		case isDynamic(a):
+		case mayBeOption(a):
 			return hits, i
 		case a == "--":
 			return hits, -1
@@ -150,7 +150,7 @@ func (s *runnerSpec) hits(argv []string, start, known int) (hits []runnerHit, dy
 		default:
 			i = s.short(argv, i, known, &hits)
 		}
-		if i < len(argv) && argv[i] == dynamicWord {
+		if i < len(argv) && splits(argv[i]) && mayBeOption(argv[i]) {
 			return hits, i // a value that may be split into words, options among them
 		}
 	}
@@ -251,16 +251,17 @@ func gitRunners(argv []string) (hits []runnerHit, sub, dyn int, done bool) {
 }
 
 // gitConfigSets finds what git config (its arguments from argv[i]) sets
-// that may run a program: a key not known harmless, with its value;
-// --edit opens an editor. A read (--get, --list, a name alone) runs
-// nothing.
+// that may run a program: a key not known harmless, with its value (git
+// config KEY VALUE, git config set KEY VALUE); --edit and edit open an
+// editor, rename-section may make a section alias.* or core.*. A read
+// (--get, --list, get, list, a name alone) runs nothing.
 func gitConfigSets(argv []string, i int) []runnerHit {
 	var ops []int
 	for j := i; j < len(argv); j++ {
 		switch a := argv[j]; {
 		case isDynamic(a):
 			return []runnerHit{{at: j, end: j + 1, name: "an argument only known when it runs"}}
-		case a == "-e" || a == "--edit":
+		case a == "-e" || a == "--edit" || a == "--rename-section":
 			return []runnerHit{{at: j, end: j + 1, name: a, static: true}}
 		case strings.HasPrefix(a, "--get") || a == "-l" || a == "--list" || a == "--unset" || a == "--unset-all":
 			return nil
@@ -268,6 +269,16 @@ func gitConfigSets(argv []string, i int) []runnerHit {
 			j++ // its value
 		case !strings.HasPrefix(a, "-"):
 			ops = append(ops, j)
+		}
+	}
+	if len(ops) > 0 {
+		switch argv[ops[0]] {
+		case "get", "list", "unset", "remove-section":
+			return nil
+		case "edit", "rename-section":
+			return []runnerHit{{at: ops[0], end: ops[0] + 1, name: "config " + argv[ops[0]], static: true}}
+		case "set":
+			ops = ops[1:]
 		}
 	}
 	if len(ops) < 2 || harmlessGitConfig(argv[ops[0]]) {

@@ -219,9 +219,35 @@ func (c *checker) shellString(shell, s string, args []string, known, depth int) 
 		c.script(s, depth+1)
 	case "sh", "dash", "ash":
 		c.scriptIn(s, depth+1, syntax.LangPOSIX, syntax.LangBash)
+	case "zsh":
+		if !plainScript(s) {
+			c.unknowable(commandText(args, known), "it runs a string in zsh, which this checker reads only when it is plain words")
+			return
+		}
+		c.script(s, depth+1)
 	default:
 		c.unknowable(commandText(args, known), fmt.Sprintf("it runs a string in %s, which this checker does not read", shell))
 	}
+}
+
+// plainScript reports whether s is words of plain characters (letters,
+// digits, space, and -_./,:@%+=), separated by at most | ; and &&:
+// zsh reads it as bash does (no glob qualifier, =cmd, $ or quote in it).
+func plainScript(s string) bool {
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
+		case strings.ContainsRune(" -_./,:@%+|;&", r):
+		default:
+			return false
+		}
+	}
+	for _, w := range strings.Fields(s) {
+		if strings.HasPrefix(w, "=") {
+			return false // =cmd is the path of cmd
+		}
+	}
+	return true
 }
 
 // strings checks words that bash joins and runs (eval).
