@@ -582,3 +582,33 @@ func TestReadOnlyTablesAlone(t *testing.T) {
 		}
 	}
 }
+
+// TestDenyRule: the exec-time check's reading of a real argv.
+func TestDenyRule(t *testing.T) {
+	p := denyListPolicy(t, "zap", "git push --force", "rm -rf")
+	for _, tt := range []struct {
+		argv string
+		want string // the rule's pattern, or ""
+	}{
+		{"zap", "zap"},
+		{"/tmp/bin/zap -x", "zap"},
+		{"git -c a.b=c push --force r.git HEAD:main", "git push --force"},
+		{"/usr/bin/git --git-dir=.git push -q --force r", "git push --force"},
+		{"git --work-tree . push -f", "git push --force"},
+		{"git -C . --no-replace-objects push origin +main", "git push --force"},
+		{"git --frob push --force", "git push --force"},
+		{"git push origin main", ""},
+		{"git -c a.b=c status", ""},
+		{"rm -r -f x", "rm -rf"},
+		{"rm x", ""},
+	} {
+		r := p.DenyRule(strings.Fields(tt.argv))
+		got := ""
+		if r != nil {
+			got = r.Pattern
+		}
+		if got != tt.want {
+			t.Errorf("DenyRule(%q) = %q, want %q", tt.argv, got, tt.want)
+		}
+	}
+}

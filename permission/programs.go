@@ -216,3 +216,34 @@ var withSubcommands = map[string]bool{
 // alone would allow any program.
 var interpreters = map[string]bool{"python": true, "python3": true, "node": true, "ruby": true, "perl": true,
 	"bash": true, "sh": true, "zsh": true, "deno": true, "bun": true, "php": true, "Rscript": true}
+
+// DenyRule is the first deny rule that argv, a program's whole argument
+// vector as it is executed (every word known), matches in any form the
+// rules read it in (for git, without its options before the subcommand:
+// see CanonicalGit), or nil. A rule that cannot tell (git --an-option
+// git does not know push: which word is the subcommand?) counts as
+// matching. For the exec-time check, which has no shell words to read.
+func (p *Policy) DenyRule(argv []string) *Rule {
+	if len(argv) == 0 {
+		return nil
+	}
+	forms := [][]string{argv}
+	known := []int{len(argv)}
+	if path.Base(argv[0]) == "git" {
+		part, _ := gitWithConfig(argv)
+		canon, cknown, _, _ := CanonicalGit(argv, len(argv))
+		forms, known = append(forms, part, canon), append(known, len(part), cknown)
+	}
+	for i := range p.Rules {
+		r := &p.Rules[i]
+		if r.Decision != Deny {
+			continue
+		}
+		for j, f := range forms {
+			if ok, maybe := r.match(f, known[j]); ok || maybe {
+				return r
+			}
+		}
+	}
+	return nil
+}
