@@ -20,4 +20,16 @@
 // assignment to a variable that changes what runs, like PATH or
 // LD_PRELOAD; a command name in non-ASCII letters; a command that does not
 // parse) is ask, never allow.
+//
+// Deny and ask rules read a command in every form it can be written in:
+// git's options before its subcommand hide it from none (git -c a=b push
+// --force is git push --force; see CanonicalGit and DenyRule, which the
+// exec-time check reads a real argv with). An allow rule does not cover
+// the options of its program that run another program (git fetch
+// --upload-pack, rg --pre, git -c core.pager=…) unless it names them, nor
+// does an Unmatched of Allow; a value that is a command line is checked
+// as one. Only variables known harmless may go into the environment of
+// the programs a command runs (X=1 cmd, export, env, set -a); a write
+// into a .git directory is asked about, as a write outside the workspace
+// is.
 package permission

@@ -2,6 +2,7 @@ package permission
 
 import (
 	"regexp"
+	"strings"
 	"sync"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -46,7 +47,9 @@ func (c *checker) keywordAssigns(words []*syntax.Word) []*syntax.Word {
 	out := words[:1:1]
 	for _, w := range words[1:] {
 		if name, ok := assignWord(w); ok {
-			c.setsVar(name)
+			s, static := staticWord(w, c.p.Home)
+			_, v, _ := strings.Cut(s, "=")
+			c.envAssign(name, v, static, 0)
 			continue
 		}
 		out = append(out, w)

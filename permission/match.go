@@ -8,11 +8,29 @@ import (
 )
 
 // matchCommand decides by the rules on a simple command that runs no
-// other, once its arguments are in the form rules are written in (see
-// canonical).
-func (c *checker) matchCommand(base string, args []string, known int, text string) {
-	args, known = c.canonical(base, args, known)
-	c.rules(args, known, text, true)
+// other, in each of the forms rules read it in (see forms), and asks
+// about the options it has that run a program no allow rule names (see
+// runners.go).
+func (c *checker) matchCommand(base string, args []string, known int, text string, depth int) {
+	forms := c.forms(base, args, known)
+	c.runnerValues(args, known, depth)
+	best, maybe, f := c.p.ruleForForms(forms)
+	if maybe != nil && maybe.Decision > strength(best) {
+		c.unknowable(text, fmt.Sprintf("it may match rule %s: an argument is only known when it runs", maybe))
+		return
+	}
+	hint := suggestForm(forms)
+	if best == nil {
+		f = hint
+	}
+	if strength(best) < Ask && (best != nil || c.p.Unmatched != Deny) && c.uncoveredRunners(best, f, text) {
+		return
+	}
+	if best != nil {
+		c.matched(best, hint.args, hint.known, text)
+	} else {
+		c.noneMatched(hint.args, hint.known, text)
+	}
 }
 
 // rules decides on one simple command by the rules; unmatched says
@@ -36,28 +54,83 @@ func (c *checker) rules(args []string, known int, text string, unmatched bool) {
 // rules, other than allow, that cannot tell (they need a word only known
 // when it runs).
 func (p *Policy) ruleFor(argv []string, known int) (best, maybe *Rule) {
+	best, maybe, _ = p.ruleForForms([]form{{argv, known, true, true}})
+	return best, maybe
+}
+
+// ruleForForms is ruleFor over the forms of one command: deny and ask
+// rules read each form, allow rules and the built-in tables those that
+// allowOK marks, and what the user granted (which answers an ask, never
+// a deny) the same. f is the form best matched in.
+func (p *Policy) ruleForForms(forms []form) (best, maybe *Rule, f form) {
+	f = forms[0]
+	for _, fm := range forms {
+		b, m := p.rulesOn(fm)
+		if strength(b) > strength(best) {
+			best, f = b, fm
+		}
+		if m != nil && (maybe == nil || m.Decision > maybe.Decision) {
+			maybe = m
+		}
+	}
+	if strength(best) >= Deny {
+		return best, maybe, f
+	}
+	for _, fm := range forms {
+		if g := p.granted(fm); g != nil {
+			return g, maybe, fm
+		}
+	}
+	return best, maybe, f
+}
+
+// rulesOn is ruleFor on one form, what the user granted aside.
+func (p *Policy) rulesOn(f form) (best, maybe *Rule) {
 	for i := range p.Rules {
 		r := &p.Rules[i]
-		ok, unsure := r.match(argv, known)
+		if r.Decision == Allow && !f.allowOK {
+			continue
+		}
+		ok, unsure := r.match(f.args, f.known)
 		switch {
 		case ok && r.Decision > strength(best):
 			best = r
+		case ok && r.Decision == Allow && best.Decision == Allow && coverage(r) > coverage(best):
+			best = r // the one that names more of the command (its options that run programs)
 		case unsure && r.Decision != Allow && (maybe == nil || r.Decision > maybe.Decision):
 			maybe = r
 		}
 	}
-	if best == nil && p.ReadOnly && readOnly(argv, known) {
+	if best == nil && f.allowOK && p.ReadOnly && readOnly(f.args, f.known) {
 		best = &readOnlyRule
 	}
-	if strength(best) < Deny {
-		// What the user granted answers an ask, by a rule or none.
-		for i := range p.Granted {
-			if ok, _ := p.Granted[i].match(argv, known); ok {
-				return &p.Granted[i], maybe
-			}
+	return best, maybe
+}
+
+// granted is the first rule the user granted that matches f.
+func (p *Policy) granted(f form) *Rule {
+	if !f.allowOK {
+		return nil
+	}
+	for i := range p.Granted {
+		if ok, _ := p.Granted[i].match(f.args, f.known); ok {
+			return &p.Granted[i]
 		}
 	}
-	return best, maybe
+	return nil
+}
+
+// suggestForm is the form whose prefix an ask offers: the last marked
+// hint that an allow rule may match (git log for git --no-pager log; git
+// -c a=b log for git -P -c a=b log), else the command as written.
+func suggestForm(forms []form) form {
+	f := forms[0]
+	for _, fm := range forms[1:] {
+		if fm.hint && fm.allowOK {
+			f = fm
+		}
+	}
+	return f
 }
 
 // strength is the decision of r, weaker than any when there is none.
@@ -82,6 +155,9 @@ func (c *checker) matched(r *Rule, args []string, known int, text string) {
 // ask offers the prefix that would allow the command or, when there is
 // none to offer, is one no prefix rule could answer.
 func (c *checker) noneMatched(args []string, known int, text string) {
+	if c.passedOn > 0 {
+		return // what an option runs answers to the rule that names the option
+	}
 	d := c.p.Unmatched
 	reason := fmt.Sprintf("no rule allows %s", quoteCmd(text))
 	if d == Allow {

@@ -68,6 +68,9 @@ type checker struct {
 	changesDir         bool            // the script runs cd, pushd or popd
 	ints               map[string]bool // variables declared -i: their values are arithmetic
 	keyword            bool            // keyword mode (set -k) may be on: NAME=VALUE words are assignments
+	passedOn           int             // checking what an option runs: Policy.Unmatched does not apply
+	allexport          bool            // allexport (set -a) may be on: every assignment is to the environment
+	assigned           map[string]bool // the variables the script may set (see assignedVars)
 }
 
 // raise keeps v if it is stronger than what was found so far.

@@ -16,11 +16,15 @@ func readOnly(argv []string, known int) bool {
 		return false
 	}
 	spec := readOnlyPrograms()[path.Base(argv[0])]
-	if spec == nil || strings.Contains(argv[0], "/") {
+	if spec == nil || strings.Contains(argv[0], "/") && !systemDirs[path.Dir(argv[0])] {
 		return false // a file of that name is not the program PATH finds
 	}
 	return spec.allows(argv[1:], known-1)
 }
+
+// systemDirs hold the system's programs (/usr/bin/git): a program named
+// with one of them is the one installed, not a file of the workspace.
+var systemDirs = map[string]bool{"/bin": true, "/usr/bin": true, "/usr/local/bin": true, "/sbin": true, "/usr/sbin": true}
 
 // roSpec is what the tables know of a program's (or a subcommand's)
 // command lines that only read.
@@ -44,11 +48,24 @@ type roSpec struct {
 	// subs are the subcommands, when the first operand must be one; the
 	// rest of the line is then the subcommand's.
 	subs map[string]*roSpec
+	// bare, with subs, is the spec of a line whose first word is none of
+	// them (git reflog -5 is git reflog show -5; git remote lists).
+	bare *roSpec
+	// notOpts, with anyOpt, are the options that do not only read (nm
+	// --plugin): long ones by any abbreviation.
+	notOpts []string
+	// nextWordValues reads a cluster of short options as tree and tar's
+	// old style do: each option of it that takes a value takes the next
+	// word (tree -aL 2, tar tfI a.tar PROG).
+	nextWordValues bool
 	// check, when set, decides on what was parsed, beyond the options.
 	check func(p *roLine) bool
 	// raw, when set, decides on the whole line instead (find, whose
 	// words are an expression, not options).
 	raw func(args []string) bool
+	// globsOK lets raw read globs none of whose matches is an option
+	// (find . -name readme*): more words, or fewer, of the same kind.
+	globsOK bool
 }
 
 // optArity says whether an option takes a value.
@@ -80,34 +97,83 @@ func (l *roLine) has(names ...string) bool {
 // allows reports whether args (known of them static) only read.
 func (s *roSpec) allows(args []string, known int) bool {
 	if s.subs != nil {
-		if known == 0 || len(args) == 0 {
-			return false
+		if sub := s.subs[first(args)]; sub != nil && known > 0 {
+			return sub.allows(args[1:], known-1)
 		}
-		sub := s.subs[args[0]]
-		return sub != nil && sub.allows(args[1:], known-1)
+		return s.bare != nil && (len(args) == 0 || known > 0) && s.bare.allows(args, known)
 	}
 	if s.raw != nil {
-		return known == len(args) && s.raw(args)
+		return (known == len(args) || s.globsOK && noOptionPlaceholder(args)) && s.raw(args)
 	}
-	if known < len(args) && !(s.anyOpt && s.maxOps < 0) {
-		return false // a word only known when it runs may be an option, or one operand too many
+	if s.anyOpt && s.maxOps < 0 {
+		return !s.refuses(args) // any option reads, and any number of operands
 	}
-	line, ok := s.parse(args[:known])
+	line, ok := s.parse(args)
 	if !ok || s.maxOps >= 0 && len(line.operands) > s.maxOps {
 		return false
 	}
 	return s.check == nil || s.check(line)
 }
 
+// refuses reports whether args has one of notOpts, or a word only known
+// when it runs that may be one.
+func (s *roSpec) refuses(args []string) bool {
+	for _, a := range args {
+		if a == "--" {
+			return false
+		}
+		name, _, _ := strings.Cut(a, "=")
+		for _, o := range s.notOpts {
+			if mayBeOption(a) || len(name) > 2 && strings.HasPrefix(o, name) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// noOptionPlaceholder reports whether every word of args only known when
+// it runs is a glob none of whose matches is an option.
+func noOptionPlaceholder(args []string) bool {
+	for _, a := range args {
+		if mayBeOption(a) {
+			return false
+		}
+	}
+	return true
+}
+
+// first is args' first word, or "".
+func first(args []string) string {
+	if len(args) == 0 {
+		return ""
+	}
+	return args[0]
+}
+
 // parse reads args as getopt_long does (options anywhere before --,
 // clustered short options, long ones by unambiguous prefix); ok is false
-// at an option the table does not list.
+// at an option the table does not list. A word only known when it runs
+// may be an option, or several operands: it is read only where it is
+// the value of an option that takes the next word ("$x", not $x), or an
+// operand that is a glob no match of which is an option (src/*.go),
+// where the line takes any number of operands.
 func (s *roSpec) parse(args []string) (*roLine, bool) {
 	l := &roLine{opts: map[string][]string{}}
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		switch {
+		case isDynamic(a):
+			if mayBeOption(a) || s.maxOps >= 0 {
+				return nil, false
+			}
+			l.operands = append(l.operands, a)
 		case a == "--":
+			for _, o := range args[i+1:] {
+				if splits(o) && s.maxOps >= 0 {
+					return nil, false
+				}
+			}
 			l.operands = append(l.operands, args[i+1:]...)
 			return l, true
 		case a == "-" || !strings.HasPrefix(a, "-"):
@@ -170,7 +236,7 @@ func (l *roLine) record(name string, arity optArity, args []string, i int, v str
 	case arity == noValue && hasValue:
 		return 0, false
 	case !hasValue && (arity == value || arity == valueUnlessLast && i+1 < len(args)):
-		if i+1 >= len(args) {
+		if i+1 >= len(args) || splits(args[i+1]) {
 			return 0, false
 		}
 		l.opts[name] = append(l.opts[name], args[i+1])
@@ -199,6 +265,9 @@ func (s *roSpec) short(l *roLine, args []string, i int) (used int, ok bool) {
 	if s.noClusters && len(a) > 2 {
 		return 0, false
 	}
+	if s.nextWordValues {
+		return s.nextWordCluster(l, args, i)
+	}
 	for j := 1; j < len(a); j++ {
 		name := "-" + a[j:j+1]
 		arity, ok := s.opts[name]
@@ -214,7 +283,7 @@ func (s *roSpec) short(l *roLine, args []string, i int) (used int, ok bool) {
 			l.opts[name] = append(l.opts[name], rest)
 		case arity == optionalValue:
 			l.opts[name] = append(l.opts[name], "")
-		case i+1 < len(args):
+		case i+1 < len(args) && !splits(args[i+1]):
 			l.opts[name] = append(l.opts[name], args[i+1])
 			return 2, true
 		default:
@@ -223,6 +292,28 @@ func (s *roSpec) short(l *roLine, args []string, i int) (used int, ok bool) {
 		return 1, true
 	}
 	return 1, true
+}
+
+// nextWordCluster reads the cluster at args[i] whose options that take a
+// value each take the next word in turn (see nextWordValues).
+func (s *roSpec) nextWordCluster(l *roLine, args []string, i int) (used int, ok bool) {
+	a, used := args[i], 1
+	for j := 1; j < len(a); j++ {
+		name := "-" + a[j:j+1]
+		arity, ok := s.opts[name]
+		switch {
+		case !ok:
+			return 0, false
+		case arity == noValue || arity == optionalValue:
+			l.opts[name] = append(l.opts[name], "")
+		case i+used >= len(args) || splits(args[i+used]):
+			return 0, false
+		default:
+			l.opts[name] = append(l.opts[name], args[i+used])
+			used++
+		}
+	}
+	return used, true
 }
 
 // allDigits reports whether s is a non-empty string of digits.
@@ -269,11 +360,38 @@ func plain() *roSpec { return &roSpec{anyOpt: true, maxOps: -1} }
 // withOps limits s to n operands.
 func (s *roSpec) withOps(n int) *roSpec { s.maxOps = n; return s }
 
-// withCheck adds a check to s.
-func (s *roSpec) withCheck(f func(*roLine) bool) *roSpec { s.check = f; return s }
+// withCheck adds a check to s (both must hold).
+func (s *roSpec) withCheck(f func(*roLine) bool) *roSpec {
+	if prev := s.check; prev != nil {
+		s.check = func(l *roLine) bool { return prev(l) && f(l) }
+	} else {
+		s.check = f
+	}
+	return s
+}
+
+// nextWord makes the options of list (which s has) take their value from
+// the next word too, as git's parse-options does for the options of
+// branch, tag, for-each-ref and grep (see gitSubs).
+func (s *roSpec) nextWord(list string) *roSpec {
+	for _, o := range strings.Fields(list) {
+		if _, ok := s.opts[o]; !ok {
+			panic("nextWord: no option " + o)
+		}
+		s.opts[o] = value
+	}
+	return s
+}
 
 // alone makes s take one short option per word.
 func (s *roSpec) alone() *roSpec { s.noClusters = true; return s }
+
+// nextWords makes s read clusters as nextWordValues says.
+func (s *roSpec) nextWords() *roSpec { s.nextWordValues = true; return s }
+
+// except makes a spec of any option (see plain) refuse the options
+// (and their abbreviations) of list.
+func (s *roSpec) except(list string) *roSpec { s.notOpts = strings.Fields(list); return s }
 
 // withNumeric allows -N options.
 func (s *roSpec) withNumeric() *roSpec { s.numeric = true; return s }

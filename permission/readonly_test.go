@@ -66,8 +66,8 @@ var everydayReadOnly = []string{
 	"git show-ref --tags", "git count-objects -vH", "git check-ignore -v build/out",
 	// Go, reading.
 	"go version", "go env", "go env GOPATH GOMODCACHE", "go env -json", "go list ./...",
-	"go list -m all", "go list -json ./cmd/...", "go list -f '{{.Dir}}' ./...", "go doc fmt.Println",
-	"go doc -all net/http", "go mod graph", "go mod why golang.org/x/sys", "go help build",
+	"go list -m", "go list -json ./cmd/...", "go list -f '{{.Dir}}' ./...", "go doc fmt.Println",
+	"go doc -all net/http", "go list -m -json", "go help build",
 	// The system.
 	"which go", "command -v node", "type ls", "uname -a", "whoami", "id", "hostname", "date",
 	"date +%Y-%m-%d", "date -u +%s", "nproc", "printenv PATH", "env", "ps aux", "ps -ef | grep node",
@@ -75,6 +75,60 @@ var everydayReadOnly = []string{
 	"[ -d node_modules ] || echo missing", "cd src && ls", "sleep 1", "pgrep -fl node",
 	"python3 --version", "node -v", "npm --version", "gcc --version", "make --version", "perl -v",
 	"java -version", "trap 'echo done' EXIT; ls",
+
+	// Issue 34, §3: the false asks found, by program, and their kin.
+	// Git.
+	"git reflog", "git reflog -10", "git reflog --date=iso -5", "git remote", "git remote -v",
+	"git config user.name", "git config --global user.email", "git config get remote.origin.url",
+	"git branch --points-at HEAD", "git tag --points-at HEAD", "git for-each-ref --points-at HEAD",
+	"git for-each-ref --format '%(refname:short)' refs/heads", "git for-each-ref --sort -committerdate --format '%(refname) %(committerdate)' refs/heads",
+	"git branch --sort -committerdate", "git branch --format '%(refname:short)'", "git tag --sort -v:refname",
+	"git tag -l --sort=-creatordate 'v*'", "git submodule status", "git submodule", "git submodule status --recursive",
+	"git cherry -v", "git cherry main", "git cherry -v origin/main HEAD", "git show-branch", "git show-branch --all",
+	"git range-diff main...feature", "git range-diff HEAD~3..HEAD~1 HEAD~2..HEAD", "git notes show HEAD", "git notes list",
+	"git notes", "git --git-dir=.git log -3", "git --git-dir .git --work-tree . status -s", "git --work-tree=. diff --stat",
+	"/usr/bin/git status", "/usr/bin/git log --oneline -5", `git grep -e "$PATTERN"`, `git grep -n -e "$V" -- '*.go'`,
+	"git grep -A 3 -e TODO", "git -c color.ui=never log --oneline -3", "git -c core.quotepath=off status",
+	"git -P show --stat HEAD", "git ls-files --format '%(path)'", "git log --format='%h %an %s' --since='1 week ago'",
+	"git describe --tags --abbrev=0", "git rev-list --left-right --count main...HEAD", "git merge-base --is-ancestor HEAD main",
+	"git rev-parse --git-dir", "git worktree list --porcelain", "git status --porcelain", "git show --name-only HEAD",
+	"git log --follow --oneline -- main.go", "git stash show", "git shortlog -sne", "git diff --no-ext-diff HEAD~1",
+	// ripgrep.
+	"rg -g '*.go' TODO", "rg --glob '!vendor' Handler", `rg -e "$V" src`, "rg --type-add 'web:*.{html,css}' -t web color",
+	"rg --no-require-git foo", "rg --mmap foo", `rg -F -e "$PAT" .`, "rg -n --no-heading foo", "rg --files -g '*.md'",
+	"rg -tgo -w Handler", "rg -S foo -g '!*.lock'", "rg --iglob '*.TS' x", "rg -l -0 foo | xargs -0 wc -l", "rg foo src/*.go",
+	// sed, sort, file, cut with globs or $'\t'.
+	"sed -n '1,20p' src/*.go", "sed -n 5p ./*.md", `sort -t $'\t' -k2 data.tsv`, `cut -d $'\t' -f1 data.tsv`,
+	"file ./*", "file src/*.go", "sort data/*.txt | uniq -c", "sed -n '/^func /p' pkg/*.go", "file -b ./bin/*",
+	`sort -u -t $'\t' -k1,1 a.tsv`, "head -n 3 src/*.ts", "wc -l *.go", `sed $'s/\t/ /g' data.tsv`,
+	// tree clusters.
+	"tree -aL 2", "tree -dL 1 src", "tree -fi", "tree -aI node_modules", "tree -L 2 -I 'node_modules|dist'",
+	// Go.
+	"gofmt -l .", "gofmt -d main.go", "gofmt -s -l ./pkg", "go mod edit -json", "go mod edit -print",
+	"go list -m -json", "go list -deps ./cmd/app", "go env GOFLAGS GOPROXY",
+	// find -exec with a command that reads.
+	"find . -name '*.go' -exec grep -l Handler {} +", `find . -type f -exec wc -l {} \;`, `find src -name '*.ts' -exec head -5 {} \;`,
+	"find . -name '*.md' -execdir grep -H TODO {} +",
+	// Builtins.
+	`read -r line < go.mod; echo "$line"`, `while IFS= read -r l; do echo "$l"; done < go.mod`,
+	"mapfile -t lines < go.mod; echo ${#lines[@]}", "readarray -t a < list.txt", "pushd src && ls && popd",
+	"dirs -v", "umask", "umask -S", "ulimit -a", "ulimit -n", "alias", "alias ll", "type -a ls", "jobs",
+	// Programs peers list as read-only.
+	"lsof -i :8080", "lsof -p 1234", "ss -tlnp", "ss -s", "ip addr", "ip -br a", "ip route", "ip route get 1.1.1.1",
+	"ip link show", "crontab -l", "systemctl status nginx", "systemctl --no-pager status docker",
+	"systemctl list-units --type=service --state=running", "systemctl is-active nginx", "journalctl -u nginx -n 50 --no-pager",
+	"journalctl --since '1 hour ago' -p err", "getent passwd root", "getent hosts example.com", "tar -tf a.tar",
+	"tar -tzf dist.tar.gz", "tar tvf a.tar", "tar -tvjf a.tar.bz2", "unzip -l a.zip", "unzip -v a.zip", "zipinfo a.zip",
+	"readelf -h bin/app", "readelf -d bin/app", "nm -D bin/app", "nm bin/app | grep main", "objdump -d bin/app | head",
+	"shasum -a 256 go.sum", "shasum -c sums.txt", "docker ps", "docker ps -a --format '{{.Names}}'", "docker logs web",
+	"docker logs --tail 100 web", "docker images", "docker inspect web", "docker version", "kubectl get pods",
+	"kubectl get pods -n kube-system -o wide", "kubectl describe pod web-1", "kubectl get deploy -A",
+	"kubectl logs web-1 --tail=50", "kubectl config current-context", "gh pr list", "gh pr view 12",
+	"gh pr checks 12", "gh pr diff 12", "gh issue list --state open", "gh issue view 3 --comments",
+	"gh run list -L 5", "gh run view 123 --log-failed", "gh repo view", "gh release list", "top -b -n 1 | head",
+	"vmstat 1 2", "lsblk", "findmnt", "who", "size bin/app",
+	// A shell that reads plain words.
+	"zsh -lc ls", "zsh -c 'git status'", "bash -lc 'ls -la'",
 }
 
 // TestEverydayReadOnly: the tables allow nearly every everyday read-only
@@ -89,8 +143,8 @@ func TestEverydayReadOnly(t *testing.T) {
 	}
 	rate := float64(len(asked)) / float64(len(everydayReadOnly))
 	t.Logf("%d everyday read-only commands; %d asked about (%.1f %%)", len(everydayReadOnly), len(asked), 100*rate)
-	if len(everydayReadOnly) < 150 {
-		t.Errorf("the table has %d commands, want at least 150", len(everydayReadOnly))
+	if len(everydayReadOnly) < 300 {
+		t.Errorf("the table has %d commands, want at least 300", len(everydayReadOnly))
 	}
 	t.Logf("asked:\n%s", strings.Join(asked, "\n"))
 	if rate >= 0.05 {

@@ -13,7 +13,7 @@ func sedReadOnly(l *roLine) bool {
 		scripts = l.operands[:1]
 	}
 	for _, s := range scripts {
-		if !sedScriptReads(s) {
+		if isDynamic(s) || !sedScriptReads(s) {
 			return false
 		}
 	}

@@ -28,6 +28,13 @@ var dangerousVars = map[string]bool{
 	"LOCPATH": true, "NLSPATH": true, "JDK_JAVA_OPTIONS": true, "_JAVA_OPTIONS": true, "LESSOPEN": true,
 	"LESSCLOSE": true, "MANPAGER": true, "PYTHONHOME": true, "NODE_PATH": true, "TMPDIR": true,
 	"JQ_LIBRARY_PATH": true, "MAGIC": true, "TAR_OPTIONS": true, "GZIP": true, "XZ_OPT": true,
+	// Read by go, python, kubectl: a program to run, where to write.
+	// Assigned to a variable the environment may already hold, they change
+	// it for the programs later commands run.
+	"GOCACHEPROG": true, "GOAUTH": true, "GOCACHE": true, "GOMODCACHE": true, "GOPATH": true, "GOBIN": true,
+	"GOWORK": true, "GOROOT": true, "PYTHONUSERBASE": true, "PYTHONBREAKPOINT": true, "PYTHONWARNINGS": true,
+	"PYTHONPYCACHEPREFIX": true, "KUBECONFIG": true, "DOCKER_CONFIG": true, "DOCKER_HOST": true,
+	"GH_CONFIG_DIR": true, "SHELL": true,
 }
 
 // harmlessGitVars are the GIT_* variables that run nothing and point git
@@ -41,12 +48,13 @@ var harmlessGitVars = map[string]bool{"GIT_AUTHOR_NAME": true, "GIT_AUTHOR_EMAIL
 // GIT_ families (harmless GIT_ variables aside).
 func dangerousVar(name string) bool {
 	return dangerousVars[name] || strings.HasPrefix(name, "LD_") || strings.HasPrefix(name, "GIT_") && !harmlessGitVars[name] ||
-		strings.HasPrefix(name, "BASH_FUNC_") || strings.HasPrefix(name, "DYLD_")
+		strings.HasPrefix(name, "BASH_FUNC_") || strings.HasPrefix(name, "DYLD_") ||
+		strings.HasPrefix(strings.ToLower(name), "npm_config_")
 }
 
 // setsVar asks about an assignment to a variable that changes what runs.
 func (c *checker) setsVar(name string) {
-	if dangerousVar(name) {
+	if dangerousVar(name) || c.allexport && !harmlessEnv(name, "", false) {
 		c.unknowable(name+"=…", fmt.Sprintf("it sets %s, which changes what commands run", name))
 	}
 }
@@ -69,19 +77,34 @@ func (c *checker) arithAssign(n syntax.Node) {
 
 // loopVar asks about a for loop whose variable changes what runs.
 func (c *checker) loopVar(n *syntax.WordIter) {
-	if n.Name != nil && dangerousVar(n.Name.Value) {
+	if n.Name != nil && (dangerousVar(n.Name.Value) || c.allexport && !harmlessEnv(n.Name.Value, "", false)) {
 		c.unknowable("for "+n.Name.Value, fmt.Sprintf("its loop sets %s, which changes what commands run", n.Name.Value))
 	}
 }
 
 // assigns asks about assignments to variables that change what runs
-// (naming one alone, as export PATH does, changes nothing).
+// (naming one alone, as export PATH does, changes nothing); where
+// allexport may be on, each is one to the environment.
 func (c *checker) assigns(as []*syntax.Assign) {
+	if c.allexport {
+		c.envAssigns(as, 0)
+	} else {
+		for _, a := range as {
+			if a.Name != nil && (a.Value != nil || a.Array != nil) {
+				c.setsVar(a.Name.Value)
+			}
+		}
+	}
+	c.intAssigns(as)
+}
+
+// intAssigns asks about values assigned to integer variables, which are
+// evaluated as arithmetic.
+func (c *checker) intAssigns(as []*syntax.Assign) {
 	for _, a := range as {
 		if a.Name == nil || a.Value == nil && a.Array == nil {
 			continue
 		}
-		c.setsVar(a.Name.Value)
 		if c.ints[a.Name.Value] && (a.Array != nil || !safeValue(a.Value)) {
 			c.unknowable(a.Name.Value+"=…", fmt.Sprintf("%s is an integer variable: its value is evaluated as arithmetic, which can run commands", a.Name.Value))
 		}
@@ -116,10 +139,14 @@ func integerVars(f *syntax.File) map[string]bool {
 // assign, the strings they parse as assignments, namerefs and integer
 // variables (whose values are evaluated as arithmetic).
 func (c *checker) declare(d *syntax.DeclClause) {
-	integer := false
+	integer, env := false, d.Variant.Value == "export"
 	for _, a := range d.Args {
 		if !a.Naked || a.Value == nil {
-			c.assigns([]*syntax.Assign{a})
+			if env {
+				c.envAssigns([]*syntax.Assign{a}, 0)
+			} else {
+				c.assigns([]*syntax.Assign{a})
+			}
 			if integer && a.Value != nil && !safeValue(a.Value) {
 				c.unknowable(d.Variant.Value+" -i", "it evaluates an integer variable's value as arithmetic, which can run commands")
 			}
@@ -134,11 +161,17 @@ func (c *checker) declare(d *syntax.DeclClause) {
 				c.unknowable(d.Variant.Value+" "+s, "it makes a nameref, which can change any variable")
 			}
 			integer = integer || strings.ContainsRune(s, 'i')
+			env = env || strings.HasPrefix(s, "-") && strings.ContainsRune(s, 'x')
 		case strings.ContainsAny(s, "$`["):
 			c.unknowable(d.Variant.Value+" "+s, "it parses a string as an assignment, whose subscript can run commands")
 		default:
-			name, _, hasValue := strings.Cut(s, "=")
-			if hasValue {
+			name, v, hasValue := strings.Cut(s, "=")
+			switch {
+			case env && hasValue:
+				c.envAssign(name, v, true, 0)
+			case env:
+				c.nakedExport(name)
+			case hasValue:
 				c.setsVar(name)
 			}
 		}
@@ -184,7 +217,7 @@ func (c *checker) fills(base string, args []string, known int) {
 	}
 	for _, t := range targets {
 		// Other words are options and their values (read -p PROMPT).
-		if dangerousVar(t) || strings.Contains(t, "[") {
+		if dangerousVar(t) || c.allexport && !harmlessEnv(t, "", false) || strings.Contains(t, "[") {
 			c.unknowable(base+" "+t, fmt.Sprintf("it fills %s, which changes what commands run or holds a subscript", t))
 		}
 	}

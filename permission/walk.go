@@ -33,6 +33,7 @@ func (c *checker) parseAndCheck(src string, depth int, lang syntax.LangVariant) 
 		return
 	}
 	c.keywordScript(src, depth)
+	c.allexportScript(f, depth)
 	vars := varSafety{}
 	vars.scan(f)
 	c.changesDir = c.changesDir || changesDir(f, c.p.Home)
@@ -108,11 +109,29 @@ func (c *checker) substitution(n syntax.Node) {
 // callExpr checks a simple command: the assignments before it, then the
 // command, if it has one.
 func (c *checker) callExpr(n *syntax.CallExpr, depth int) {
-	c.assigns(n.Assigns)
+	if len(n.Args) > 0 {
+		c.envAssigns(withoutIFS(n.Assigns), depth) // X=1 cmd: in cmd's environment
+		c.intAssigns(n.Assigns)
+	} else {
+		c.assigns(n.Assigns)
+	}
 	if words := c.keywordAssigns(n.Args); len(words) > 0 {
 		args, known := argv(words, c.p.Home)
 		c.call(args, known, depth)
 	}
+}
+
+// withoutIFS leaves out an assignment to IFS before a command (IFS= read
+// -r line): it splits only what that command splits, the words of the
+// line being expanded before it, and a shell bash starts resets it.
+func withoutIFS(as []*syntax.Assign) []*syntax.Assign {
+	var out []*syntax.Assign
+	for _, a := range as {
+		if a.Name == nil || a.Name.Value != "IFS" {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // misread reports source that bash and the parser read differently: a
@@ -160,11 +179,12 @@ func (c *checker) call(args []string, known, depth int) {
 	}
 	base := path.Base(args[0])
 	c.shellEffects(base, args, known)
+	c.gitDirOperand(base, args, known)
 	if c.runs(base, args, known, depth) {
-		c.rules(args, known, text, wrappers[base].escalates)
+		c.rules(args, known, text, wrappers[base].escalates || raisesPriority(base, args, known))
 		return
 	}
-	c.matchCommand(base, args, known, text)
+	c.matchCommand(base, args, known, text, depth)
 }
 
 // unknownName says why a command's name cannot be checked ("" when it

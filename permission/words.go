@@ -31,10 +31,14 @@ func staticPrefix(w *syntax.Word, home string) (string, bool) {
 				return b.String(), false
 			}
 		case *syntax.SglQuoted:
+			v, ok := p.Value, true
 			if p.Dollar {
+				v, ok = dollarQuoted(v)
+			}
+			if !ok {
 				return b.String(), false
 			}
-			b.WriteString(p.Value)
+			b.WriteString(v)
 		case *syntax.DblQuoted:
 			if p.Dollar {
 				return b.String(), false
@@ -100,8 +104,35 @@ func dquoteLit(s string) string {
 	return b.String()
 }
 
-// argv resolves a call's words: the static ones up to the first dynamic
-// one (known counts them); the rest are placeholders.
+// The placeholders of words only known when they run: one that may
+// become any number of words (unquoted $x), one that is exactly one word
+// ("$x"), and a glob, any number of words that all start with what comes
+// before its first pattern character (globPrefix+"src/" for src/*.go).
+const (
+	dynamicWord = "\x00dynamic"
+	fieldWord   = "\x00field"
+	globPrefix  = "\x00glob:"
+)
+
+// isDynamic reports whether an argument is a placeholder.
+func isDynamic(a string) bool { return strings.HasPrefix(a, "\x00") }
+
+// splits reports whether a placeholder may become several words.
+func splits(a string) bool { return a == dynamicWord || strings.HasPrefix(a, globPrefix) }
+
+// mayBeOption reports whether a placeholder may become a word that
+// starts with "-": any but a glob whose start is known not to (src/*.go,
+// not *.go, which matches a file named -i.go).
+func mayBeOption(a string) bool {
+	if p, ok := strings.CutPrefix(a, globPrefix); ok {
+		return p == "" || strings.HasPrefix(p, "-")
+	}
+	return isDynamic(a)
+}
+
+// argv resolves a call's words: the static ones, and placeholders for
+// the others (see dynamicWord); known counts the static ones before the
+// first placeholder.
 func argv(words []*syntax.Word, home string) (args []string, known int) {
 	args = make([]string, len(words))
 	known = len(words)
@@ -111,11 +142,142 @@ func argv(words []*syntax.Word, home string) (args []string, known int) {
 			if known == len(words) {
 				known = i
 			}
-			s = "\x00dynamic"
+			s = dynamicWord
+			if prefix, ok := globStart(w, home); ok {
+				s = globPrefix + prefix
+			} else if singleField(w) {
+				s = fieldWord
+			}
 		}
 		args[i] = s
 	}
 	return args, known
+}
+
+// globStart returns what comes before the first pattern character of a
+// word that is a glob and nothing else that expands (no parameter,
+// substitution, braces or ~user).
+func globStart(w *syntax.Word, home string) (string, bool) {
+	for i, p := range w.Parts {
+		switch p := p.(type) {
+		case *syntax.Lit:
+			if i == 0 && strings.HasPrefix(p.Value, "~") && p.Value != "~" && !strings.HasPrefix(p.Value, "~/") {
+				return "", false
+			}
+			if hasBraces(p.Value) {
+				return "", false
+			}
+		case *syntax.SglQuoted:
+			if p.Dollar {
+				if _, ok := dollarQuoted(p.Value); !ok {
+					return "", false
+				}
+			}
+		case *syntax.DblQuoted:
+			for _, q := range p.Parts {
+				if _, ok := q.(*syntax.Lit); !ok {
+					return "", false
+				}
+			}
+		default:
+			return "", false
+		}
+	}
+	prefix, _ := staticPrefix(w, home)
+	return prefix, true
+}
+
+// hasBraces reports whether an unquoted literal has a brace expansion.
+func hasBraces(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch {
+		case s[i] == '\\':
+			i++
+		case s[i] == '{' && braceExpands(s[i+1:]):
+			return true
+		}
+	}
+	return false
+}
+
+// dollarQuoted resolves the text of $'…' when its escapes are the simple
+// ones (\t, \n, \\, \', …); ok is false for others (\x, \u, \c, octal),
+// which are left to the word being only known when it runs.
+func dollarQuoted(s string) (string, bool) {
+	if !strings.Contains(s, `\`) {
+		return s, true
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '\\' {
+			b.WriteByte(s[i])
+			continue
+		}
+		if i+1 >= len(s) {
+			return "", false
+		}
+		i++
+		r, ok := simpleEscapes[s[i]]
+		if !ok {
+			return "", false
+		}
+		b.WriteByte(r)
+	}
+	return b.String(), true
+}
+
+// simpleEscapes are the escapes of $'…' that stand for one byte.
+var simpleEscapes = map[byte]byte{'t': '\t', 'n': '\n', 'r': '\r', '\\': '\\', '\'': '\'', '"': '"', '?': '?',
+	'a': '\a', 'b': '\b', 'e': 0x1b, 'E': 0x1b, 'f': '\f', 'v': '\v'}
+
+// knownOf counts the words before args' first placeholder.
+func knownOf(args []string) int {
+	for i, a := range args {
+		if isDynamic(a) {
+			return i
+		}
+	}
+	return len(args)
+}
+
+// singleField reports whether w is exactly one word once expanded: no
+// part of it is split into words, globbed or brace-expanded ("$x",
+// "a$(b)", not $x, "$@", *.go).
+func singleField(w *syntax.Word) bool {
+	for i, p := range w.Parts {
+		switch p := p.(type) {
+		case *syntax.Lit:
+			if _, ok := unquotedLit(p.Value, i == 0, ""); !ok {
+				return false
+			}
+		case *syntax.SglQuoted:
+		case *syntax.DblQuoted:
+			if !quotedSingle(p) {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// quotedSingle reports whether a double-quoted part stays one word: it
+// has no "$@", "${a[@]}" or "${!prefix@}".
+func quotedSingle(q *syntax.DblQuoted) bool {
+	for _, p := range q.Parts {
+		pe, ok := p.(*syntax.ParamExp)
+		if !ok {
+			continue
+		}
+		if pe.Names != 0 || pe.Param != nil && pe.Param.Value == "@" {
+			return false
+		}
+		if w, ok := pe.Index.(*syntax.Word); ok && w.Lit() == "@" {
+			return false
+		}
+	}
+	return true
 }
 
 // braceExpands reports whether the text after a { makes a brace expansion:

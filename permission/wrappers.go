@@ -98,7 +98,7 @@ func (c *checker) wrapped(w wrapper, name string, args []string, known, depth in
 	if name == "xargs" {
 		// It adds words read from its input, which may be options:
 		// echo -o/tmp/x | xargs sort.
-		inner = append(slices.Clone(inner), "\x00dynamic")
+		inner = append(slices.Clone(inner), dynamicWord)
 	}
 	c.call(inner, max(known-i, 0), depth+1)
 	return true
@@ -137,9 +137,8 @@ func (c *checker) wrapperOptions(w wrapper, name string, args []string, known in
 // wrapperAssign asks about a wrapper's NAME=VALUE argument (env PATH=…)
 // that sets a variable that changes what runs.
 func (c *checker) wrapperAssign(a string, args []string, known int) {
-	if v, _, _ := strings.Cut(a, "="); dangerousVar(v) {
-		c.unknowable(commandText(args, known), fmt.Sprintf("it sets %s, which changes what commands run", v))
-	}
+	name, v, _ := strings.Cut(a, "=")
+	c.envAssign(name, v, true, 0)
 }
 
 // wrapperOption reads the wrapper's option at args[i], checks the file it
@@ -220,9 +219,35 @@ func (c *checker) shellString(shell, s string, args []string, known, depth int) 
 		c.script(s, depth+1)
 	case "sh", "dash", "ash":
 		c.scriptIn(s, depth+1, syntax.LangPOSIX, syntax.LangBash)
+	case "zsh":
+		if !plainScript(s) {
+			c.unknowable(commandText(args, known), "it runs a string in zsh, which this checker reads only when it is plain words")
+			return
+		}
+		c.script(s, depth+1)
 	default:
 		c.unknowable(commandText(args, known), fmt.Sprintf("it runs a string in %s, which this checker does not read", shell))
 	}
+}
+
+// plainScript reports whether s is words of plain characters (letters,
+// digits, space, and -_./,:@%+=), separated by at most | ; and &&:
+// zsh reads it as bash does (no glob qualifier, =cmd, $ or quote in it).
+func plainScript(s string) bool {
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
+		case strings.ContainsRune(" -_./,:@%+|;&", r):
+		default:
+			return false
+		}
+	}
+	for _, w := range strings.Fields(s) {
+		if strings.HasPrefix(w, "=") {
+			return false // =cmd is the path of cmd
+		}
+	}
+	return true
 }
 
 // strings checks words that bash joins and runs (eval).

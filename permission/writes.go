@@ -68,10 +68,42 @@ func (c *checker) writes(target string, static bool) {
 		c.unknowable("> "+target, fmt.Sprintf("it writes to %s, outside the workspace %s", target, c.workspace))
 		return
 	}
+	if inGitDir(target) || inGitDir(resolveLinks(target)) {
+		c.unknowable("> "+target, fmt.Sprintf("it writes to %s, in a .git directory, where git reads the programs it runs (config, hooks): not an ordinary workspace write", target))
+		return
+	}
 	// The shell opens what links on the way name, as they are now (the
 	// sandbox, not this check, holds against a link changed meanwhile).
 	if real := resolveLinks(target); !within(real, resolveLinks(c.workspace)) {
 		c.unknowable("> "+target, fmt.Sprintf("it writes to %s, a link to %s, outside the workspace %s", target, real, c.workspace))
+	}
+}
+
+// inGitDir reports whether the path p is in a .git directory (or is a
+// .git file, which names one): git reads there the programs it runs
+// (core.pager, diff.external, hooks) and what HEAD and the refs are.
+func inGitDir(p string) bool {
+	for _, part := range strings.Split(filepath.ToSlash(p), "/") {
+		if strings.EqualFold(part, ".git") {
+			return true
+		}
+	}
+	return false
+}
+
+// gitDirOperand asks about a command, other than git and one the tables
+// know to only read, that names a file in a .git directory (cp x
+// .git/hooks/pre-commit, tee -a .git/config): it may write there (see
+// inGitDir).
+func (c *checker) gitDirOperand(base string, args []string, known int) {
+	if base == "git" || readOnly(args, known) {
+		return
+	}
+	for _, a := range args[1:known] {
+		if _, v, ok := strings.Cut(a, "="); ok && inGitDir(v) || inGitDir(a) {
+			c.unknowable(commandText(args, known), fmt.Sprintf("%s names %s, in a .git directory, where git reads the programs it runs (config, hooks)", base, a))
+			return
+		}
 	}
 }
 
