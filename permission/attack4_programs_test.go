@@ -480,7 +480,7 @@ func execCase(t *testing.T, f txtar.File) (deny []string, run string) {
 			deny = append(deny, value)
 		case "run":
 			run = value
-		case "setup", "note", "":
+		case "setup", "note", "ran", "":
 		default:
 			t.Fatalf("%s: unknown line %q", f.Name, line)
 		}

@@ -27,6 +27,7 @@ import (
 // --force". The zero ExecRules refuses nothing.
 type ExecRules struct {
 	rules []Rule
+	pol   Policy             // the rules, for Policy.DenyRule
 	files map[fileKey]string // the named programs' files, by identity
 	sizes map[int64][]namedFile
 
@@ -65,6 +66,7 @@ func NewExecRules(patterns []string, path string) (*ExecRules, error) {
 		e.rules = append(e.rules, r)
 		e.learn(r.words[0], path)
 	}
+	e.pol.Rules = e.rules
 	return e, nil
 }
 
@@ -231,32 +233,5 @@ func hashOf(open func() (io.ReadCloser, error)) ([sha256.Size]byte, error) {
 }
 
 // match finds the first rule that matches argv, all of whose words are
-// known.
-func (e *ExecRules) match(argv []string) *Rule {
-	if filepath.Base(argv[0]) == "git" {
-		argv = gitSubcommand(argv)
-	}
-	for i := range e.rules {
-		if ok, _ := e.rules[i].match(argv, len(argv)); ok {
-			return &e.rules[i]
-		}
-	}
-	return nil
-}
-
-// gitSubcommand drops git's options before its subcommand, whatever they
-// are: a deny rule on a subcommand holds with any of them.
-func gitSubcommand(argv []string) []string {
-	i := 1
-	for i < len(argv) && strings.HasPrefix(argv[i], "-") {
-		switch argv[i] {
-		case "-C", "-c", "--git-dir", "--work-tree", "--namespace", "--config-env", "--super-prefix":
-			i++
-		}
-		i++
-	}
-	if i > len(argv) {
-		i = len(argv)
-	}
-	return append([]string{argv[0]}, argv[i:]...)
-}
+// known (see Policy.DenyRule: git is read past its options).
+func (e *ExecRules) match(argv []string) *Rule { return e.pol.DenyRule(argv) }
