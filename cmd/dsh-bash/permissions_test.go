@@ -36,6 +36,12 @@ func TestRunPermissions(t *testing.T) {
 	if code != 0 || out != "listed\n" {
 		t.Errorf("a built-in allowed command: %q (exit %d)", out, code)
 	}
+	// A deny rule holds where the program starts, whatever starts it.
+	out, _, code = dshBash(t, dir, "run", "--deny", "touch", "--", "printf 'touch planted\\n' > s.sh; sh s.sh; echo went on")
+	if _, err := os.Stat(filepath.Join(dir, "planted")); err == nil || code != 0 ||
+		!strings.Contains(out, "went on\n") || !strings.Contains(out, "[refused by deny rule `touch`: `touch planted` (") {
+		t.Errorf("a denied program a script runs: %q (exit %d), planted: %v", out, code, err == nil)
+	}
 	// run's default: a command no rule matches runs (the user typed it).
 	out, _, code = dshBash(t, dir, "run", "--deny", "touch", "--", "mkdir made")
 	if _, err := os.Stat(filepath.Join(dir, "made")); code != 0 || err != nil {
