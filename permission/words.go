@@ -21,13 +21,18 @@ func staticWord(w *syntax.Word, home string) (string, bool) {
 // staticPrefix returns what bash makes of w up to its first part that
 // needs expansion, and whether that was all of w (see staticWord).
 func staticPrefix(w *syntax.Word, home string) (string, bool) {
+	stop := expansionAt(w)
 	var b strings.Builder
 	for i, p := range w.Parts {
 		switch p := p.(type) {
 		case *syntax.Lit:
-			s, ok := unquotedLit(p.Value, i == 0, home)
+			lim := len(p.Value)
+			if stop.part == i {
+				lim = stop.off
+			}
+			s, ok := unquotedLit(p.Value[:lim], i == 0, home)
 			b.WriteString(s)
-			if !ok {
+			if !ok || lim < len(p.Value) {
 				return b.String(), false
 			}
 		case *syntax.SglQuoted:
@@ -53,10 +58,11 @@ func staticPrefix(w *syntax.Word, home string) (string, bool) {
 	return b.String(), true
 }
 
-// unquotedLit resolves an unquoted literal: backslashes escape the next
-// character; glob and brace characters make it dynamic; a leading ~ or ~/
-// is home. Where it is dynamic, the text is what comes before that (a ~
-// it cannot resolve is kept as written).
+// unquotedLit resolves an unquoted literal with no glob or brace
+// expansion in it (see expansionAt): backslashes escape the next
+// character; a leading ~ or ~/ is home. Where it is dynamic (~ unknown,
+// ~user), the text is what comes before that (a ~ it cannot resolve is
+// kept as written).
 func unquotedLit(s string, first bool, home string) (string, bool) {
 	if first && (s == "~" || strings.HasPrefix(s, "~/")) {
 		if home == "" {
@@ -66,20 +72,15 @@ func unquotedLit(s string, first bool, home string) (string, bool) {
 	} else if first && strings.HasPrefix(s, "~") {
 		return s, false // ~user
 	}
+	if !strings.Contains(s, `\`) {
+		return s, true
+	}
 	var b strings.Builder
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '\\' && i+1 < len(s):
+		if s[i] == '\\' && i+1 < len(s) {
 			i++
-			b.WriteByte(s[i])
-		case c == '*' || c == '?',
-			c == '[' && strings.IndexByte(s[i+1:], ']') >= 0,
-			c == '{' && braceExpands(s[i+1:]):
-			return b.String(), false
-		default:
-			b.WriteByte(c)
 		}
+		b.WriteByte(s[i])
 	}
 	return b.String(), true
 }
@@ -116,13 +117,6 @@ func argv(words []*syntax.Word, home string) (args []string, known int) {
 		args[i] = s
 	}
 	return args, known
-}
-
-// braceExpands reports whether the text after a { makes a brace expansion:
-// a closing } with a comma or .. before it.
-func braceExpands(rest string) bool {
-	end := strings.IndexByte(rest, '}')
-	return end >= 0 && (strings.Contains(rest[:end], ",") || strings.Contains(rest[:end], ".."))
 }
 
 // commandText shows a simple command: its static words, then "…".

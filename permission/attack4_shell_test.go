@@ -1,0 +1,206 @@
+package permission
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/tools/txtar"
+)
+
+// Fourth attack round: the shell classes of issue 34 §2, where bash builds
+// another argv, environment or directory than the text shows. Every case
+// was run with bash 5.2.15, GNU coreutils 9.1, findutils 4.9, util-linux
+// 2.38 and procps-ng 4.0.2 in a throwaway directory, with a stand-in zap
+// that leaves a marker; those where a denied program runs are also in
+// testdata/execbypass/shell.txtar, for the exec-time check.
+
+// zapPolicy denies the stand-in zap (and the rules given) and allows the
+// rest: the rules as a deny list, with the built-in tables.
+func zapPolicy(t testing.TB, deny ...string) *Policy {
+	p := &Policy{Unmatched: Allow, ReadOnly: true, Home: "/home/u"}
+	for _, pat := range append([]string{"zap"}, deny...) {
+		r, err := NewRule(Deny, pat, "test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Rules = append(p.Rules, r)
+	}
+	return p
+}
+
+// zapRfPolicy denies zap -rf only: zap itself is allowed.
+func zapRfPolicy(t testing.TB) *Policy {
+	p := zapPolicy(t, "zap -rf")
+	p.Rules = p.Rules[1:]
+	return p
+}
+
+// shellCase is a command and the weakest decision it must get.
+type shellCase struct {
+	cmd  string
+	want Decision
+}
+
+// checkAll checks each case under p, in workdir and workspace /w.
+func checkAll(t *testing.T, p *Policy, cases []shellCase) {
+	t.Helper()
+	for _, tt := range cases {
+		v := p.Check(tt.cmd, "/w", "/w")
+		if v.Decision < tt.want {
+			t.Errorf("BYPASS Check(%q) = %v (%s), want at least %v", tt.cmd, v.Decision, v.Reason, tt.want)
+		}
+	}
+}
+
+// checkExactly checks that each case gets exactly its decision under p.
+func checkExactly(t *testing.T, p *Policy, cases []shellCase) {
+	t.Helper()
+	for _, tt := range cases {
+		if v := p.Check(tt.cmd, "/w", "/w"); v.Decision != tt.want {
+			t.Errorf("Check(%q) = %v (%s), want %v", tt.cmd, v.Decision, v.Reason, tt.want)
+		}
+	}
+}
+
+// TestBraceQuoted: bash expands braces across a word's quoted parts; a
+// word with such braces is not its text.
+func TestBraceQuoted(t *testing.T) {
+	checkAll(t, readOnlyPolicy(), []shellCase{
+		{`rg {--pre=zap,"x"} .`, Ask},
+		{`rg {"--pre=zap",x} .`, Ask},
+		{`rg {'--pre=zap',x} .`, Ask},
+		{`rg {--pre=za,"x"}p .`, Ask},
+		{`rg {{--pre=zap,x},"y"} .`, Ask},
+		{`rg {--pre,"-x"}=zap .`, Ask},
+		{`sed -{"i",n} s/a/b/ f`, Ask},
+		{`sed "-"{i..i} s/a/b/ f`, Ask},
+		{`sed -{i..i}"" s/a/b/ f`, Ask},
+		{`echo x > {"/home/u/x",}`, Ask},
+		{`echo x > {'/home/u/x',}`, Ask},
+		{`echo x >> /home/{"u/x",}`, Ask},
+		{`cat < {"/dev/tcp/h/80",}`, Ask},
+		{`export {"PATH=/tmp/evil",}; ls`, Ask},
+		{`declare {"BASH_ENV=x",}; bash -c ls`, Ask},
+	})
+	checkAll(t, zapPolicy(t), []shellCase{
+		{`{zap,"x"}`, Ask}, {`{'zap',x}`, Ask}, {`z{a,"b"}p`, Ask}, {`{z"ap",}`, Ask},
+		{`{{zap,x},"y"}`, Ask}, {`{zap,{"x",y}}`, Ask}, {`\${zap,x}`, Ask}, {`'$'{zap,x}`, Ask},
+	})
+	checkAll(t, zapRfPolicy(t), []shellCase{
+		{`zap {"-rf",DIR}`, Ask}, {`zap -{r,"f"} DIR`, Ask}, {`zap -{r..r}"f" DIR`, Ask},
+		{`zap "-r"{f,} DIR`, Ask}, {`zap {-r,"-f"} DIR`, Ask},
+	})
+}
+
+// TestGlobQuoted: a bracket expression may be split by quotes, and match
+// a file named like an option.
+func TestGlobQuoted(t *testing.T) {
+	checkAll(t, readOnlyPolicy(), []shellCase{
+		{`rg ["-"]-pre=zap x .`, Ask},
+		{`rg ['-']-pre=zap x .`, Ask},
+		{`rg -["-"]pre=zap x .`, Ask},
+		{`rg ["-"]"-pre=zap" x .`, Ask},
+		{`echo x > /home/u/["x"]`, Ask},
+	})
+	checkAll(t, zapPolicy(t), []shellCase{{`["z"]ap`, Ask}, {`./['z']ap`, Ask}, {`z"a"[p]`, Ask}})
+	checkAll(t, zapRfPolicy(t), []shellCase{{`zap ["-"]rf x`, Ask}, {`zap ['-']'rf' x`, Ask}, {`zap -["r"]f x`, Ask}})
+}
+
+// TestBraceAndGlobText: words whose braces or brackets are quoted, or
+// make no expansion, are read as their text (bash leaves them as they
+// are: a quoted { or [ opens nothing, and {x} has no comma). The check
+// errs the other way where it is simpler: a quoted comma ({a\,b}) or
+// ] (["-]") still counts.
+func TestBraceAndGlobText(t *testing.T) {
+	checkExactly(t, readOnlyPolicy(), []shellCase{
+		{"git stash show -p stash@{0}", Allow},
+		{"git log -g HEAD@{2.days}", Allow},
+		{`rg '{a,b}' src`, Allow},
+		{`rg "{a,b}" src`, Allow},
+		{`rg "["-]x .`, Allow},
+		{`rg \{--pre=zap,"x"} .`, Allow}, // \{ opens nothing
+		{`rg a\*b .`, Allow},
+		{`find . -name '*.go' -newer {}`, Allow},
+		{`echo {} x`, Allow},
+	})
+	checkExactly(t, zapPolicy(t), []shellCase{{`"{zap,x}"`, Allow}, {`{zap,x\}`, Allow}})
+}
+
+// execBypassDeny are the cases of shell.txtar that the static check must
+// deny, not only ask about: the denied command is in plain sight once the
+// words are read as bash reads them.
+var execBypassDeny = map[string]bool{}
+
+// execBypass is one case of shell.txtar.
+type execBypass struct {
+	name, run string
+	deny      []string
+}
+
+// readExecBypasses reads shell.txtar.
+func readExecBypasses(t *testing.T) []execBypass {
+	a, err := txtar.ParseFile(filepath.Join("testdata", "execbypass", "shell.txtar"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []execBypass
+	for _, f := range a.Files {
+		c := execBypass{name: f.Name}
+		lines := strings.Split(strings.TrimSuffix(string(f.Data), "\n"), "\n")
+		for i, l := range lines {
+			key, v, _ := strings.Cut(l, ": ")
+			switch key {
+			case "deny":
+				c.deny = append(c.deny, v)
+			case "run":
+				c.run = v
+			case "run-lines:":
+				c.run = strings.Join(lines[i+1:], "\n")
+			}
+			if key == "run-lines:" {
+				break
+			}
+		}
+		if c.run == "" || len(c.deny) == 0 {
+			t.Fatalf("%s: no run or no deny line", f.Name)
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// TestExecBypassTable: every case of shell.txtar, under a policy of its
+// deny rules that allows the rest, is not allowed: asked about, or
+// denied where the denied command is in plain sight.
+func TestExecBypassTable(t *testing.T) {
+	cases := readExecBypasses(t)
+	seen := map[string]bool{}
+	for _, c := range cases {
+		seen[c.name] = true
+		p := &Policy{Unmatched: Allow, ReadOnly: true, Home: "/home/u"}
+		for _, d := range c.deny {
+			r, err := NewRule(Deny, d, "shell.txtar")
+			if err != nil {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+			p.Rules = append(p.Rules, r)
+		}
+		want := Ask
+		if execBypassDeny[c.name] {
+			want = Deny
+		}
+		if v := p.Check(c.run, "/w", "/w"); v.Decision < want {
+			t.Errorf("%s: Check(%q) = %v (%s), want at least %v", c.name, c.run, v.Decision, v.Reason, want)
+		}
+	}
+	for name := range execBypassDeny {
+		if !seen[name] {
+			t.Errorf("%s is not in shell.txtar", name)
+		}
+	}
+	if _, err := os.Stat(filepath.Join("testdata", "execbypass", "shell.txtar")); err != nil {
+		t.Fatal(err)
+	}
+}
