@@ -128,10 +128,50 @@ func TestBraceAndGlobText(t *testing.T) {
 	checkExactly(t, zapPolicy(t), []shellCase{{`"{zap,x}"`, Allow}, {`{zap,x\}`, Allow}})
 }
 
+// TestWrapperClusters: a wrapper's short options cluster, and one of them
+// may take a value (the rest of the cluster, or the next word): the
+// command starts after it.
+func TestWrapperClusters(t *testing.T) {
+	checkAll(t, zapPolicy(t), []shellCase{
+		{"echo a | xargs -tI cat zap", Deny}, {"echo a | xargs -rI x zap", Deny}, {"xargs -0a f zap", Deny},
+		{"xargs -tIX zap", Deny}, {"xargs -td , zap", Deny}, {"xargs -iI zap ls", Deny},
+		{"xargs --max-lines zap", Deny}, {"xargs -tl zap", Deny}, {"xargs -ex zap", Deny},
+		{"exec -la ls zap", Deny}, {"exec -cla ls zap", Deny}, {"exec -al zap ls", Deny},
+		{"flock -nw 1 lk zap", Deny}, {"flock -xE 3 lk zap", Deny}, {"flock -nw1 lk zap", Deny},
+		{"command time -vo out zap", Deny}, {"command time -qf %e zap", Deny}, {`\time -ao out zap`, Deny},
+		{"env -vu X zap", Deny}, {"env -iu X zap", Deny}, {"env -iC /w zap", Deny}, {"env - zap", Deny},
+		{"env -i - zap", Deny}, {"env -a ls zap", Deny}, {"env --argv0 ls zap", Deny},
+		{"timeout -vs KILL 5 zap", Deny}, {"timeout -vk 5 5 zap", Deny},
+		{"sudo -Eu root zap", Deny},
+		// Options the table does not know may take a value.
+		{"env -Z ls zap", Ask}, {"xargs -Z ls zap", Ask}, {"timeout -Z 5 ls zap", Ask}, {"env --frob ls zap", Ask},
+	})
+	checkAll(t, readOnlyPolicy(), []shellCase{
+		{`\time -vo /home/u/.bashrc true`, Ask}, {`\time -ao/home/u/.bashrc true`, Ask},
+	})
+	checkExactly(t, zapPolicy(t), []shellCase{
+		{"xargs -0 -n1 ls", Allow}, {"echo a | xargs -I{} echo {}", Allow}, {"timeout -v 5 ls", Allow},
+		{"env -i ls", Allow}, {"env --ignore-environment ls", Allow}, {"xargs --null ls", Allow},
+	})
+}
+
 // execBypassDeny are the cases of shell.txtar that the static check must
 // deny, not only ask about: the denied command is in plain sight once the
 // words are read as bash reads them.
-var execBypassDeny = map[string]bool{}
+var execBypassDeny = map[string]bool{
+	"wrapper-cluster/xargs-tI":        true,
+	"wrapper-cluster/xargs-rI":        true,
+	"wrapper-cluster/xargs-0a":        true,
+	"wrapper-cluster/xargs-max-lines": true,
+	"wrapper-cluster/exec-la":         true,
+	"wrapper-cluster/flock-nw":        true,
+	"wrapper-cluster/flock-xE":        true,
+	"wrapper-cluster/time-vo":         true,
+	"wrapper-cluster/time-qf":         true,
+	"wrapper-cluster/env-vu":          true,
+	"wrapper-cluster/timeout-vs":      true,
+	"wrapper-cluster/timeout-vk":      true,
+}
 
 // execBypass is one case of shell.txtar.
 type execBypass struct {

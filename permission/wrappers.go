@@ -10,9 +10,12 @@ import (
 )
 
 // A wrapper runs the command in its arguments, after its own options;
-// valued lists the options that take the next argument.
+// valued lists the options that take a value (attached, or the next
+// argument).
 type wrapper struct {
 	valued    string // space-separated options that take a value
+	optional  string // options whose value is optional: attached only (-i{}, --eof=X)
+	flags     string // its options without a value, when the table lists them all: others are asked about
 	operands  int    // non-option arguments before the command (timeout's duration)
 	assigns   bool   // NAME=VALUE arguments before the command (env)
 	escalates bool   // runs the command with other rights: it needs a rule of its own
@@ -22,25 +25,33 @@ type wrapper struct {
 
 // wrappers are the commands that run the command in their arguments.
 var wrappers = map[string]wrapper{
-	"env":     {valued: "-u --unset -C --chdir -S --split-string", assigns: true},
+	"env": {valued: "-u --unset -C --chdir -S --split-string -a --argv0", assigns: true,
+		optional: "--block-signal --default-signal --ignore-signal",
+		flags:    "- -i --ignore-environment -0 --null -v --debug --list-signal-handling --help --version"},
 	"command": {},
 	"builtin": {},
-	"exec":    {valued: "-a"},
+	"exec":    {valued: "-a", flags: "-c -l"},
 	"nohup":   {},
-	"time":    {valued: "-f --format -o --output", writes: "-o --output"},
-	"setsid":  {},
-	"stdbuf":  {valued: "-i -o -e --input --output --error"},
-	"nice":    {valued: "-n --adjustment"},
-	"ionice":  {valued: "-c -n -p -P -u --class --classdata"},
-	"timeout": {valued: "-s --signal -k --kill-after", operands: 1},
-	"sudo":    {valued: "-u -g -C -D -h -p -r -t -U -T --user --group --chdir --host --prompt --role --type --other-user --command-timeout", escalates: true},
-	"doas":    {valued: "-u -C", escalates: true},
-	// -e, -i and -l take a value only when it is attached (-i{}).
-	"xargs":    {valued: "-a -d -E -I -L -n -P -s --arg-file --delimiter --max-args --max-procs --max-chars --process-slot-var"},
+	"time": {valued: "-f --format -o --output", writes: "-o --output",
+		flags: "-a --append -p --portability -q --quiet -v --verbose -h --help -V --version"},
+	"setsid": {flags: "-c --ctty -f --fork -w --wait -h --help -V --version"},
+	"stdbuf": {valued: "-i -o -e --input --output --error", flags: "--help --version"},
+	"nice":   {valued: "-n --adjustment"},
+	"ionice": {valued: "-c -n -p -P -u --class --classdata"},
+	"timeout": {valued: "-s --signal -k --kill-after", operands: 1,
+		flags: "--preserve-status -p --foreground -v --verbose --help --version"},
+	"sudo": {valued: "-u -g -C -D -p -r -t -U -T --user --group --chdir --host --prompt --role --type --other-user --command-timeout",
+		optional: "-h", escalates: true},
+	"doas": {valued: "-u -C", escalates: true},
+	"xargs": {valued: "-a -d -E -I -L -n -P -s --arg-file --delimiter --max-args --max-procs --max-chars --process-slot-var",
+		optional: "-e -i -l --eof --replace --max-lines",
+		flags: "-0 --null -o --open-tty -p --interactive -r --no-run-if-empty -t --verbose -x --exit --show-limits " +
+			"--help --version"},
 	"chrt":     {operands: 1},
 	"taskset":  {operands: 1},
 	"unbuffer": {},
-	"flock":    {valued: "-w --wait --timeout -E --conflict-exit-code", lockFile: true},
+	"flock": {valued: "-w --wait --timeout -E --conflict-exit-code", lockFile: true,
+		flags: "-s --shared -x --exclusive -u --unlock -n --nonblock --nb -o --close -F --no-fork --verbose -h --help -V --version"},
 }
 
 // shells run a string with -c.
@@ -121,7 +132,7 @@ func (c *checker) wrapperOptions(w wrapper, name string, args []string, known in
 			return i + 1, false
 		case w.assigns && isAssign(a):
 			c.wrapperAssign(a, args, known)
-		case !strings.HasPrefix(a, "-") || a == "-":
+		case !strings.HasPrefix(a, "-") || a == "-" && !takesValue(w.flags, "-"):
 			return i, false
 		default:
 			used, ok := c.wrapperOption(w, name, args, i, known)
@@ -144,13 +155,18 @@ func (c *checker) wrapperAssign(a string, args []string, known int) {
 
 // wrapperOption reads the wrapper's option at args[i], checks the file it
 // writes (time -o FILE), and returns how many arguments it used. ok is
-// false when the option makes a string into a command (env -S), which it
-// asks about.
+// false when it asked instead: the option makes a string into a command
+// (env -S), or the wrapper has no such option, which may take a value
+// and so move where the command starts.
 func (c *checker) wrapperOption(w wrapper, name string, args []string, i, known int) (used int, ok bool) {
 	a := args[i]
-	opt, value, used, hasValue := w.option(args, i, known)
+	opt, value, used, hasValue, unknown := w.option(args, i)
 	if name == "env" && (opt == "--split-string" || !strings.HasPrefix(a, "--") && strings.ContainsRune(a, 'S')) {
 		c.unknowable(commandText(args, known), "env -S splits a string into a command")
+		return used, false
+	}
+	if unknown != "" {
+		c.unknowable(commandText(args, known), fmt.Sprintf("%s has no option %s this checker knows of: where the command it runs starts is not known", name, unknown))
 		return used, false
 	}
 	if hasValue && takesValue(w.writes, opt) {
