@@ -155,22 +155,33 @@ func TestWrapperClusters(t *testing.T) {
 	})
 }
 
+// TestWatch: watch runs its operands joined through sh -c, or with -x as
+// they are; -d takes its value only attached.
+func TestWatch(t *testing.T) {
+	checkAll(t, zapPolicy(t), []shellCase{
+		{"watch -d zap ls", Deny}, {"watch --differences zap ls", Deny}, {"watch --diff zap ls", Deny},
+		{"watch -tn 1 zap", Deny}, {"watch -q 1 zap", Deny}, {"watch -dn1 zap", Deny},
+		{`watch -x env "X='" sh -c zap "'"`, Deny}, {`watch --exec env "X='" sh -c zap "'"`, Deny},
+		{`watch -tx env "X='" sh -c zap "'"`, Deny}, {"watch -dx 'zap;' x", Deny}, {"watch -n1x 'zap;'", Deny},
+		{"watch 'ls; zap'", Deny}, {"watch -- zap", Deny},
+		{"watch 'echo x &>/dev/null zap'", Ask}, // sh may be dash: & then >
+		{"watch -Z zap", Ask}, {"watch $x", Ask}, {"watch -x $x", Ask},
+	})
+	checkExactly(t, zapPolicy(t), []shellCase{
+		{"watch -n 1 ls", Allow}, {`watch -x ls "a;zap"`, Allow}, {"watch -d=permanent git status", Allow},
+	})
+}
+
 // execBypassDeny are the cases of shell.txtar that the static check must
 // deny, not only ask about: the denied command is in plain sight once the
 // words are read as bash reads them.
 var execBypassDeny = map[string]bool{
-	"wrapper-cluster/xargs-tI":        true,
-	"wrapper-cluster/xargs-rI":        true,
-	"wrapper-cluster/xargs-0a":        true,
-	"wrapper-cluster/xargs-max-lines": true,
-	"wrapper-cluster/exec-la":         true,
-	"wrapper-cluster/flock-nw":        true,
-	"wrapper-cluster/flock-xE":        true,
-	"wrapper-cluster/time-vo":         true,
-	"wrapper-cluster/time-qf":         true,
-	"wrapper-cluster/env-vu":          true,
-	"wrapper-cluster/timeout-vs":      true,
-	"wrapper-cluster/timeout-vk":      true,
+	"wrapper-cluster/xargs-tI": true, "wrapper-cluster/xargs-rI": true, "wrapper-cluster/xargs-0a": true,
+	"wrapper-cluster/xargs-max-lines": true, "wrapper-cluster/exec-la": true, "wrapper-cluster/flock-nw": true,
+	"wrapper-cluster/flock-xE": true, "wrapper-cluster/time-vo": true, "wrapper-cluster/time-qf": true,
+	"wrapper-cluster/env-vu": true, "wrapper-cluster/timeout-vs": true, "wrapper-cluster/timeout-vk": true,
+	"watch/differences": true, "watch/differences-long": true, "watch/cluster-tn": true, "watch/equexit": true,
+	"watch/exec-rejoined": true,
 }
 
 // execBypass is one case of shell.txtar.

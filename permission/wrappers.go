@@ -250,18 +250,57 @@ func (c *checker) strings(words []string, known, depth int, what string) {
 	c.script(strings.Join(words, " "), depth+1)
 }
 
-// watch runs its operands through sh -c.
+// watchOptions are watch's (procps-ng 4): -d takes its value only
+// attached; options stop at its first operand.
+var watchOptions = wrapper{valued: "-n --interval -q --equexit", optional: "-d --differences",
+	flags: "-b --beep -c --color -C --no-color -e --errexit -g --chgexit -p --precise -r --no-rerun " +
+		"-t --no-title -w --no-wrap -x --exec -h --help -v --version"}
+
+// watch runs its operands joined into a string through sh -c, or with -x
+// (--exec) as the command they are.
 func (c *checker) watch(args []string, known, depth int) {
+	exec := false
 	i := 1
-	for i < len(args) && i < known && strings.HasPrefix(args[i], "-") {
-		if takesValue("-n --interval -d --differences", args[i]) {
-			i++
+	for ; i < len(args) && strings.HasPrefix(args[i], "-") && args[i] != "-"; i++ {
+		if i >= known {
+			c.unknowable(commandText(args, known), "what watch runs is only known when it runs")
+			return
 		}
-		i++
+		if args[i] == "--" {
+			i++
+			break
+		}
+		opt, value, used, hasValue, unknown := watchOptions.option(args, i)
+		if unknown != "" {
+			c.unknowable(commandText(args, known), fmt.Sprintf("watch has no option %s this checker knows of: where the command it runs starts is not known", unknown))
+			return
+		}
+		exec = exec || opt == "--exec" || isShortCluster(args[i]) && strings.Contains(clusterOptions(args[i], value, used, hasValue), "x")
+		i += used - 1
 	}
-	if i < len(args) {
-		c.strings(args[i:], known-i, depth, "watch")
+	if i >= len(args) {
+		return
 	}
+	switch {
+	case exec:
+		c.call(args[i:], max(known-i, 0), depth+1)
+	case known < len(args):
+		c.unknowable("watch …", "the string watch runs is only known when it runs")
+	default:
+		c.scriptIn(strings.Join(args[i:], " "), depth+1, syntax.LangPOSIX, syntax.LangBash)
+	}
+}
+
+// isShortCluster reports whether a is one or more short options (-tx).
+func isShortCluster(a string) bool { return len(a) > 1 && a[0] == '-' && a[1] != '-' }
+
+// clusterOptions is the options of a cluster, without the value attached
+// to its last one (-dx: d; -tn1: tn).
+func clusterOptions(a, value string, used int, hasValue bool) string {
+	if hasValue && used == 1 {
+		return a[1 : len(a)-len(value)]
+	}
+	return a[1:]
 }
 
 // trap's action runs later, on a signal.
