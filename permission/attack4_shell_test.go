@@ -172,6 +172,15 @@ func TestWatch(t *testing.T) {
 	})
 }
 
+// TestTrapDashAction: after --, an action that starts with - runs.
+func TestTrapDashAction(t *testing.T) {
+	checkAll(t, zapPolicy(t), []shellCase{
+		{"trap -- '-x; zap' EXIT", Deny}, {`trap -- -x\;zap EXIT`, Deny}, {"trap -p -- zap EXIT", Deny},
+		{"trap -- $x EXIT", Ask}, {"trap $x EXIT", Ask},
+	})
+	checkExactly(t, zapPolicy(t), []shellCase{{"trap -- - EXIT", Allow}, {"trap -p", Allow}, {"trap -l", Allow}})
+}
+
 // execBypassDeny are the cases of shell.txtar that the static check must
 // deny, not only ask about: the denied command is in plain sight once the
 // words are read as bash reads them.
@@ -181,7 +190,7 @@ var execBypassDeny = map[string]bool{
 	"wrapper-cluster/flock-xE": true, "wrapper-cluster/time-vo": true, "wrapper-cluster/time-qf": true,
 	"wrapper-cluster/env-vu": true, "wrapper-cluster/timeout-vs": true, "wrapper-cluster/timeout-vk": true,
 	"watch/differences": true, "watch/differences-long": true, "watch/cluster-tn": true, "watch/equexit": true,
-	"watch/exec-rejoined": true,
+	"watch/exec-rejoined": true, "trap/dashdash-dash-action": true, "trap/dashdash-escaped": true,
 }
 
 // execBypass is one case of shell.txtar.

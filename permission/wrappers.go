@@ -303,18 +303,25 @@ func clusterOptions(a, value string, used int, hasValue bool) string {
 	return a[1:]
 }
 
-// trap's action runs later, on a signal.
+// trap's action runs later, on a signal. Its options (-l, -p) come
+// first; after them (and --) an action of "-" resets the signals, and any
+// other, even one starting with -, runs (trap -- '-x; cmd' EXIT).
 func (c *checker) trap(args []string, known, depth int) {
-	if len(args) > 1 && args[1] == "--" {
-		args, known = append(args[:1:1], args[2:]...), known-1
+	i := 1
+	for i < len(args) && i < known && isShortCluster(args[i]) && args[i] != "--" {
+		i++
 	}
-	if len(args) < 3 || known < 2 || args[1] == "-" || args[1] == "" || strings.HasPrefix(args[1], "-") {
-		if known < 2 && len(args) >= 3 {
-			c.unknowable("trap …", "the action trap sets is only known when it runs")
-		}
-		return
+	if i < len(args) && i < known && args[i] == "--" {
+		i++
 	}
-	c.script(args[1], depth+1)
+	switch {
+	case len(args)-i < 2:
+		return // no action: the signal is reset
+	case known <= i:
+		c.unknowable("trap …", "the action trap sets is only known when it runs")
+	case args[i] != "-":
+		c.script(args[i], depth+1)
+	}
 }
 
 // alias values run where the alias is used (aliases expand in scripts
