@@ -264,3 +264,75 @@ func TestExecBypassTable(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestKeywordBySpelling: set -k and set -o keyword are found after quote
+// removal, behind builtin and command, in clusters and in a shell's
+// options.
+func TestKeywordBySpelling(t *testing.T) {
+	const after = "; bash -c ls BASH_ENV=./x"
+	var cases []shellCase
+	for _, set := range []string{`set -"k"`, `set '-k'`, `set -\k`, `set -o key''word`, `'se't -k`, `s\et -k`,
+		`set -eo keyword`, `set -eok keyword`, `set -o "keyword"`, `builtin set -k`, `command set -k`,
+		`builtin -- set -k`, `shopt -os key"word"`, `shopt -s -o 'keyword'`, `set -$o`, `set -o $o`, `shopt -os $o`} {
+		cases = append(cases, shellCase{set + after, Ask})
+	}
+	cases = append(cases, shellCase{`bash -o keyword -c 'bash -c ls BASH_ENV=./x'`, Ask},
+		shellCase{`bash -eo keyword -c 'bash -c ls BASH_ENV=./x'`, Ask},
+		shellCase{`bash -k -c 'bash -c ls BASH_ENV=./x'`, Ask},
+		shellCase{`sh -ek -c 'bash -c ls BASH_ENV=./x'`, Ask})
+	checkAll(t, zapPolicy(t), cases)
+	checkExactly(t, zapPolicy(t), []shellCase{
+		{"set -e" + after, Allow}, {"set -o pipefail" + after, Allow}, {"shopt -s extglob" + after, Allow},
+	})
+}
+
+// TestShellOptionWords: a shell's option words are read as bash reads
+// them: each o or O of a cluster takes the next word, and the string of
+// -c is the first operand after them all.
+func TestShellOptionWords(t *testing.T) {
+	checkAll(t, zapPolicy(t), []shellCase{
+		{"bash -eo pipefail -c zap", Deny}, {"bash -co pipefail zap", Deny}, {"bash -ceo pipefail zap", Deny},
+		{"bash -oo pipefail errexit -c zap", Deny}, {"bash -O extglob -c zap", Deny}, {"bash -cO extglob zap", Deny},
+		{"bash +o posix -c zap", Deny}, {"bash +O extglob -c zap", Deny}, {"bash -c -e zap", Deny},
+		{"bash -c -- zap", Deny}, {"bash --norc -c zap", Deny}, {"sh -euc zap", Deny},
+		{"bash -c $x", Ask}, {"bash -o $x -c zap", Ask}, {"bash --rcfile f -c ls", Ask}, {"bash -c -o $x zap", Ask},
+	})
+	checkExactly(t, zapPolicy(t), []shellCase{{"bash -eo pipefail -c ls", Allow}, {"bash -co pipefail 'ls; pwd'", Allow}})
+}
+
+// TestHistoryExpansion: where history expansion may be on (set -H, set -o
+// histexpand, bash -H, an interactive shell), a ! or ^ stands for words of
+// other lines.
+func TestHistoryExpansion(t *testing.T) {
+	var cases []shellCase
+	for _, on := range []string{"set -H", "set -o history -H", `set -"H"`, "set -o histexpand", "set -o hist''expand",
+		"builtin set -H", "shopt -os histexpand", "set -$o", "eval 'set -H'"} {
+		for _, use := range []string{"!e:1", `"!!:1"`, "^echo^", "echo !$"} {
+			cases = append(cases, shellCase{on + "\necho zap\n" + use, Ask})
+		}
+	}
+	cases = append(cases, shellCase{"bash -Hc 'set -o history\necho zap\n!e:1'", Ask},
+		shellCase{"bash -ic 'set -o history\necho zap\n!e:1'", Ask},
+		shellCase{"bash -o histexpand -c 'set -o history\necho zap\n!e:1'", Ask},
+		shellCase{"histchars='%^#'; echo x", Ask}, shellCase{"printf -v histchars %s '%^#'", Ask})
+	checkAll(t, zapPolicy(t), cases)
+	checkExactly(t, zapPolicy(t), []shellCase{
+		{"echo zap\n!e:1", Allow}, // history expansion is off in bash -c: !e:1 is a name
+		{"set -H; ls", Allow}, {"bash -ic 'ls | grep x'", Allow}, {"set +H; [ ! -f x ]", Allow},
+	})
+}
+
+// TestInteractiveComments: an interactive shell may not read # as a
+// comment: a string with a comment for bash -i is asked about.
+func TestInteractiveComments(t *testing.T) {
+	checkAll(t, zapPolicy(t), []shellCase{
+		{"bash -ic 'shopt -u interactive_comments\nls #; zap'", Ask},
+		{"bash +o interactive-comments -ic 'ls #; zap'", Ask},
+		{"bash -i +O interactive_comments -c 'ls #; zap'", Ask},
+		{"bash -i -c 'ls # ; zap'", Ask}, {"bash -xic 'ls #; zap'", Ask},
+	})
+	checkExactly(t, zapPolicy(t), []shellCase{
+		{"bash -c 'ls #; zap'", Allow}, // not interactive: # starts a comment
+		{"bash -ic 'ls'", Allow}, {"bash -ic 'echo \"#\"'", Allow},
+	})
+}

@@ -68,6 +68,8 @@ type checker struct {
 	changesDir         bool            // the script runs cd, pushd or popd
 	ints               map[string]bool // variables declared -i: their values are arithmetic
 	keyword            bool            // keyword mode (set -k) may be on: NAME=VALUE words are assignments
+	history            bool            // history expansion (set -H) may be on
+	src                string          // the whole command, as given
 }
 
 // raise keeps v if it is stronger than what was found so far.

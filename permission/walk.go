@@ -32,7 +32,7 @@ func (c *checker) parseAndCheck(src string, depth int, lang syntax.LangVariant) 
 	if f == nil {
 		return
 	}
-	c.keywordScript(src, depth)
+	c.modes(f, src, depth)
 	vars := varSafety{}
 	vars.scan(f)
 	c.changesDir = c.changesDir || changesDir(f, c.p.Home)

@@ -197,34 +197,32 @@ var assignRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`)
 func isAssign(a string) bool { return assignRE.MatchString(a) }
 
 // shellC checks the string of bash -c (and sh, zsh, …); without -c the
-// shell runs a file or its input, which the rules decide on.
+// shell runs a file or its input, which the rules decide on. The modes
+// its options turn on (-k, -o keyword, -H) hold for the string; an
+// interactive shell (-i) expands history, and may not read # as a
+// comment (shopt -u interactive_comments).
 func (c *checker) shellC(shell string, args []string, known, depth int) bool {
-	hasC := false
-	for i := 1; i < len(args); i++ {
-		if i >= known {
-			if hasC {
-				c.unknowable(commandText(args, known), "the string it runs is only known when it runs")
-			}
-			return hasC
-		}
-		a := args[i]
-		switch {
-		case a == "--rcfile" || a == "--init-file":
-			c.unknowable(commandText(args, known), "it makes the shell read a startup file")
-			return true
-		case takesValue("-o -O +o +O", a): // -o OPTION, -O SHOPT_OPTION
-			i++
-		case strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.Contains(a, "c"):
-			hasC = true
-		case strings.HasPrefix(a, "-") || strings.HasPrefix(a, "+"):
-		default:
-			if hasC {
-				c.shellString(shell, a, args, known, depth)
-			}
-			return hasC // without -c, a is a script file
-		}
+	o := readOptions(args[1:], known-1)
+	s := 1 + o.end // the string, with -c
+	switch {
+	case o.rcfile:
+		c.unknowable(commandText(args, known), "it makes the shell read a startup file")
+		return true
+	case !o.c || s >= len(args):
+		return o.c
+	case o.unknown || s >= known:
+		c.unknowable(commandText(args, known), "the string it runs is only known when it runs")
+		return true
 	}
-	return false
+	c.keyword = c.keyword || o.modes.keyword
+	if o.modes.history || o.interactive {
+		c.historyOn()
+	}
+	if o.interactive && hasComment(args[s]) {
+		c.unknowable(commandText(args, known), "an interactive shell may not read # as a comment (shopt -u interactive_comments)")
+	}
+	c.shellString(shell, args[s], args, known, depth)
+	return true
 }
 
 // shellString checks the string a shell runs with -c: as bash reads it
