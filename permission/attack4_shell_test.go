@@ -336,3 +336,50 @@ func TestInteractiveComments(t *testing.T) {
 		{"bash -ic 'ls'", Allow}, {"bash -ic 'echo \"#\"'", Allow},
 	})
 }
+
+// TestHeredocEnds: bash joins a line ending in a backslash to the next
+// before it compares it with an unquoted delimiter, and reads $'…' in a
+// delimiter; where that may end a here-document elsewhere than the parser
+// does, it is asked about.
+func TestHeredocEnds(t *testing.T) {
+	checkAll(t, zapPolicy(t), []shellCase{
+		{"cat <<EOF\nx\nEO\\\nF\nzap\nEOF", Ask},
+		{"cat <<EOF\nx\n\\\nEOF\nzap\nEOF", Ask},
+		{"cat <<EOF\n\\\nEOF\nzap\nEOF", Ask},
+		{"cat <<EOF\nE\\\nO\\\nF\nzap\nEOF", Ask},
+		{"cat <<-EOF\nx\n\tEO\\\nF\nzap\nEOF", Ask},
+		{"cat <<-EOF\nx\nEO\\\n\tF\nzap\nEOF", Ask},
+		{"cat <<EOF; cat <<A\nx\nEOF\nEO\\\nF\nA\nzap\nEOF\nA", Ask},
+		{"cat <<$'E\\x4fF'\nx\nEOF\nzap\nE\\x4fF", Ask},
+		{"cat <<E$'\\x4f'F\nx\nEOF\nzap\nE$'\\x4f'F", Ask},
+		{"cat <<$\"EOF\"\nx\nEOF\nzap\n$\"EOF\"", Ask},
+		{"cat <<\"E\\\\F\"\nx\nE\\F\nzap\n\"E\\\\F\"", Ask},
+	})
+	checkExactly(t, zapPolicy(t), []shellCase{
+		{"cat <<EOF\nx\nEOF\nls", Allow},
+		{"cat <<'EOF'\nx\nEO\\\nF\nzap\nEOF", Allow}, // quoted: no joining
+		{"cat <<EOF\nx \\\n  y\nEOF\nls", Allow},
+		{"cat <<EOF\nx\\\\\nEOF\nls", Allow},
+		{"cat <<\"EOF\"\nx\nEOF", Allow}, {"cat <<E\\OF\nx\nEOF", Allow}, {"cat <<'E'\"O\"F\nx\nEOF", Allow},
+		{"cat <<EOF\nx\nEOF\nzap", Deny},
+	})
+}
+
+// TestDquotedParamQuotes: within double quotes (and a here-document's
+// text), bash reads single quotes in ${x:-'…'} as plain characters and
+// runs the substitution they hold.
+func TestDquotedParamQuotes(t *testing.T) {
+	var cases []shellCase
+	for _, op := range []string{"-", ":-", "+", ":+", "=", ":="} {
+		cases = append(cases, shellCase{`x=1; echo "${x` + op + `'$(zap)'}"`, Ask},
+			shellCase{"x=1; echo \"${x" + op + "'`zap`'}\"", Ask},
+			shellCase{`echo "a${x` + op + `${y:-'$(zap)'}}"`, Ask},
+			shellCase{"cat <<EOF\n${x" + op + "'$(zap)'}\nEOF", Ask})
+	}
+	checkAll(t, zapPolicy(t), cases)
+	checkExactly(t, zapPolicy(t), []shellCase{
+		{`echo ${x:-'$(zap)'}`, Allow}, // unquoted: the quotes quote
+		{`echo "${x#'$(zap)'}"`, Allow}, {`echo "${x:-'a b'}"`, Allow},
+		{"cat <<'EOF'\n${x:-'$(zap)'}\nEOF", Allow},
+	})
+}

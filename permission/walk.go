@@ -33,6 +33,7 @@ func (c *checker) parseAndCheck(src string, depth int, lang syntax.LangVariant) 
 		return
 	}
 	c.modes(f, src, depth)
+	c.heredocs(f, src)
 	vars := varSafety{}
 	vars.scan(f)
 	c.changesDir = c.changesDir || changesDir(f, c.p.Home)
@@ -94,6 +95,8 @@ func (c *checker) node(n syntax.Node, vars varSafety, depth int) {
 		c.declare(n)
 	case *syntax.Redirect:
 		c.redirect(n)
+	case *syntax.DblQuoted:
+		c.dquoted(n)
 	}
 }
 
