@@ -383,3 +383,27 @@ func TestDquotedParamQuotes(t *testing.T) {
 		{"cat <<'EOF'\n${x:-'$(zap)'}\nEOF", Allow},
 	})
 }
+
+// TestAssignByOption: printf -vNAME attached, read's clusters (-raNAME),
+// names only known when they run, and {NAME}> redirections assign
+// variables too.
+func TestAssignByOption(t *testing.T) {
+	checkAll(t, zapPolicy(t), []shellCase{
+		{"printf -vPATH %s bin2; ls", Ask}, {"printf -v PATH -- %s bin2; ls", Ask}, {"printf -vBASH_ENV %s x", Ask},
+		{`printf -v"PATH" %s bin2`, Ask}, {"o=-vPATH; printf $o %s bin2; ls", Ask}, {`printf "$o" %s bin2`, Ask},
+		{`printf "-v$n" %s bin2`, Ask}, {"printf -v $n %s bin2", Ask}, {"printf -v 'a[$(zap)]' x", Ask},
+		{"read -aPATH <<< bin2", Ask}, {"read -raPATH <<< bin2", Ask}, {"read -r $v <<< bin2", Ask},
+		{"read -r -- \"$v\" <<< bin2", Ask}, {"mapfile -tn1 PATH <<< bin2", Ask}, {"readarray -tO0 PATH < f", Ask},
+		{"getopts ab PATH", Ask}, {"read -a'a[$(zap)]' <<< x", Ask},
+		{": {PATH}>/dev/null; ls", Ask}, {"exec {PATH}>/dev/null", Ask}, {": {BASH_ENV}<>/dev/null", Ask},
+		{": {PATH}>&2", Ask}, {": {PATH}<<<x", Ask}, {"x='b[$(zap)]'; : {a[x]}>/dev/null", Ask},
+		{": {a['$(zap)']}>/dev/null", Ask}, {": {a[\"$n\"]}>/dev/null", Ask},
+		// A variable filled from outside holds no number: arithmetic over it is asked about.
+		{"x=1; printf -vx %s 'a[$(zap)]'; echo $((x))", Ask}, {"x=1; read -rx <<< 'a[$(zap)]'; echo $((x))", Ask},
+	})
+	checkExactly(t, zapPolicy(t), []shellCase{
+		{`printf "Hello $x"`, Allow}, {`printf %s "$x"`, Allow}, {`printf -- "$x"`, Allow}, {"printf -v out %s x", Allow},
+		{"read -r line < f", Allow}, {`read -p "Name: " name`, Allow}, {": {fd}>/dev/null", Allow},
+		{"exec {fd}>&-", Allow}, {": {x} >/dev/null", Allow},
+	})
+}

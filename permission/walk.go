@@ -95,6 +95,9 @@ func (c *checker) node(n syntax.Node, vars varSafety, depth int) {
 		c.declare(n)
 	case *syntax.Redirect:
 		c.redirect(n)
+		c.varRedirect(n)
+	case *syntax.Stmt:
+		c.adjacentVarRedirect(n)
 	case *syntax.DblQuoted:
 		c.dquoted(n)
 	}

@@ -101,22 +101,29 @@ func dquoteLit(s string) string {
 	return b.String()
 }
 
-// argv resolves a call's words: the static ones up to the first dynamic
-// one (known counts them); the rest are placeholders.
+// argv resolves a call's words: known counts the static ones before the
+// first dynamic one, which is a NUL and then its static start (see
+// dynamicStart): what bash makes of it up to its first expansion.
 func argv(words []*syntax.Word, home string) (args []string, known int) {
 	args = make([]string, len(words))
 	known = len(words)
 	for i, w := range words {
-		s, ok := staticWord(w, home)
+		s, ok := staticPrefix(w, home)
 		if !ok {
 			if known == len(words) {
 				known = i
 			}
-			s = "\x00dynamic"
+			s = "\x00" + s
 		}
 		args[i] = s
 	}
 	return args, known
+}
+
+// dynamicStart is the static start of a dynamic word argv made, and
+// whether a is one.
+func dynamicStart(a string) (string, bool) {
+	return strings.CutPrefix(a, "\x00")
 }
 
 // commandText shows a simple command: its static words, then "…".
