@@ -407,3 +407,36 @@ func TestAssignByOption(t *testing.T) {
 		{"exec {fd}>&-", Allow}, {": {x} >/dev/null", Allow},
 	})
 }
+
+// TestDirectoryChangeOrder: a write relative to the workdir may run after
+// a cd that comes later in the text (a function, a loop, a trap), however
+// the cd is spelled and wherever it is run from.
+func TestDirectoryChangeOrder(t *testing.T) {
+	var cases []shellCase
+	for _, cd := range []string{"builtin cd ~", "command cd ~", "command -p cd ~", "builtin -- cd ~", `'c'd ~`,
+		"eval cd ~", "eval 'cd ~'", "eval 'builtin cd ~'", "pushd ~", "popd", "bash -c 'eval cd'; eval cd ~"} {
+		cases = append(cases,
+			shellCase{"f() { echo x > .bashrc; }; " + cd + "; f", Ask},
+			shellCase{"for i in 1 2; do echo x > .bashrc; " + cd + "; done", Ask},
+			shellCase{"while :; do echo x >> .bashrc; " + cd + "; done", Ask})
+	}
+	cases = append(cases,
+		shellCase{"trap 'cd ~' DEBUG; echo x > .bashrc", Ask},
+		shellCase{"f() { echo x > .bashrc; }; trap 'cd ~' DEBUG; f", Ask},
+		shellCase{"trap 'echo x > .bashrc' EXIT; builtin cd ~", Ask},
+		shellCase{"shopt -s expand_aliases; alias c='cd ~'\nf() { echo x > .bashrc; }; c; f", Ask},
+		shellCase{"env -iC /home/u bash -c 'echo x > .bashrc'", Ask},
+		shellCase{"env --ch=/home/u bash -c 'echo x > .bashrc'", Ask},
+		shellCase{"for i in 1 2; do bash -c 'echo x > .bashrc'; eval cd ~; done", Ask},
+		shellCase{"f() { \\time -o .bashrc true; }; builtin cd ~; f", Ask})
+	checkAll(t, readOnlyPolicy(), cases)
+	checkAll(t, zapPolicy(t), []shellCase{ // find itself is allowed here
+		{"find / -name passwd -execdir sh -c 'echo x > pwn' ';'", Ask},
+		{"find / -name passwd -okdir bash -c 'echo x > pwn' ';'", Ask},
+	})
+	// A cd in another shell moves that shell only.
+	checkExactly(t, readOnlyPolicy(), []shellCase{
+		{"echo x > a; bash -c 'cd /tmp && ls'", Allow}, {"bash -c 'cd /tmp && ls'; echo x > a", Allow},
+		{"echo x > out.txt; cat out.txt", Allow},
+	})
+}

@@ -66,6 +66,7 @@ type checker struct {
 	structural         bool            // an ask no prefix rule could answer
 	prefixes           []string        // of the simple commands asked about
 	changesDir         bool            // the script runs cd, pushd or popd
+	relativeWrite      bool            // a write relative to the workdir was read as in it
 	ints               map[string]bool // variables declared -i: their values are arithmetic
 	keyword            bool            // keyword mode (set -k) may be on: NAME=VALUE words are assignments
 	history            bool            // history expansion (set -H) may be on

@@ -36,7 +36,9 @@ func (c *checker) parseAndCheck(src string, depth int, lang syntax.LangVariant) 
 	c.heredocs(f, src)
 	vars := varSafety{}
 	vars.scan(f)
-	c.changesDir = c.changesDir || changesDir(f, c.p.Home)
+	if changesDir(f, c.p.Home) {
+		c.dirChanged()
+	}
 	c.ints = integerVars(f)
 	syntax.Walk(f, func(n syntax.Node) bool {
 		c.arith(n, vars)
@@ -191,7 +193,7 @@ func unknownName(args []string, known int) string {
 // mapfile and printf -v fill variables; test -v evaluates a subscript.
 func (c *checker) shellEffects(base string, args []string, known int) {
 	if base == "cd" || base == "pushd" || base == "popd" {
-		c.changesDir = true
+		c.dirChanged()
 	}
 	c.fills(base, args, known)
 	if base == "test" || base == "[" {

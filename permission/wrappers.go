@@ -184,7 +184,7 @@ func (c *checker) lockCommand(name string, args []string, i, known, depth int) b
 	}
 	c.writes(args[i], i < known)
 	if i+2 < len(args) && (args[i+1] == "-c" || args[i+1] == "--command") {
-		c.strings(args[i+2:i+3], known-i-2, depth, name)
+		c.child(func() { c.strings(args[i+2:i+3], known-i-2, depth, name) })
 		return true
 	}
 	return false
@@ -221,7 +221,7 @@ func (c *checker) shellC(shell string, args []string, known, depth int) bool {
 	if o.interactive && hasComment(args[s]) {
 		c.unknowable(commandText(args, known), "an interactive shell may not read # as a comment (shopt -u interactive_comments)")
 	}
-	c.shellString(shell, args[s], args, known, depth)
+	c.child(func() { c.shellString(shell, args[s], args, known, depth) })
 	return true
 }
 
@@ -285,7 +285,7 @@ func (c *checker) watch(args []string, known, depth int) {
 	case known < len(args):
 		c.unknowable("watch …", "the string watch runs is only known when it runs")
 	default:
-		c.scriptIn(strings.Join(args[i:], " "), depth+1, syntax.LangPOSIX, syntax.LangBash)
+		c.child(func() { c.scriptIn(strings.Join(args[i:], " "), depth+1, syntax.LangPOSIX, syntax.LangBash) })
 	}
 }
 
