@@ -440,3 +440,47 @@ func TestDirectoryChangeOrder(t *testing.T) {
 		{"echo x > out.txt; cat out.txt", Allow},
 	})
 }
+
+// TestWriteThroughLinkDotDot: the kernel follows a link before the ..
+// after it: ext/../pwn, with ext a link to a directory outside, is next
+// to that directory, not in the workspace; the same from a workdir that
+// is such a link.
+func TestWriteThroughLinkDotDot(t *testing.T) {
+	ws, outside := t.TempDir(), t.TempDir()
+	if err := os.Mkdir(filepath.Join(outside, "dir"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.Symlink(filepath.Join(outside, "dir"), filepath.Join(ws, "ext"))
+	os.Symlink("ext/..", filepath.Join(ws, "up"))
+	os.Mkdir(filepath.Join(ws, "sub"), 0o755)
+	p := readOnlyPolicy()
+	for _, tt := range []struct {
+		cmd, workdir string
+		want         Decision
+	}{
+		{"echo x > ext/../pwn", ws, Ask},
+		{"echo x > ./ext/../pwn", ws, Ask},
+		{"echo x > ext/./../pwn", ws, Ask},
+		{"echo x > ext/../dir/../pwn", ws, Ask},
+		{"echo x > " + ws + "/ext/../pwn", ws, Ask},
+		{"echo x > up/pwn", ws, Ask},
+		{"echo x >> sub/../ext/../pwn", ws, Ask},
+		{`\time -o ext/../pwn true`, ws, Ask},
+		{"git -C ext/.. status", ws, Ask},
+		// A workdir that is a link outside: its .. is outside too.
+		{"echo x > ../pwn", filepath.Join(ws, "ext"), Ask},
+		{"echo x > f", filepath.Join(ws, "ext"), Ask},
+		{"echo x > f", outside, Ask},
+		{"echo x > ../f", outside, Ask},
+		// Within the workspace.
+		{"echo x > sub/../f", ws, Allow},
+		{"echo x > ../" + filepath.Base(ws) + "/f", ws, Allow},
+		{"echo x > f", filepath.Join(ws, "sub"), Allow},
+		{"echo x > ../f", filepath.Join(ws, "sub"), Allow},
+		{"git -C sub status", ws, Allow},
+	} {
+		if v := p.Check(tt.cmd, tt.workdir, ws); v.Decision != tt.want {
+			t.Errorf("Check(%q) in %s = %v (%s), want %v", tt.cmd, tt.workdir, v.Decision, v.Reason, tt.want)
+		}
+	}
+}

@@ -52,6 +52,7 @@ func (c *checker) writes(target string, static bool) {
 		c.unknowable("> …", "it writes to a file whose name is only known when it runs")
 		return
 	}
+	raw := target // as the kernel reads it: a link before .. is followed first
 	if filepath.IsAbs(target) {
 		target = filepath.Clean(target)
 	}
@@ -64,6 +65,7 @@ func (c *checker) writes(target string, static bool) {
 			return
 		}
 		c.relativeWrite = true
+		raw = c.workdir + "/" + target
 		target = filepath.Join(c.workdir, target)
 	}
 	if !within(target, c.workspace) {
@@ -72,35 +74,47 @@ func (c *checker) writes(target string, static bool) {
 	}
 	// The shell opens what links on the way name, as they are now (the
 	// sandbox, not this check, holds against a link changed meanwhile).
-	if real := resolveLinks(target); !within(real, resolveLinks(c.workspace)) {
+	if real := resolveLinks(raw); !within(real, resolveLinks(c.workspace)) {
 		c.unknowable("> "+target, fmt.Sprintf("it writes to %s, a link to %s, outside the workspace %s", target, real, c.workspace))
 	}
 }
 
 // resolveLinks is the clean absolute path p names once the symbolic links
 // on its way, the last one too (even one whose target does not exist),
-// are followed; what does not exist is kept as written.
+// are followed, as the kernel does: in order, so that .. after a link
+// is the parent of where the link leads (ext/../x, with ext a link to
+// /elsewhere/dir, is /elsewhere/x). What does not exist is kept as
+// written.
 func resolveLinks(p string) string {
-	done, rest := "/", strings.Split(strings.Trim(filepath.Clean(p), "/"), "/")
+	done, rest := "/", strings.Split(p, "/")
 	for hops := 0; len(rest) > 0; {
-		next := filepath.Join(done, rest[0])
+		name := rest[0]
+		rest = rest[1:]
+		switch name {
+		case "", ".":
+			continue
+		case "..":
+			done = filepath.Dir(done)
+			continue
+		}
+		next := filepath.Join(done, name)
 		fi, err := os.Lstat(next)
 		if err != nil || fi.Mode()&os.ModeSymlink == 0 || hops > 40 {
-			done, rest = next, rest[1:]
+			done = next
 			continue
 		}
 		target, err := os.Readlink(next)
 		if err != nil {
-			done, rest = next, rest[1:]
+			done = next
 			continue
 		}
 		hops++
 		if filepath.IsAbs(target) {
 			done = "/"
 		}
-		rest = append(strings.Split(strings.Trim(filepath.Clean(target), "/"), "/"), rest[1:]...)
+		rest = append(strings.Split(target, "/"), rest...)
 	}
-	return filepath.Clean(done)
+	return done
 }
 
 // mayConnect reports whether a redirection's word is, or may be once
@@ -145,9 +159,9 @@ func (c *checker) inWorkspace(dir string) bool {
 		return false
 	}
 	if !filepath.IsAbs(dir) {
-		dir = filepath.Join(c.workdir, dir)
+		dir = c.workdir + "/" + dir
 	}
-	return within(filepath.Clean(dir), c.workspace)
+	return within(filepath.Clean(dir), c.workspace) && within(resolveLinks(dir), resolveLinks(c.workspace))
 }
 
 // changesDir reports whether a script changes its directory anywhere (cd,
