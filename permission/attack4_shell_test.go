@@ -191,6 +191,7 @@ var execBypassDeny = map[string]bool{
 	"wrapper-cluster/env-vu": true, "wrapper-cluster/timeout-vs": true, "wrapper-cluster/timeout-vk": true,
 	"watch/differences": true, "watch/differences-long": true, "watch/cluster-tn": true, "watch/equexit": true,
 	"watch/exec-rejoined": true, "trap/dashdash-dash-action": true, "trap/dashdash-escaped": true,
+	"shell-options/eo-pipefail": true, "shell-options/co": true, "shell-options/cO": true,
 }
 
 // execBypass is one case of shell.txtar.
@@ -434,7 +435,12 @@ func TestDirectoryChangeOrder(t *testing.T) {
 		{"find / -name passwd -execdir sh -c 'echo x > pwn' ';'", Ask},
 		{"find / -name passwd -okdir bash -c 'echo x > pwn' ';'", Ask},
 	})
-	// A cd in another shell moves that shell only.
+	// A cd in another shell moves that shell only: its own writes after it
+	// are still asked about.
+	checkAll(t, readOnlyPolicy(), []shellCase{
+		{"bash -c 'cd ~; echo x > .bashrc'", Ask}, {"echo x > a; bash -c 'cd ~; echo x > .bashrc'", Ask},
+		{"watch 'cd ~; echo x > .bashrc'", Ask}, {"flock l -c 'cd ~; echo x > .bashrc'", Ask},
+	})
 	checkExactly(t, readOnlyPolicy(), []shellCase{
 		{"echo x > a; bash -c 'cd /tmp && ls'", Allow}, {"bash -c 'cd /tmp && ls'; echo x > a", Allow},
 		{"echo x > out.txt; cat out.txt", Allow},
