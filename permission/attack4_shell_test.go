@@ -490,3 +490,22 @@ func TestWriteThroughLinkDotDot(t *testing.T) {
 		}
 	}
 }
+
+// TestCompatLevel: at a bash compatibility level up to 4.2 (shopt -s
+// compat42, BASH_COMPAT, bash -O compat41, or inherited), single quotes
+// in "${x/a/'…'}" quote nothing either; setting a level is asked about.
+func TestCompatLevel(t *testing.T) {
+	checkAll(t, zapPolicy(t), []shellCase{
+		{`x=abc; shopt -s compat41; echo "${x/a/'$(zap)'}"`, Ask},
+		{`x=abc; BASH_COMPAT=42; echo "${x//a/'$(zap)'}"`, Ask},
+		{`echo "${x/a/'$(zap)'}"`, Ask}, {"echo \"${x/#'`zap`'/b}\"", Ask}, {`echo "${x/%a/'$(zap)'}"`, Ask},
+		{"cat <<EOF\n${x/a/'$(zap)'}\nEOF", Ask},
+		{"shopt -s compat42", Ask}, {"shopt -s compat31 nullglob", Ask}, {"builtin shopt -s compat44", Ask},
+		{"shopt -s $o", Ask}, {"BASH_COMPAT=41 bash -c ls", Ask}, {"bash -O compat41 -c ls", Ask},
+		{"bash -xO compat40 -c ls", Ask},
+	})
+	checkExactly(t, zapPolicy(t), []shellCase{
+		{`echo "${x/a/b}"`, Allow}, {`echo ${x/a/'$(zap)'}`, Allow}, {"shopt -s nullglob; ls", Allow},
+		{"bash -O extglob -c ls", Allow},
+	})
+}

@@ -149,15 +149,18 @@ var defaultOps = map[syntax.ParExpOperator]bool{
 
 // dquoted asks about "${x:-'$(cmd)'}" (and the same in a here-document's
 // text): there bash reads the single quotes as plain characters and runs
-// the substitution they hold, where the parser reads a quoted string.
+// the substitution they hold, where the parser reads a quoted string. So
+// does "${x/a/'$(cmd)'}" at a compatibility level up to 4.2 (shopt -s
+// compat42, BASH_COMPAT), which may be inherited: it is asked about too.
 func (c *checker) dquoted(n syntax.Node) {
 	syntax.Walk(n, func(m syntax.Node) bool {
 		switch m := m.(type) {
 		case *syntax.CmdSubst, *syntax.ProcSubst:
 			return false // quoted anew within
 		case *syntax.ParamExp:
-			if m.Exp != nil && m.Exp.Word != nil && defaultOps[m.Exp.Op] && quotesCode(m.Exp.Word) {
-				c.unknowable("\"${…'…'}\"", "within double quotes bash expands what single quotes in ${x:-'…'} hold")
+			if m.Exp != nil && m.Exp.Word != nil && defaultOps[m.Exp.Op] && quotesCode(m.Exp.Word) ||
+				m.Repl != nil && (quotesCode(m.Repl.Orig) || quotesCode(m.Repl.With)) {
+				c.unknowable("\"${…'…'}\"", "within double quotes bash may expand what single quotes in ${x:-'…'} or ${x/a/'…'} hold")
 			}
 		}
 		return true
@@ -166,6 +169,9 @@ func (c *checker) dquoted(n syntax.Node) {
 
 // quotesCode reports whether w has single quotes holding a $ or `.
 func quotesCode(w *syntax.Word) bool {
+	if w == nil {
+		return false
+	}
 	for _, p := range w.Parts {
 		if q, ok := p.(*syntax.SglQuoted); ok && strings.ContainsAny(q.Value, "$`") {
 			return true

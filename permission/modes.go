@@ -71,6 +71,7 @@ type shellOptions struct {
 	c           bool // -c: the first operand is a string to run
 	interactive bool // -i
 	rcfile      bool // --rcfile or --init-file
+	compat      bool // -O compat41 …: a bash compatibility level
 	end         int  // where the operands start
 	unknown     bool // a word only known when it runs
 }
@@ -134,6 +135,7 @@ func (o *shellOptions) cluster(words []string, known, i int) int {
 				continue
 			}
 			o.modes.or(shellModes{keyword: on && words[i] == "keyword", history: on && words[i] == "histexpand"})
+			o.compat = o.compat || ch == 'O' && strings.HasPrefix(words[i], "compat")
 		case 'k':
 			o.modes.keyword = o.modes.keyword || on
 		case 'H':
@@ -175,6 +177,18 @@ func (c *checker) historyOn() {
 	c.history = true
 	if strings.ContainsAny(c.src, "!^") {
 		c.unknowable(c.src, "it may turn on history expansion (set -H), where ! and ^ stand for words of other lines")
+	}
+}
+
+// compat asks about shopt -s compat31 … compat44: bash then reads
+// some text as older versions did ("${x/a/'$(cmd)'}" runs cmd), which
+// this checker does not follow; so is an option only known when it runs.
+func (c *checker) compat(args []string, known int) {
+	for i, a := range args[1:] {
+		if i+1 >= known || strings.HasPrefix(a, "compat") {
+			c.unknowable(commandText(args, known), "it may set a bash compatibility level, which changes how bash reads text")
+			return
+		}
 	}
 }
 

@@ -19,7 +19,7 @@ var dangerousVars = map[string]bool{
 	"RUBYOPT": true, "RUBYLIB": true, "JAVA_TOOL_OPTIONS": true, "GOFLAGS": true, "RUSTC_WRAPPER": true,
 	"CC": true, "CXX": true, "MAKEFLAGS": true, "POSIXLY_CORRECT": true,
 	"HOME": true, "XDG_CONFIG_HOME": true, "GIT_DIR": true, "GIT_COMMON_DIR": true, "GIT_WORK_TREE": true,
-	"BASH_ALIASES": true, "BASH_CMDS": true, "BASH_LOADABLES_PATH": true, "EXECIGNORE": true, "histchars": true,
+	"BASH_ALIASES": true, "BASH_CMDS": true, "BASH_LOADABLES_PATH": true, "EXECIGNORE": true, "histchars": true, "BASH_COMPAT": true,
 	// Read by programs the built-in tables allow: a configuration file or
 	// a program to run, a directory of code to load, where to write.
 	"RIPGREP_CONFIG_PATH": true, "GREP": true, "GOENV": true, "GOTOOLCHAIN": true, "CGO_CFLAGS": true,

@@ -199,6 +199,9 @@ func (c *checker) shellEffects(base string, args []string, known int) {
 	if base == "test" || base == "[" {
 		c.testV(args, known)
 	}
+	if base == "shopt" {
+		c.compat(args, known)
+	}
 }
 
 // isASCII reports whether s has only ASCII characters.

@@ -208,6 +208,9 @@ func (c *checker) shellC(shell string, args []string, known, depth int) bool {
 	case o.rcfile:
 		c.unknowable(commandText(args, known), "it makes the shell read a startup file")
 		return true
+	case o.compat:
+		c.unknowable(commandText(args, known), "it sets a bash compatibility level, which changes how bash reads text")
+		return true
 	case !o.c || s >= len(args):
 		return o.c
 	case o.unknown || s >= known:
