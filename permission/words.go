@@ -26,6 +26,9 @@ func staticPrefix(w *syntax.Word, home string) (string, bool) {
 	for i, p := range w.Parts {
 		switch p := p.(type) {
 		case *syntax.Lit:
+			if i == 0 && tildeWithMore(w) {
+				return "", false
+			}
 			lim := len(p.Value)
 			if stop.part == i {
 				lim = stop.off
@@ -56,6 +59,21 @@ func staticPrefix(w *syntax.Word, home string) (string, bool) {
 		}
 	}
 	return b.String(), true
+}
+
+// tildeWithMore reports whether w starts with a ~ that the parser split
+// from what follows it (~"x", ~[): bash's tilde-prefix runs to the first
+// unquoted slash, so it is ~user, or literal where quoted, never home.
+func tildeWithMore(w *syntax.Word) bool {
+	if len(w.Parts) < 2 {
+		return false
+	}
+	first, ok := w.Parts[0].(*syntax.Lit)
+	if !ok || first.Value != "~" {
+		return false
+	}
+	next, ok := w.Parts[1].(*syntax.Lit)
+	return !ok || !strings.HasPrefix(next.Value, "/")
 }
 
 // unquotedLit resolves an unquoted literal with no glob or brace
