@@ -84,19 +84,19 @@ func (vs varSafety) note(name string, safe bool) {
 }
 
 // readersOf marks the variables that read, mapfile, getopts and printf -v
-// fill from outside.
+// fill from outside (see filledNames).
 func (vs varSafety) readersOf(c *syntax.CallExpr) {
 	if len(c.Args) == 0 {
 		return
 	}
-	name := c.Args[0].Lit()
-	for i, a := range c.Args[1:] {
-		lit := a.Lit()
-		switch {
-		case readers[name] && identRE.MatchString(lit):
-			vs.note(lit, false)
-		case name == "printf" && i+2 < len(c.Args) && lit == "-v":
-			vs.note(c.Args[i+2].Lit(), false)
+	args, known := argv(c.Args, "")
+	if known == 0 {
+		return
+	}
+	names, _ := filledNames(args[0], args, known)
+	for _, n := range names {
+		if identRE.MatchString(n) {
+			vs.note(n, false)
 		}
 	}
 }

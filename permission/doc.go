@@ -10,7 +10,14 @@
 // timeout, nice, xargs, sudo and find -exec; redirections that write
 // outside the workspace (through symbolic links too) or connect through
 // /dev/tcp; and, where keyword mode (set -k) may be on, NAME=VALUE words
-// after a command's name, as the assignments bash makes them. Policy's
+// after a command's name, as the assignments bash makes them. Words are
+// read as bash expands them: braces and brackets across a word's quoted
+// parts ({--pre=x,"y"} is two words), a wrapper's clustered options
+// (xargs -tI R cmd), and the options of set, shopt and a shell after
+// quote removal (set -"k"); where bash may read the text otherwise than
+// the parser (a here-document bash ends elsewhere, ! once history
+// expansion may be on, # in an interactive shell, '…' within
+// "${x:-…}"), or a cd may run before a relative write, it asks. Policy's
 // ReadOnly adds built-in tables of programs and the options and operands
 // with which they only read (readonly_tables.go). Deny wins over ask,
 // which wins over allow. What

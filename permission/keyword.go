@@ -22,21 +22,6 @@ var keywordRE = sync.OnceValue(func() *regexp.Regexp {
 // mayKeyword reports whether src may turn on keyword mode.
 func mayKeyword(src string) bool { return keywordRE().MatchString(src) }
 
-// keywordScript notes keyword mode for a string a script runs (eval, bash
-// -c): one that turns it on where the whole command's text did not show
-// it (a name spelled in pieces, 'se”t -k') may have changed how commands
-// already checked are read, which it asks about.
-func (c *checker) keywordScript(src string, depth int) {
-	if depth == 0 {
-		c.keyword = mayKeyword(src)
-		return
-	}
-	if !c.keyword && mayKeyword(src) {
-		c.keyword = true
-		c.unknowable(src, "it turns on keyword mode (set -k) in a string, where NAME=VALUE words of any command set its environment")
-	}
-}
-
 // keywordAssigns, in keyword mode, takes the NAME=VALUE words after a
 // command's name out of its arguments, as bash does, and checks them as
 // the assignments they are.

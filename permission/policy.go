@@ -66,11 +66,14 @@ type checker struct {
 	structural         bool            // an ask no prefix rule could answer
 	prefixes           []string        // of the simple commands asked about
 	changesDir         bool            // the script runs cd, pushd or popd
+	relativeWrite      bool            // a write relative to the workdir was read as in it
 	ints               map[string]bool // variables declared -i: their values are arithmetic
 	keyword            bool            // keyword mode (set -k) may be on: NAME=VALUE words are assignments
 	passedOn           int             // checking what an option runs: Policy.Unmatched does not apply
 	allexport          bool            // allexport (set -a) may be on: every assignment is to the environment
 	assigned           map[string]bool // the variables the script may set (see assignedVars)
+	history            bool            // history expansion (set -H) may be on
+	src                string          // the whole command, as given
 }
 
 // raise keeps v if it is stronger than what was found so far.

@@ -32,7 +32,7 @@ func niceRaises(args []string, known int) bool {
 		case strings.HasPrefix(a, "--") && len(a) > 2 && a[2] >= '0' && a[2] <= '9':
 			return true // --20 is an adjustment of -20
 		}
-		opt, v, used, hasValue := w.option(args, i, known)
+		opt, v, used, hasValue, _ := w.option(args, i)
 		if hasValue && (opt == "-n" || opt == "--adjustment") && (i+used-1 >= known || strings.HasPrefix(v, "-")) {
 			return true
 		}
@@ -68,7 +68,7 @@ func ioniceRaises(args []string, known int) bool {
 		if a == "--" || !strings.HasPrefix(a, "-") || a == "-" {
 			return false
 		}
-		opt, v, used, hasValue := w.option(args, i, known)
+		opt, v, used, hasValue, _ := w.option(args, i)
 		if hasValue && (opt == "-c" || opt == "--class") && (i+used-1 >= known || v == "1" || strings.HasPrefix("realtime", strings.ToLower(v))) {
 			return true
 		}

@@ -2,7 +2,6 @@ package permission
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -20,7 +19,7 @@ var dangerousVars = map[string]bool{
 	"RUBYOPT": true, "RUBYLIB": true, "JAVA_TOOL_OPTIONS": true, "GOFLAGS": true, "RUSTC_WRAPPER": true,
 	"CC": true, "CXX": true, "MAKEFLAGS": true, "POSIXLY_CORRECT": true,
 	"HOME": true, "XDG_CONFIG_HOME": true, "GIT_DIR": true, "GIT_COMMON_DIR": true, "GIT_WORK_TREE": true,
-	"BASH_ALIASES": true, "BASH_CMDS": true, "BASH_LOADABLES_PATH": true, "EXECIGNORE": true,
+	"BASH_ALIASES": true, "BASH_CMDS": true, "BASH_LOADABLES_PATH": true, "EXECIGNORE": true, "histchars": true, "BASH_COMPAT": true,
 	// Read by programs the built-in tables allow: a configuration file or
 	// a program to run, a directory of code to load, where to write.
 	"RIPGREP_CONFIG_PATH": true, "GREP": true, "GOENV": true, "GOTOOLCHAIN": true, "CGO_CFLAGS": true,
@@ -199,26 +198,95 @@ func (c *checker) paramExp(n *syntax.ParamExp, vars varSafety) {
 var readers = map[string]bool{"read": true, "mapfile": true, "readarray": true, "getopts": true}
 
 // fills asks about read, mapfile, getopts and printf -v filling a
-// variable that changes what runs, or a subscript (which can run code).
+// variable that changes what runs, or a subscript (which can run code),
+// or one named only when it runs.
 func (c *checker) fills(base string, args []string, known int) {
-	var targets []string
-	switch {
-	case readers[base]:
-		targets = args[1:min(known, len(args))]
-	case base == "printf":
-		for i := 1; i+1 < known; i++ {
-			if args[i] == "-v" {
-				targets = append(targets, args[i+1])
-			}
-		}
-		if known < len(args) && slices.Contains(args[1:known], "-v") {
-			c.unknowable("printf -v …", "it fills a variable named only when it runs")
-		}
+	names, unknown := filledNames(base, args, known)
+	if unknown {
+		c.unknowable(commandText(args, known), fmt.Sprintf("%s fills a variable named only when it runs", base))
 	}
-	for _, t := range targets {
-		// Other words are options and their values (read -p PROMPT).
+	for _, t := range names {
 		if dangerousVar(t) || c.allexport && !harmlessEnv(t, "", false) || strings.Contains(t, "[") {
 			c.unknowable(base+" "+t, fmt.Sprintf("it fills %s, which changes what commands run or holds a subscript", t))
+		}
+	}
+}
+
+// filledNames are the names of the variables read, mapfile, getopts and
+// printf -v may fill, erring toward more: for the readers, every word
+// and every tail of an option cluster (read -raPATH fills PATH); for
+// printf, the value of -v (attached, -vPATH, or the next word). unknown
+// says a word only known when it runs may name one.
+func filledNames(base string, args []string, known int) (names []string, unknown bool) {
+	switch {
+	case readers[base]:
+		for _, a := range args[1:min(known, len(args))] {
+			names = append(names, a)
+			for j := 2; strings.HasPrefix(a, "-") && j < len(a); j++ {
+				names = append(names, a[j:])
+			}
+		}
+		return names, known < len(args)
+	case base == "printf":
+		return printfV(args, known)
+	}
+	return nil, false
+}
+
+// printfV is what printf's -v fills: its options come before the format
+// (bash's printf has only -v), and a word only known when it runs there
+// may be -vNAME, unless its static start shows it is not an option
+// ("Hello $name").
+func printfV(args []string, known int) (names []string, unknown bool) {
+	for i := 1; i < len(args); i++ {
+		if i >= known {
+			start, _ := dynamicStart(args[i])
+			return names, start == "" || strings.HasPrefix(start, "-")
+		}
+		a := args[i]
+		switch {
+		case a == "--" || !strings.HasPrefix(a, "-") || a == "-":
+			return names, false
+		case a == "-v" && i+1 >= known:
+			return names, i+1 < len(args)
+		case a == "-v":
+			names = append(names, args[i+1])
+			i++
+		case strings.HasPrefix(a, "-v"):
+			names = append(names, a[2:])
+		}
+	}
+	return names, false
+}
+
+// varRedirect asks about {NAME}> (and <, >>, …), which assigns NAME a
+// descriptor number: a variable that changes what runs (PATH=10 makes
+// ./10 a directory of commands), or a subscript, which is evaluated.
+func (c *checker) varRedirect(r *syntax.Redirect) {
+	if r.N == nil || !strings.HasPrefix(r.N.Value, "{") {
+		return
+	}
+	name := strings.TrimSuffix(strings.TrimPrefix(r.N.Value, "{"), "}")
+	if strings.Contains(name, "[") {
+		c.unknowable(r.N.Value, "its {NAME} redirection evaluates a subscript, which can run commands")
+		return
+	}
+	c.setsVar(name)
+}
+
+// adjacentVarRedirect asks about a word {…} just before a redirection
+// that the parser took for an argument ({a['$(cmd)']}>f): bash may read
+// it as {NAME}>, assigning NAME and evaluating its subscript.
+func (c *checker) adjacentVarRedirect(s *syntax.Stmt) {
+	call, ok := s.Cmd.(*syntax.CallExpr)
+	if !ok {
+		return
+	}
+	for _, r := range s.Redirs {
+		for _, w := range call.Args {
+			if w.End() == r.OpPos && r.N == nil && strings.HasPrefix(wordText(w), "{") {
+				c.unknowable(wordText(w), "bash may read a {…} word just before a redirection as {NAME}>, which assigns NAME")
+			}
 		}
 	}
 }

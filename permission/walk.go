@@ -32,11 +32,14 @@ func (c *checker) parseAndCheck(src string, depth int, lang syntax.LangVariant) 
 	if f == nil {
 		return
 	}
-	c.keywordScript(src, depth)
+	c.modes(f, src, depth)
+	c.heredocs(f, src)
 	c.allexportScript(f, depth)
 	vars := varSafety{}
 	vars.scan(f)
-	c.changesDir = c.changesDir || changesDir(f, c.p.Home)
+	if changesDir(f, c.p.Home) {
+		c.dirChanged()
+	}
 	c.ints = integerVars(f)
 	syntax.Walk(f, func(n syntax.Node) bool {
 		c.arith(n, vars)
@@ -95,6 +98,11 @@ func (c *checker) node(n syntax.Node, vars varSafety, depth int) {
 		c.declare(n)
 	case *syntax.Redirect:
 		c.redirect(n)
+		c.varRedirect(n)
+	case *syntax.Stmt:
+		c.adjacentVarRedirect(n)
+	case *syntax.DblQuoted:
+		c.dquoted(n)
 	}
 }
 
@@ -205,11 +213,14 @@ func unknownName(args []string, known int) string {
 // mapfile and printf -v fill variables; test -v evaluates a subscript.
 func (c *checker) shellEffects(base string, args []string, known int) {
 	if base == "cd" || base == "pushd" || base == "popd" {
-		c.changesDir = true
+		c.dirChanged()
 	}
 	c.fills(base, args, known)
 	if base == "test" || base == "[" {
 		c.testV(args, known)
+	}
+	if base == "shopt" {
+		c.compat(args, known)
 	}
 }
 

@@ -21,13 +21,21 @@ func staticWord(w *syntax.Word, home string) (string, bool) {
 // staticPrefix returns what bash makes of w up to its first part that
 // needs expansion, and whether that was all of w (see staticWord).
 func staticPrefix(w *syntax.Word, home string) (string, bool) {
+	stop := expansionAt(w)
 	var b strings.Builder
 	for i, p := range w.Parts {
 		switch p := p.(type) {
 		case *syntax.Lit:
-			s, ok := unquotedLit(p.Value, i == 0, home)
+			if i == 0 && tildeWithMore(w) {
+				return "", false
+			}
+			lim := len(p.Value)
+			if stop.part == i {
+				lim = stop.off
+			}
+			s, ok := unquotedLit(p.Value[:lim], i == 0, home)
 			b.WriteString(s)
-			if !ok {
+			if !ok || lim < len(p.Value) {
 				return b.String(), false
 			}
 		case *syntax.SglQuoted:
@@ -57,10 +65,26 @@ func staticPrefix(w *syntax.Word, home string) (string, bool) {
 	return b.String(), true
 }
 
-// unquotedLit resolves an unquoted literal: backslashes escape the next
-// character; glob and brace characters make it dynamic; a leading ~ or ~/
-// is home. Where it is dynamic, the text is what comes before that (a ~
-// it cannot resolve is kept as written).
+// tildeWithMore reports whether w starts with a ~ that the parser split
+// from what follows it (~"x", ~[): bash's tilde-prefix runs to the first
+// unquoted slash, so it is ~user, or literal where quoted, never home.
+func tildeWithMore(w *syntax.Word) bool {
+	if len(w.Parts) < 2 {
+		return false
+	}
+	first, ok := w.Parts[0].(*syntax.Lit)
+	if !ok || first.Value != "~" {
+		return false
+	}
+	next, ok := w.Parts[1].(*syntax.Lit)
+	return !ok || !strings.HasPrefix(next.Value, "/")
+}
+
+// unquotedLit resolves an unquoted literal with no glob or brace
+// expansion in it (see expansionAt): backslashes escape the next
+// character; a leading ~ or ~/ is home. Where it is dynamic (~ unknown,
+// ~user), the text is what comes before that (a ~ it cannot resolve is
+// kept as written).
 func unquotedLit(s string, first bool, home string) (string, bool) {
 	if first && (s == "~" || strings.HasPrefix(s, "~/")) {
 		if home == "" {
@@ -70,20 +94,15 @@ func unquotedLit(s string, first bool, home string) (string, bool) {
 	} else if first && strings.HasPrefix(s, "~") {
 		return s, false // ~user
 	}
+	if !strings.Contains(s, `\`) {
+		return s, true
+	}
 	var b strings.Builder
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '\\' && i+1 < len(s):
+		if s[i] == '\\' && i+1 < len(s) {
 			i++
-			b.WriteByte(s[i])
-		case c == '*' || c == '?',
-			c == '[' && strings.IndexByte(s[i+1:], ']') >= 0,
-			c == '{' && braceExpands(s[i+1:]):
-			return b.String(), false
-		default:
-			b.WriteByte(c)
 		}
+		b.WriteByte(s[i])
 	}
 	return b.String(), true
 }
@@ -104,13 +123,15 @@ func dquoteLit(s string) string {
 	return b.String()
 }
 
-// The placeholders of words only known when they run: one that may
-// become any number of words (unquoted $x), one that is exactly one word
-// ("$x"), and a glob, any number of words that all start with what comes
-// before its first pattern character (globPrefix+"src/" for src/*.go).
+// The placeholders of words only known when they run, each followed by
+// the word's static start (what bash makes of it up to its first
+// expansion: see dynamicStart): one that may become any number of words
+// (unquoted $x), one that is exactly one word ("$x"), and a glob, any
+// number of words that all start with its static start
+// (globPrefix+"src/" for src/*.go).
 const (
-	dynamicWord = "\x00dynamic"
-	fieldWord   = "\x00field"
+	dynamicWord = "\x00dynamic\x00"
+	fieldWord   = "\x00field\x00"
 	globPrefix  = "\x00glob:"
 )
 
@@ -118,7 +139,9 @@ const (
 func isDynamic(a string) bool { return strings.HasPrefix(a, "\x00") }
 
 // splits reports whether a placeholder may become several words.
-func splits(a string) bool { return a == dynamicWord || strings.HasPrefix(a, globPrefix) }
+func splits(a string) bool {
+	return strings.HasPrefix(a, dynamicWord) || strings.HasPrefix(a, globPrefix)
+}
 
 // mayBeOption reports whether a placeholder may become a word that
 // starts with "-": any but a glob whose start is known not to (src/*.go,
@@ -137,16 +160,17 @@ func argv(words []*syntax.Word, home string) (args []string, known int) {
 	args = make([]string, len(words))
 	known = len(words)
 	for i, w := range words {
-		s, ok := staticWord(w, home)
+		s, ok := staticPrefix(w, home)
 		if !ok {
 			if known == len(words) {
 				known = i
 			}
-			s = dynamicWord
 			if prefix, ok := globStart(w, home); ok {
 				s = globPrefix + prefix
 			} else if singleField(w) {
-				s = fieldWord
+				s = fieldWord + s
+			} else {
+				s = dynamicWord + s
 			}
 		}
 		args[i] = s
@@ -285,6 +309,17 @@ func quotedSingle(q *syntax.DblQuoted) bool {
 func braceExpands(rest string) bool {
 	end := strings.IndexByte(rest, '}')
 	return end >= 0 && (strings.Contains(rest[:end], ",") || strings.Contains(rest[:end], ".."))
+}
+
+// dynamicStart is the static start of a placeholder argv made, and
+// whether a is one.
+func dynamicStart(a string) (string, bool) {
+	for _, kind := range []string{dynamicWord, fieldWord, globPrefix} {
+		if rest, ok := strings.CutPrefix(a, kind); ok {
+			return rest, true
+		}
+	}
+	return strings.CutPrefix(a, "\x00")
 }
 
 // commandText shows a simple command: its static words, then "…".

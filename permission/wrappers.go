@@ -10,9 +10,12 @@ import (
 )
 
 // A wrapper runs the command in its arguments, after its own options;
-// valued lists the options that take the next argument.
+// valued lists the options that take a value (attached, or the next
+// argument).
 type wrapper struct {
 	valued    string // space-separated options that take a value
+	optional  string // options whose value is optional: attached only (-i{}, --eof=X)
+	flags     string // its options without a value, when the table lists them all: others are asked about
 	operands  int    // non-option arguments before the command (timeout's duration)
 	assigns   bool   // NAME=VALUE arguments before the command (env)
 	escalates bool   // runs the command with other rights: it needs a rule of its own
@@ -22,25 +25,33 @@ type wrapper struct {
 
 // wrappers are the commands that run the command in their arguments.
 var wrappers = map[string]wrapper{
-	"env":     {valued: "-u --unset -C --chdir -S --split-string", assigns: true},
+	"env": {valued: "-u --unset -C --chdir -S --split-string -a --argv0", assigns: true,
+		optional: "--block-signal --default-signal --ignore-signal",
+		flags:    "- -i --ignore-environment -0 --null -v --debug --list-signal-handling --help --version"},
 	"command": {},
 	"builtin": {},
-	"exec":    {valued: "-a"},
+	"exec":    {valued: "-a", flags: "-c -l"},
 	"nohup":   {},
-	"time":    {valued: "-f --format -o --output", writes: "-o --output"},
-	"setsid":  {},
-	"stdbuf":  {valued: "-i -o -e --input --output --error"},
-	"nice":    {valued: "-n --adjustment"},
-	"ionice":  {valued: "-c -n -p -P -u --class --classdata"},
-	"timeout": {valued: "-s --signal -k --kill-after", operands: 1},
-	"sudo":    {valued: "-u -g -C -D -h -p -r -t -U -T --user --group --chdir --host --prompt --role --type --other-user --command-timeout", escalates: true},
-	"doas":    {valued: "-u -C", escalates: true},
-	// -e, -i and -l take a value only when it is attached (-i{}).
-	"xargs":    {valued: "-a -d -E -I -L -n -P -s --arg-file --delimiter --max-args --max-procs --max-chars --process-slot-var"},
+	"time": {valued: "-f --format -o --output", writes: "-o --output",
+		flags: "-a --append -p --portability -q --quiet -v --verbose -h --help -V --version"},
+	"setsid": {flags: "-c --ctty -f --fork -w --wait -h --help -V --version"},
+	"stdbuf": {valued: "-i -o -e --input --output --error", flags: "--help --version"},
+	"nice":   {valued: "-n --adjustment"},
+	"ionice": {valued: "-c -n -p -P -u --class --classdata"},
+	"timeout": {valued: "-s --signal -k --kill-after", operands: 1,
+		flags: "--preserve-status -p --foreground -v --verbose --help --version"},
+	"sudo": {valued: "-u -g -C -D -p -r -t -U -T --user --group --chdir --host --prompt --role --type --other-user --command-timeout",
+		optional: "-h", escalates: true},
+	"doas": {valued: "-u -C", escalates: true},
+	"xargs": {valued: "-a -d -E -I -L -n -P -s --arg-file --delimiter --max-args --max-procs --max-chars --process-slot-var",
+		optional: "-e -i -l --eof --replace --max-lines",
+		flags: "-0 --null -o --open-tty -p --interactive -r --no-run-if-empty -t --verbose -x --exit --show-limits " +
+			"--help --version"},
 	"chrt":     {operands: 1},
 	"taskset":  {operands: 1},
 	"unbuffer": {},
-	"flock":    {valued: "-w --wait --timeout -E --conflict-exit-code", lockFile: true},
+	"flock": {valued: "-w --wait --timeout -E --conflict-exit-code", lockFile: true,
+		flags: "-s --shared -x --exclusive -u --unlock -n --nonblock --nb -o --close -F --no-fork --verbose -h --help -V --version"},
 }
 
 // shells run a string with -c.
@@ -121,7 +132,7 @@ func (c *checker) wrapperOptions(w wrapper, name string, args []string, known in
 			return i + 1, false
 		case w.assigns && isAssign(a):
 			c.wrapperAssign(a, args, known)
-		case !strings.HasPrefix(a, "-") || a == "-":
+		case !strings.HasPrefix(a, "-") || a == "-" && !takesValue(w.flags, "-"):
 			return i, false
 		default:
 			used, ok := c.wrapperOption(w, name, args, i, known)
@@ -143,13 +154,18 @@ func (c *checker) wrapperAssign(a string, args []string, known int) {
 
 // wrapperOption reads the wrapper's option at args[i], checks the file it
 // writes (time -o FILE), and returns how many arguments it used. ok is
-// false when the option makes a string into a command (env -S), which it
-// asks about.
+// false when it asked instead: the option makes a string into a command
+// (env -S), or the wrapper has no such option, which may take a value
+// and so move where the command starts.
 func (c *checker) wrapperOption(w wrapper, name string, args []string, i, known int) (used int, ok bool) {
 	a := args[i]
-	opt, value, used, hasValue := w.option(args, i, known)
+	opt, value, used, hasValue, unknown := w.option(args, i)
 	if name == "env" && (opt == "--split-string" || !strings.HasPrefix(a, "--") && strings.ContainsRune(a, 'S')) {
 		c.unknowable(commandText(args, known), "env -S splits a string into a command")
+		return used, false
+	}
+	if unknown != "" {
+		c.unknowable(commandText(args, known), fmt.Sprintf("%s has no option %s this checker knows of: where the command it runs starts is not known", name, unknown))
 		return used, false
 	}
 	if hasValue && takesValue(w.writes, opt) {
@@ -167,7 +183,7 @@ func (c *checker) lockCommand(name string, args []string, i, known, depth int) b
 	}
 	c.writes(args[i], i < known)
 	if i+2 < len(args) && (args[i+1] == "-c" || args[i+1] == "--command") {
-		c.strings(args[i+2:i+3], known-i-2, depth, name)
+		c.child(func() { c.strings(args[i+2:i+3], known-i-2, depth, name) })
 		return true
 	}
 	return false
@@ -180,34 +196,35 @@ var assignRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`)
 func isAssign(a string) bool { return assignRE.MatchString(a) }
 
 // shellC checks the string of bash -c (and sh, zsh, …); without -c the
-// shell runs a file or its input, which the rules decide on.
+// shell runs a file or its input, which the rules decide on. The modes
+// its options turn on (-k, -o keyword, -H) hold for the string; an
+// interactive shell (-i) expands history, and may not read # as a
+// comment (shopt -u interactive_comments).
 func (c *checker) shellC(shell string, args []string, known, depth int) bool {
-	hasC := false
-	for i := 1; i < len(args); i++ {
-		if i >= known {
-			if hasC {
-				c.unknowable(commandText(args, known), "the string it runs is only known when it runs")
-			}
-			return hasC
-		}
-		a := args[i]
-		switch {
-		case a == "--rcfile" || a == "--init-file":
-			c.unknowable(commandText(args, known), "it makes the shell read a startup file")
-			return true
-		case takesValue("-o -O +o +O", a): // -o OPTION, -O SHOPT_OPTION
-			i++
-		case strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.Contains(a, "c"):
-			hasC = true
-		case strings.HasPrefix(a, "-") || strings.HasPrefix(a, "+"):
-		default:
-			if hasC {
-				c.shellString(shell, a, args, known, depth)
-			}
-			return hasC // without -c, a is a script file
-		}
+	o := readOptions(args[1:], known-1)
+	s := 1 + o.end // the string, with -c
+	switch {
+	case o.rcfile:
+		c.unknowable(commandText(args, known), "it makes the shell read a startup file")
+		return true
+	case o.compat:
+		c.unknowable(commandText(args, known), "it sets a bash compatibility level, which changes how bash reads text")
+		return true
+	case !o.c || s >= len(args):
+		return o.c
+	case o.unknown || s >= known:
+		c.unknowable(commandText(args, known), "the string it runs is only known when it runs")
+		return true
 	}
-	return false
+	c.keyword = c.keyword || o.modes.keyword
+	if o.modes.history || o.interactive {
+		c.historyOn()
+	}
+	if o.interactive && hasComment(args[s]) {
+		c.unknowable(commandText(args, known), "an interactive shell may not read # as a comment (shopt -u interactive_comments)")
+	}
+	c.child(func() { c.shellString(shell, args[s], args, known, depth) })
+	return true
 }
 
 // shellString checks the string a shell runs with -c: as bash reads it
@@ -259,32 +276,78 @@ func (c *checker) strings(words []string, known, depth int, what string) {
 	c.script(strings.Join(words, " "), depth+1)
 }
 
-// watch runs its operands through sh -c.
+// watchOptions are watch's (procps-ng 4): -d takes its value only
+// attached; options stop at its first operand.
+var watchOptions = wrapper{valued: "-n --interval -q --equexit", optional: "-d --differences",
+	flags: "-b --beep -c --color -C --no-color -e --errexit -g --chgexit -p --precise -r --no-rerun " +
+		"-t --no-title -w --no-wrap -x --exec -h --help -v --version"}
+
+// watch runs its operands joined into a string through sh -c, or with -x
+// (--exec) as the command they are.
 func (c *checker) watch(args []string, known, depth int) {
+	exec := false
 	i := 1
-	for i < len(args) && i < known && strings.HasPrefix(args[i], "-") {
-		if takesValue("-n --interval -d --differences", args[i]) {
-			i++
+	for ; i < len(args) && strings.HasPrefix(args[i], "-") && args[i] != "-"; i++ {
+		if i >= known {
+			c.unknowable(commandText(args, known), "what watch runs is only known when it runs")
+			return
 		}
-		i++
+		if args[i] == "--" {
+			i++
+			break
+		}
+		opt, value, used, hasValue, unknown := watchOptions.option(args, i)
+		if unknown != "" {
+			c.unknowable(commandText(args, known), fmt.Sprintf("watch has no option %s this checker knows of: where the command it runs starts is not known", unknown))
+			return
+		}
+		exec = exec || opt == "--exec" || isShortCluster(args[i]) && strings.Contains(clusterOptions(args[i], value, used, hasValue), "x")
+		i += used - 1
 	}
-	if i < len(args) {
-		c.strings(args[i:], known-i, depth, "watch")
+	if i >= len(args) {
+		return
+	}
+	switch {
+	case exec:
+		c.call(args[i:], max(known-i, 0), depth+1)
+	case known < len(args):
+		c.unknowable("watch …", "the string watch runs is only known when it runs")
+	default:
+		c.child(func() { c.scriptIn(strings.Join(args[i:], " "), depth+1, syntax.LangPOSIX, syntax.LangBash) })
 	}
 }
 
-// trap's action runs later, on a signal.
+// isShortCluster reports whether a is one or more short options (-tx).
+func isShortCluster(a string) bool { return len(a) > 1 && a[0] == '-' && a[1] != '-' }
+
+// clusterOptions is the options of a cluster, without the value attached
+// to its last one (-dx: d; -tn1: tn).
+func clusterOptions(a, value string, used int, hasValue bool) string {
+	if hasValue && used == 1 {
+		return a[1 : len(a)-len(value)]
+	}
+	return a[1:]
+}
+
+// trap's action runs later, on a signal. Its options (-l, -p) come
+// first; after them (and --) an action of "-" resets the signals, and any
+// other, even one starting with -, runs (trap -- '-x; cmd' EXIT).
 func (c *checker) trap(args []string, known, depth int) {
-	if len(args) > 1 && args[1] == "--" {
-		args, known = append(args[:1:1], args[2:]...), known-1
+	i := 1
+	for i < len(args) && i < known && isShortCluster(args[i]) && args[i] != "--" {
+		i++
 	}
-	if len(args) < 3 || known < 2 || args[1] == "-" || args[1] == "" || strings.HasPrefix(args[1], "-") {
-		if known < 2 && len(args) >= 3 {
-			c.unknowable("trap …", "the action trap sets is only known when it runs")
-		}
-		return
+	if i < len(args) && i < known && args[i] == "--" {
+		i++
 	}
-	c.script(args[1], depth+1)
+	switch {
+	case len(args)-i < 2:
+		return // no action: the signal is reset
+	case known <= i:
+		c.unknowable("trap …", "the action trap sets is only known when it runs")
+	case args[i] != "-":
+		c.script(args[i], depth+1)
+	}
 }
 
 // alias values run where the alias is used (aliases expand in scripts

@@ -6,6 +6,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -51,6 +52,7 @@ func (c *checker) writes(target string, static bool) {
 		c.unknowable("> …", "it writes to a file whose name is only known when it runs")
 		return
 	}
+	raw := target // as the kernel reads it: a link before .. is followed first
 	if filepath.IsAbs(target) {
 		target = filepath.Clean(target)
 	}
@@ -62,6 +64,8 @@ func (c *checker) writes(target string, static bool) {
 			c.unknowable("> "+target, fmt.Sprintf("it writes to %s relative to a directory it changes", target))
 			return
 		}
+		c.relativeWrite = true
+		raw = c.workdir + "/" + target
 		target = filepath.Join(c.workdir, target)
 	}
 	if !within(target, c.workspace) {
@@ -74,7 +78,7 @@ func (c *checker) writes(target string, static bool) {
 	}
 	// The shell opens what links on the way name, as they are now (the
 	// sandbox, not this check, holds against a link changed meanwhile).
-	if real := resolveLinks(target); !within(real, resolveLinks(c.workspace)) {
+	if real := resolveLinks(raw); !within(real, resolveLinks(c.workspace)) {
 		c.unknowable("> "+target, fmt.Sprintf("it writes to %s, a link to %s, outside the workspace %s", target, real, c.workspace))
 	}
 }
@@ -109,28 +113,40 @@ func (c *checker) gitDirOperand(base string, args []string, known int) {
 
 // resolveLinks is the clean absolute path p names once the symbolic links
 // on its way, the last one too (even one whose target does not exist),
-// are followed; what does not exist is kept as written.
+// are followed, as the kernel does: in order, so that .. after a link
+// is the parent of where the link leads (ext/../x, with ext a link to
+// /elsewhere/dir, is /elsewhere/x). What does not exist is kept as
+// written.
 func resolveLinks(p string) string {
-	done, rest := "/", strings.Split(strings.Trim(filepath.Clean(p), "/"), "/")
+	done, rest := "/", strings.Split(p, "/")
 	for hops := 0; len(rest) > 0; {
-		next := filepath.Join(done, rest[0])
+		name := rest[0]
+		rest = rest[1:]
+		switch name {
+		case "", ".":
+			continue
+		case "..":
+			done = filepath.Dir(done)
+			continue
+		}
+		next := filepath.Join(done, name)
 		fi, err := os.Lstat(next)
 		if err != nil || fi.Mode()&os.ModeSymlink == 0 || hops > 40 {
-			done, rest = next, rest[1:]
+			done = next
 			continue
 		}
 		target, err := os.Readlink(next)
 		if err != nil {
-			done, rest = next, rest[1:]
+			done = next
 			continue
 		}
 		hops++
 		if filepath.IsAbs(target) {
 			done = "/"
 		}
-		rest = append(strings.Split(strings.Trim(filepath.Clean(target), "/"), "/"), rest[1:]...)
+		rest = append(strings.Split(target, "/"), rest...)
 	}
-	return filepath.Clean(done)
+	return done
 }
 
 // mayConnect reports whether a redirection's word is, or may be once
@@ -175,34 +191,82 @@ func (c *checker) inWorkspace(dir string) bool {
 		return false
 	}
 	if !filepath.IsAbs(dir) {
-		dir = filepath.Join(c.workdir, dir)
+		dir = c.workdir + "/" + dir
 	}
-	return within(filepath.Clean(dir), c.workspace)
+	return within(filepath.Clean(dir), c.workspace) && within(resolveLinks(dir), resolveLinks(c.workspace))
 }
 
 // changesDir reports whether a script changes its directory anywhere (cd,
-// pushd, popd, env -C): relative writes are then somewhere else, whatever
-// the order the walk meets them in.
+// pushd, popd; env -C, sudo -D, find -execdir): relative writes are then
+// somewhere else, whatever the order the walk meets them in (a function,
+// a loop or a trap may run a write after a cd that comes later in the
+// text). A cd it does not see here (builtin cd, eval cd) is met in the
+// walk: see dirChanged.
 func changesDir(f *syntax.File, home string) bool {
 	found := false
 	syntax.Walk(f, func(n syntax.Node) bool {
-		call, ok := n.(*syntax.CallExpr)
-		if !ok || len(call.Args) == 0 || found {
-			return !found
-		}
-		args, known := argv(call.Args, home)
-		if known == 0 {
-			return true
-		}
-		switch path.Base(args[0]) {
-		case "cd", "pushd", "popd":
-			found = true
-		case "env":
-			for _, a := range args[1:] {
-				found = found || a == "-C" || strings.HasPrefix(a, "-C") || strings.HasPrefix(a, "--ch")
-			}
+		if call, ok := n.(*syntax.CallExpr); ok && len(call.Args) > 0 {
+			found = found || dirCall(argv(call.Args, home))
 		}
 		return !found
 	})
 	return found
+}
+
+// dirCall reports whether a simple command changes the directory of the
+// shell, or of what it runs.
+func dirCall(args []string, known int) bool {
+	if known == 0 {
+		return false // a name only known when it runs is asked about
+	}
+	switch path.Base(args[0]) {
+	case "cd", "pushd", "popd":
+		return true
+	case "env":
+		return optionOf(wrappers["env"], args, known, "-C", "--chdir")
+	case "sudo":
+		return optionOf(wrappers["sudo"], args, known, "-D", "--chdir")
+	case "find":
+		return slices.Contains(args, "-execdir") || slices.Contains(args, "-okdir")
+	}
+	return false
+}
+
+// optionOf reports whether a wrapper's options (up to its command) have
+// one of opts, in any spelling (env -iC DIR, --ch=DIR); an option only
+// known when it runs may be one.
+func optionOf(w wrapper, args []string, known int, opts ...string) bool {
+	for i := 1; i < len(args) && strings.HasPrefix(args[i], "-") && args[i] != "--"; i++ {
+		if i >= known {
+			return true
+		}
+		opt, _, used, _, _ := w.option(args, i)
+		if slices.Contains(opts, opt) || isShortCluster(args[i]) && strings.ContainsAny(args[i], "CD") {
+			return true
+		}
+		i += used - 1
+	}
+	return false
+}
+
+// child checks a string another shell runs (bash -c, watch, flock -c):
+// a cd in it moves that shell only, not the one whose later writes are
+// checked; a relative write in it, like one of this shell, may run after
+// a cd of this shell.
+func (c *checker) child(check func()) {
+	changesDir, relativeWrite := c.changesDir, c.relativeWrite
+	c.relativeWrite = false
+	check()
+	c.changesDir, c.relativeWrite = changesDir, relativeWrite || c.relativeWrite
+}
+
+// dirChanged notes that the directory changes; a relative write read
+// before as in the workdir may run after it (the cd was in a string run
+// by eval or a trap, which the scan of the text did not see): that is
+// asked about.
+func (c *checker) dirChanged() {
+	if !c.changesDir && c.relativeWrite {
+		c.unknowable("cd …", "it changes directory where a relative write it has may run after")
+	}
+	c.changesDir = true
 }
