@@ -41,10 +41,12 @@ type namedFile struct{ name, path string }
 
 // ExecProgram is a program the kernel has loaded and that has not run.
 type ExecProgram struct {
-	// Path is its resolved path; Argv its argv; Dir its working directory.
+	// Path is its resolved path; Argv its argv.
 	Path string
 	Argv []string
-	Dir  string
+	// Cwd, if set, reads its working directory, which a script named by a
+	// relative path needs.
+	Cwd func() string
 	// Dev, Ino and Size identify its file.
 	Dev, Ino uint64
 	Size     int64
@@ -136,7 +138,7 @@ func (e *ExecRules) views(p ExecProgram) [][]string {
 		for i := 1; i <= 2 && i < len(p.Argv); i++ {
 			if !strings.HasPrefix(p.Argv[i], "-") {
 				views = append(views, p.Argv[i:])
-				views = append(views, e.scriptViews(p.Argv[i:], p.Dir)...)
+				views = append(views, e.scriptViews(p.Argv[i:], p.Cwd)...)
 			}
 		}
 	}
@@ -148,9 +150,13 @@ func (e *ExecRules) views(p ExecProgram) [][]string {
 // by that program. The interpreter opens the script after the check: a
 // script replaced in between is not seen (a script is text any program
 // can write out anyway).
-func (e *ExecRules) scriptViews(argv []string, dir string) [][]string {
+func (e *ExecRules) scriptViews(argv []string, cwd func() string) [][]string {
 	path := argv[0]
 	if !filepath.IsAbs(path) {
+		dir := ""
+		if cwd != nil {
+			dir = cwd()
+		}
 		if dir == "" {
 			return nil
 		}

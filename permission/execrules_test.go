@@ -31,7 +31,7 @@ func TestExecRulesRefuse(t *testing.T) {
 		t.Fatal(err)
 	}
 	prog := func(path string, argv ...string) ExecProgram {
-		p := ExecProgram{Path: path, Argv: argv, Dir: dir}
+		p := ExecProgram{Path: path, Argv: argv, Cwd: func() string { return dir }}
 		var st syscall.Stat_t
 		if syscall.Stat(path, &st) == nil {
 			p.Dev, p.Ino, p.Size = uint64(st.Dev), st.Ino, st.Size

@@ -12,8 +12,6 @@ type Exec struct {
 	// Argv is the program's argv as the kernel passed it; for a script,
 	// the interpreter's, which names the script.
 	Argv []string
-	// Dir is the process's working directory; empty when unknown.
-	Dir string
 	// File identifies the program's file: a link or a copy under another
 	// name is the same program to a check that compares it.
 	File FileID

@@ -189,6 +189,13 @@ func (t *tracer) trap(pid, cause int) {
 	}
 }
 
+// Cwd is the process's working directory, read when asked for (most
+// checks need none); empty when unknown.
+func (e Exec) Cwd() string {
+	d, _ := os.Readlink("/proc/" + strconv.Itoa(e.Pid) + "/cwd")
+	return d
+}
+
 // readExec reads what a process stopped at its exec is about to run.
 func readExec(pid int) (Exec, error) {
 	dir := "/proc/" + strconv.Itoa(pid) + "/"
@@ -203,7 +210,6 @@ func readExec(pid int) (Exec, error) {
 		return e, err
 	}
 	e.Argv = strings.Split(strings.TrimSuffix(string(b), "\x00"), "\x00")
-	e.Dir, _ = os.Readlink(dir + "cwd")
 	var st unix.Stat_t
 	if err := unix.Stat(dir+"exe", &st); err != nil {
 		return e, err

@@ -23,3 +23,6 @@ func (*Tree) Done() <-chan struct{} { c := make(chan struct{}); close(c); return
 
 // HardenThread fails: it needs Linux.
 func HardenThread() error { return errors.New("execguard: needs Linux") }
+
+// Cwd is the process's working directory (Linux only).
+func (Exec) Cwd() string { return "" }

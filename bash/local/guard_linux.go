@@ -93,7 +93,7 @@ func (g *guardedProcess) refused(r execguard.Refusal) {
 // execProgram is what permission.ExecRules needs to know of an exec.
 func execProgram(e execguard.Exec) permission.ExecProgram {
 	pid := strconv.Itoa(e.Pid)
-	return permission.ExecProgram{Path: e.Path, Argv: e.Argv, Dir: e.Dir,
+	return permission.ExecProgram{Path: e.Path, Argv: e.Argv, Cwd: e.Cwd,
 		Dev: e.File.Dev, Ino: e.File.Ino, Size: e.File.Size,
 		Open: func() (io.ReadCloser, error) { return os.Open("/proc/" + pid + "/exe") }}
 }
