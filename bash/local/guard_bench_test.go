@@ -49,16 +49,38 @@ func runner(e *Executor, cmd string) func(*testing.B) {
 // BenchmarkExecLoop: a shell loop that forks and runs /bin/true 500
 // times, with and without the exec check, alternating in one loop so
 // that noise hits both alike. It reports each one's time per exec and
-// what the check adds to each.
+// what the check adds to each; and, where strace is installed, what a C
+// tracer that stops at the same events adds (strace -f with a seccomp
+// filter for execve only, its output thrown away): what any ptrace-based
+// check costs on this machine.
 func BenchmarkExecLoop(b *testing.B) {
 	const n = 500
-	u, c := guardPair(b, b.TempDir())
+	dir := b.TempDir()
+	u, c := guardPair(b, dir)
 	cmd := fmt.Sprintf("for i in $(seq %d); do /bin/true; done", n)
-	tu, tc := pairbench.Run(b, "unchecked", runner(u, cmd), "checked", runner(c, cmd))
+	ru, rc := runner(u, cmd), runner(c, cmd)
+	rs := func(*testing.B) {}
+	strace, err := exec.LookPath("strace")
+	if err == nil {
+		rs = runner(u, strace+" -f --seccomp-bpf -qq -e trace=execve -e signal=none -o /dev/null bash -c "+permission.QuoteWord(cmd))
+	}
+	var tu, tc, ts time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		ru(b)
+		t1 := time.Now()
+		rc(b)
+		t2 := time.Now()
+		rs(b)
+		tu, tc, ts = tu+t1.Sub(t0), tc+t2.Sub(t1), ts+time.Since(t2)
+	}
 	per := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(b.N*n) }
 	b.ReportMetric(per(tu), "unchecked-us/exec")
 	b.ReportMetric(per(tc), "checked-us/exec")
 	b.ReportMetric(per(tc-tu), "added-us/exec")
+	if err == nil {
+		b.ReportMetric(per(ts-tu), "strace-added-us/exec")
+	}
 }
 
 // BenchmarkBuild: a small build with and without the exec check, in one
@@ -93,8 +115,8 @@ func BenchmarkBuild(b *testing.B) {
 				runner(e, goBin+" build -o hello .")(b)
 			}
 		}
-		runner(u, goBin+" build -o hello .") // warm the cache: go build of fmt
-		write(b, filepath.Join(dir, "main.go"), "package main\n\nfunc main() {}\n")
+		// Warm the cache: fmt and what it needs are compiled once.
+		write(b, filepath.Join(dir, "main.go"), "package main\n\nimport \"fmt\"\n\nfunc main() { fmt.Println() }\n")
 		runner(u, goBin+" build -o hello .")(b)
 		pairbench.Run(b, "unchecked", build(u), "checked", build(c))
 	})
