@@ -5,6 +5,7 @@ package remote
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"sync"
@@ -218,7 +219,7 @@ func TestVersionMismatch(t *testing.T) {
 	err = testwait.Call("hello of another version", func(ctx context.Context) error {
 		return l.call(ctx, methodHello, helloParams{Version: Version + 1}, &r)
 	})
-	if err == nil || !strings.Contains(err.Error(), "protocol version 3 is not served here (this dsh-bash speaks version 2)") {
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("protocol version %d is not served here (this dsh-bash speaks version %d)", Version+1, Version)) {
 		t.Errorf("hello of another version: %v", err)
 	}
 	err = testwait.Call("list before the handshake", func(ctx context.Context) error {

@@ -78,6 +78,14 @@ func TestExecRulesInJail(t *testing.T) {
 			if strings.Contains(res.Stdout.Text, "records out") || !strings.Contains(res.Stdout.Text, "allowed 3") {
 				t.Errorf("memory write or allowed commands: %q", res.Stdout.Text)
 			}
+			// Job control under the agent's tracer: a stop is kept until
+			// SIGCONT, and a stopped tree is killed all the same.
+			res = run("sh -c 'kill -STOP $$; echo resumed' & p=$!; " +
+				"until grep -q '^State:.*stop' /proc/$p/status; do :; done; echo stopped; kill -CONT $p; wait $p; " +
+				"sleep 30 & q=$!; kill -STOP $q; kill -KILL $q; wait $q; echo killed $?")
+			if res.Stdout.Text != "stopped\nresumed\nkilled 137\n" {
+				t.Errorf("job control under the tracer: %q", res.Stdout.Text)
+			}
 		})
 	}
 }

@@ -159,7 +159,8 @@ func TestDefaultSetting(t *testing.T) {
 		{nil, "permissions: no rules, nothing checked: under mcp and run every command runs (an MCP client asks its user before each call it was not told to allow); under acp every call is asked about\n"},
 		{[]string{"--deny", "rm -rf", "--allow", "go test", "--allow", "make"},
 			"permissions: 2 allow, 0 ask and 1 deny rules; the built-in read-only rules on; a workspace's .dsh/permissions.json not read\n" +
-				"unmatched commands: run under mcp and run, asked about under acp (each front end's default; set one with --default allow|ask, or \"default\" in \"permissions\")\n" + unknowable},
+				"unmatched commands: run under mcp and run, asked about under acp (each front end's default; set one with --default allow|ask, or \"default\" in \"permissions\")\n" + unknowable +
+				"deny rules: enforced where programs start as well, at every exec of every command (traced with ptrace); a workspace's own are not\n"},
 		{[]string{"--default", "ask"},
 			"permissions: 0 allow, 0 ask and 0 deny rules; the built-in read-only rules on; a workspace's .dsh/permissions.json not read\n" +
 				"unmatched commands: asked about (--default)\n" + unknowable},

@@ -48,7 +48,7 @@ var hintedCommands = []string{
 	`git -c 'user.name=A B' -c user.email=a@b.c init -q r2`,
 	`go build -o 'bin (x)' ./nonexistent`,
 	`timeout 5 python3 -c "exit()"`,
-	`env A=1 python3 -c 'import os; print(os.environ["A"])'`,
+	`env LC_ALL=C python3 -c 'import os; print(os.environ["LC_ALL"])'`,
 	`mkdir a && python3 -c "print(1)" | tee 'o (1).txt'`,
 	`python3 -c 'print(1)' > 'out (1).txt'`,
 }

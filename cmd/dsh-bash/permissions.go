@@ -105,8 +105,7 @@ func describePermissions(w io.Writer, f *permissionFlags) {
 	fmt.Fprintf(w, "unmatched commands: %s\n", f.unmatchedText())
 	fmt.Fprintln(w, "commands that cannot be known statically: asked about, whatever the default (a command named by a variable, eval of a variable, a write outside the workspace, …)")
 	if c := f.config(); len(c.DenyPatterns()) > 0 {
-		n := len(c.DenyPatterns())
-		fmt.Fprintf(w, "deny rules at exec: the %d deny rules are also enforced where programs start, on every exec of every command (traced with ptrace; a workspace's own rules are not)\n", n)
+		fmt.Fprintln(w, "deny rules: enforced where programs start as well, at every exec of every command (traced with ptrace); a workspace's own are not")
 	}
 }
 
