@@ -199,8 +199,8 @@ func TestAllowedRunsUnchanged(t *testing.T) {
 		{"signal-death", "kill -TERM $$", "", 0, syscall.SIGTERM},
 		{"trap", "trap 'echo got' USR1; kill -USR1 $$; echo done", "got\ndone\n", 0, 0},
 		{"children", "for i in 1 2 3; do /bin/echo $i; done | sort -r", "3\n2\n1\n", 0, 0},
-		{"stop-and-continue", "sh -c 'kill -STOP $$; echo resumed' & p=$!; " +
-			"until grep -q '^State:.*stop' /proc/$p/status; do :; done; echo stopped; kill -CONT $p; wait $p",
+		{"stop-and-continue", "rm -f up; sh -c ': > up; kill -STOP $$; echo resumed' & p=$!; " +
+			"until test -e up && grep -q '^State:.*stop' /proc/$p/status; do :; done; echo stopped; kill -CONT $p; wait $p",
 			"stopped\nresumed\n", 0, 0},
 		{"zap-allowed", "zap made && echo made", "made\n", 0, 0},
 	}
@@ -232,7 +232,7 @@ func TestRaceArgv(t *testing.T) {
 	w := newWorld(t)
 	tries := 200
 	if proctest.Race {
-		tries = 40 // a race-built helper takes ten times as long to start
+		tries = 16 // a race-built helper takes ten times as long to start
 	}
 	script := fmt.Sprintf("for i in $(seq %d); do %s raceexec \"$PWD/bin/zap\" ok-$i no-$i; done; echo after", tries, helperCmd())
 	res := w.run(t, script, func(e execguard.Exec) string {

@@ -57,7 +57,8 @@ func TestConformance(t *testing.T) {
 
 // TestConformanceExecRules runs the contract with deny rules enforced at
 // exec, which trace every process of every command: what the rules do
-// not refuse behaves as it does untraced.
+// not refuse behaves as it does untraced. (The transcript is read through
+// the tracer in bash/sandbox's TestTranscriptExecRules.)
 func TestConformanceExecRules(t *testing.T) {
 	t.Parallel()
 	mode := ContainProcessGroup
@@ -68,9 +69,6 @@ func TestConformanceExecRules(t *testing.T) {
 		opts = append(opts, bashtest.SetsidEscapes())
 	}
 	bashtest.Run(t, conformant(mode, "zap", "git push --force"), opts...)
-	t.Run("transcript", func(t *testing.T) {
-		toolbashtest.Transcript(t, conformant(mode, "zap"), "../../toolbash/toolbashtest/testdata/transcript.txtar", false)
-	})
 }
 
 // TestTranscript checks the model-facing texts of the bash tools over the

@@ -80,8 +80,8 @@ func TestExecRulesInJail(t *testing.T) {
 			}
 			// Job control under the agent's tracer: a stop is kept until
 			// SIGCONT, and a stopped tree is killed all the same.
-			res = run("sh -c 'kill -STOP $$; echo resumed' & p=$!; " +
-				"until grep -q '^State:.*stop' /proc/$p/status; do :; done; echo stopped; kill -CONT $p; wait $p; " +
+			res = run("rm -f up; sh -c ': > up; kill -STOP $$; echo resumed' & p=$!; " +
+				"until test -e up && grep -q '^State:.*stop' /proc/$p/status; do :; done; echo stopped; kill -CONT $p; wait $p; " +
 				"sleep 30 & q=$!; kill -STOP $q; kill -KILL $q; wait $q; echo killed $?")
 			if res.Stdout.Text != "stopped\nresumed\nkilled 137\n" {
 				t.Errorf("job control under the tracer: %q", res.Stdout.Text)
