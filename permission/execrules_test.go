@@ -104,3 +104,26 @@ func execRulesWrite(t *testing.T, p, s string) {
 		t.Fatal(err)
 	}
 }
+
+// BenchmarkRefuse: the exec check's own work for one program it lets
+// run (the tracer's stops aside): views, file identity, every rule.
+func BenchmarkRefuse(b *testing.B) {
+	e, err := NewExecRules([]string{"zap", "git push --force", "rm -rf /", "curl *", "npm publish", "docker run --privileged"}, "/usr/bin:/bin")
+	if err != nil {
+		b.Fatal(err)
+	}
+	progs := map[string]ExecProgram{
+		"binary": {Path: "/usr/bin/true", Argv: []string{"/bin/true"}, Size: 1},
+		"git":    {Path: "/usr/bin/git", Argv: []string{"git", "-C", "x", "status", "--short"}, Size: 1},
+		"script": {Path: "/usr/bin/python3.11", Argv: []string{"python3", "/usr/lib/x/tool.py", "-v"}, Size: 1},
+	}
+	for name, p := range progs {
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				if e.Refuse(p) != nil {
+					b.Fatal("refused")
+				}
+			}
+		})
+	}
+}
