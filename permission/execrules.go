@@ -134,7 +134,13 @@ func (e *ExecRules) views(p ExecProgram) [][]string {
 	if name := e.sameFile(p); name != "" {
 		views = append(views, append([]string{name}, rest...))
 	}
-	if interpreters[filepath.Base(p.Path)] || isEnv(p.Path) || scriptInterpreter(p.Path) {
+	switch {
+	case isLoader(p.Path):
+		if i := loaderProgram(p.Argv); i > 0 {
+			views = append(views, p.Argv[i:])
+			views = append(views, e.scriptViews(p.Argv[i:], p.Cwd)...)
+		}
+	case interpreters[filepath.Base(p.Path)] || isEnv(p.Path) || scriptInterpreter(p.Path):
 		for i := 1; i <= 2 && i < len(p.Argv); i++ {
 			if !strings.HasPrefix(p.Argv[i], "-") {
 				views = append(views, p.Argv[i:])
@@ -145,11 +151,45 @@ func (e *ExecRules) views(p ExecProgram) [][]string {
 	return views
 }
 
-// scriptViews name the script an interpreter is given by its resolved
-// path and, when it is a named program's file (a link or a copy of it),
-// by that program. The interpreter opens the script after the check: a
-// script replaced in between is not seen (a script is text any program
-// can write out anyway).
+// isLoader reports whether a program is a dynamic loader (ld.so), which
+// runs the program its arguments name without an exec of it:
+// ld-linux-x86-64.so.2, ld-linux-aarch64.so.1, ld-musl-x86_64.so.1.
+func isLoader(path string) bool {
+	b := filepath.Base(path)
+	return strings.HasPrefix(b, "ld-linux") || strings.HasPrefix(b, "ld-musl") || b == "ld.so" ||
+		strings.HasPrefix(b, "ld.so.")
+}
+
+// loaderProgram is the index of the program a loader's argv runs, past
+// the loader's options (those with a value take the next word); 0 when
+// there is none (--list, --help).
+func loaderProgram(argv []string) int {
+	for i := 1; i < len(argv); i++ {
+		switch a := argv[i]; {
+		case a == "--":
+			if i+1 < len(argv) {
+				return i + 1
+			}
+			return 0
+		case loaderValued[a]:
+			i++
+		case !strings.HasPrefix(a, "-"):
+			return i
+		}
+	}
+	return 0
+}
+
+// loaderValued are ld.so's options that take the next word as a value.
+var loaderValued = map[string]bool{"--argv0": true, "--library-path": true, "--preload": true, "--audit": true,
+	"--inhibit-rpath": true, "--glibc-hwcaps-prepend": true, "--glibc-hwcaps-mask": true}
+
+// scriptViews name the script an interpreter (or the program a loader)
+// is given by its resolved path and, when it is a named program's file (a
+// link or a copy of it), by that program. The interpreter opens the file
+// after the check: a file replaced in between is not seen (a script is
+// text any program can write out anyway, and a replaced binary is a
+// program of the command's own).
 func (e *ExecRules) scriptViews(argv []string, cwd func() string) [][]string {
 	path := argv[0]
 	if !filepath.IsAbs(path) {
