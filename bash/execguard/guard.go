@@ -48,6 +48,11 @@ type Options struct {
 	// Landlock domain, no_new_privs) the whole tree inherits. An error
 	// fails Start.
 	Prepare func() error
+	// Stopped, if set, runs on the tracer's thread once the first process
+	// has stopped at its first exec, before its first instruction: it may
+	// move it into a cgroup (a traced tree's thread cannot start it in
+	// one: see CloneFilter). An error kills the process and fails Start.
+	Stopped func(pid int) error
 }
 
 // Status is how the first process of a tree ended.

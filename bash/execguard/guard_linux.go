@@ -63,13 +63,18 @@ func (t *tracer) rootOf(pid int) int {
 // made itself a tracee cannot be seized, so it is let go with a SIGSTOP
 // pending, which stops it before its first instruction, and seized
 // stopped; no instruction of it runs untraced.
-func (t *tracer) adopt(pid int) error {
+func (t *tracer) adopt(pid int, stopped func(int) error) error {
 	ws, err := waitFor(pid)
 	if err != nil {
 		return err
 	}
 	if !ws.Stopped() || ws.StopSignal() != unix.SIGTRAP {
 		return fmt.Errorf("the traced process did not stop at its exec (status %#x)", uint32(ws))
+	}
+	if stopped != nil {
+		if err := stopped(pid); err != nil {
+			return err
+		}
 	}
 	if err := ptrace(unix.PTRACE_DETACH, pid, 0, uintptr(unix.SIGSTOP)); err != nil {
 		return fmt.Errorf("let the process go to seize it: %w", err)
@@ -239,8 +244,9 @@ func NewTracer(o Options) (*Tracer, error) {
 // Adopt takes over a process this thread has just started with
 // SysProcAttr.Ptrace: it waits for the process to stop at its exec, and
 // from then on traces it and every process it makes. The process is the
-// root of its tree (Refusal.Root).
-func (t *Tracer) Adopt(pid int) error { return t.t.adopt(pid) }
+// root of its tree (Refusal.Root). stopped, if set, is the process's
+// Options.Stopped.
+func (t *Tracer) Adopt(pid int, stopped func(pid int) error) error { return t.t.adopt(pid, stopped) }
 
 // Handle handles one wait status, which the caller got with __WALL from
 // wait4 on this thread. It reports whether the status was a tracee's stop,
@@ -309,7 +315,7 @@ func (tr *Tree) trace(fork func() (int, error), o *Options, started chan<- error
 			close(tr.ended)
 		}
 	}
-	if err := t.adopt(pid); err != nil {
+	if err := t.adopt(pid, o.Stopped); err != nil {
 		_ = unix.Kill(pid, unix.SIGKILL)
 		started <- err
 		t.drain()

@@ -20,9 +20,12 @@ import (
 // read or write no other's memory or registers with them.
 //
 // PTRACE_SEIZE is among them: a tracer seizes each tree's first process
-// (see Tracer.Adopt). It cannot seize a process of a traced tree, which
-// has a tracer; a tree of the local executor sits in a Landlock domain of
-// its own (HardenThread), out of any other tree's reach.
+// (see Tracer.Adopt). A process of the tree cannot seize another, which
+// has a tracer already; a tree of the local executor sits in a Landlock
+// domain of its own (HardenThread), out of any other tree's reach. With
+// CAP_SYS_PTRACE (root, unsandboxed) a process of the tree can seize its
+// tracer's thread: with these requests it can then stop it, which stops
+// the tree, and read or write nothing.
 var TracerRequests = []uint32{
 	unix.PTRACE_TRACEME, unix.PTRACE_CONT, unix.PTRACE_KILL, unix.PTRACE_DETACH,
 	unix.PTRACE_SETOPTIONS, unix.PTRACE_GETEVENTMSG, unix.PTRACE_GETSIGINFO,
@@ -37,8 +40,9 @@ const (
 )
 
 const (
-	retAllow = unix.SECCOMP_RET_ALLOW
-	retEPERM = unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)
+	retAllow  = unix.SECCOMP_RET_ALLOW
+	retEPERM  = unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)
+	retENOSYS = unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS)
 )
 
 // PtraceCheck is a seccomp filter fragment for a filter that has the
@@ -57,39 +61,67 @@ func PtraceCheck() []bpf.Instruction {
 	return append(p, bpf.RetConstant{Val: retEPERM}, bpf.RetConstant{Val: retAllow})
 }
 
-// archCalls are an architecture's numbers of ptrace and
-// process_vm_writev. The native ones are checked by name; those of the
-// compatibility ABI (i386 on amd64, arm on arm64: any process can make
-// them) are refused outright.
+// archCalls are an architecture's numbers of the calls the filters
+// check. Those of the compatibility ABI (i386 on amd64, arm on arm64:
+// any process can make them) are checked by number.
 type archCalls struct {
-	arch        uint32
-	ptrace, vmw uint32
+	arch                       uint32
+	ptrace, vmw, clone, clone3 uint32
 }
 
 func archTable() (native archCalls, compat []archCalls, err error) {
 	switch runtime.GOARCH {
 	case "amd64":
-		return archCalls{arch: unix.AUDIT_ARCH_X86_64}, []archCalls{{arch: unix.AUDIT_ARCH_I386, ptrace: 26, vmw: 348}}, nil
+		return archCalls{arch: unix.AUDIT_ARCH_X86_64},
+			[]archCalls{{arch: unix.AUDIT_ARCH_I386, ptrace: 26, vmw: 348, clone: 120, clone3: 435}}, nil
 	case "arm64":
-		return archCalls{arch: unix.AUDIT_ARCH_AARCH64}, []archCalls{{arch: unix.AUDIT_ARCH_ARM, ptrace: 26, vmw: 377}}, nil
+		return archCalls{arch: unix.AUDIT_ARCH_AARCH64},
+			[]archCalls{{arch: unix.AUDIT_ARCH_ARM, ptrace: 26, vmw: 377, clone: 120, clone3: 435}}, nil
 	}
 	return archCalls{}, nil, fmt.Errorf("no seccomp filter for %s", runtime.GOARCH)
 }
 
-// treeFilter is the filter HardenThread installs.
-func treeFilter() ([]bpf.RawInstruction, error) {
+// cloneCheck refuses, for a filter that has the system call number
+// loaded, the two ways to start a process its tracer is not told of:
+// clone with CLONE_UNTRACED (EPERM), and clone3, whose flags are behind a
+// pointer no filter can read (ENOSYS: the C library falls back to
+// clone). Any other call is allowed: it must come last.
+func cloneCheck(clone, clone3 uint32) []bpf.Instruction {
+	return []bpf.Instruction{
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: clone3, SkipFalse: 1},
+		bpf.RetConstant{Val: retENOSYS},
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: clone, SkipFalse: 3},
+		bpf.LoadAbsolute{Off: offArg0, Size: 4},
+		bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: unix.CLONE_UNTRACED, SkipFalse: 1},
+		bpf.RetConstant{Val: retEPERM},
+		bpf.RetConstant{Val: retAllow},
+	}
+}
+
+// compatBlock is the part of a filter for one compatibility ABI, which
+// leaves the architecture loaded for the next check when it is another.
+func compatBlock(c archCalls, memory bool) []bpf.Instruction {
+	blk := []bpf.Instruction{bpf.LoadAbsolute{Off: offNr, Size: 4}}
+	if memory {
+		blk = append(blk, bpf.JumpIf{Cond: bpf.JumpEqual, Val: c.ptrace, SkipTrue: 1},
+			bpf.JumpIf{Cond: bpf.JumpEqual, Val: c.vmw, SkipFalse: 1},
+			bpf.RetConstant{Val: retEPERM})
+	}
+	blk = append(blk, cloneCheck(c.clone, c.clone3)...)
+	return append([]bpf.Instruction{bpf.JumpIf{Cond: bpf.JumpEqual, Val: c.arch, SkipFalse: uint8(len(blk))}}, blk...)
+}
+
+// filter assembles a tree's filter: with memory, the calls that write
+// another process's memory too (HardenThread's); without, the clones a
+// tracer is not told of alone (CloneFilter's).
+func filter(memory bool) ([]bpf.RawInstruction, error) {
 	native, compat, err := archTable()
 	if err != nil {
 		return nil, err
 	}
 	p := []bpf.Instruction{bpf.LoadAbsolute{Off: offArch, Size: 4}}
 	for _, c := range compat {
-		p = append(p, bpf.JumpIf{Cond: bpf.JumpEqual, Val: c.arch, SkipFalse: 5},
-			bpf.LoadAbsolute{Off: offNr, Size: 4},
-			bpf.JumpIf{Cond: bpf.JumpEqual, Val: c.ptrace, SkipTrue: 1},
-			bpf.JumpIf{Cond: bpf.JumpEqual, Val: c.vmw, SkipFalse: 1},
-			bpf.RetConstant{Val: retEPERM},
-			bpf.RetConstant{Val: retAllow})
+		p = append(p, compatBlock(c, memory)...)
 	}
 	p = append(p, bpf.JumpIf{Cond: bpf.JumpEqual, Val: native.arch, SkipTrue: 1},
 		bpf.RetConstant{Val: retAllow},
@@ -98,19 +130,54 @@ func treeFilter() ([]bpf.RawInstruction, error) {
 		p = append(p, bpf.JumpIf{Cond: bpf.JumpLessThan, Val: 0x40000000, SkipTrue: 1},
 			bpf.RetConstant{Val: retEPERM})
 	}
-	p = append(p, bpf.JumpIf{Cond: bpf.JumpEqual, Val: uint32(unix.SYS_PROCESS_VM_WRITEV), SkipFalse: 1},
-		bpf.RetConstant{Val: retEPERM})
-	p = append(p, PtraceCheck()...)
-	p = append(p, bpf.RetConstant{Val: retAllow})
+	if memory {
+		p = append(p, bpf.JumpIf{Cond: bpf.JumpEqual, Val: uint32(unix.SYS_PROCESS_VM_WRITEV), SkipFalse: 1},
+			bpf.RetConstant{Val: retEPERM})
+		p = append(p, PtraceCheck()...)
+	}
+	p = append(p, cloneCheck(uint32(unix.SYS_CLONE), uint32(unix.SYS_CLONE3))...)
 	return bpf.Assemble(p)
+}
+
+// CloneFilter installs, on the calling thread alone, a seccomp filter
+// that refuses clone with CLONE_UNTRACED and clone3 (see cloneCheck):
+// every process the thread starts then stays in its tracer's sight. A
+// thread whose processes are traced must carry it (HardenThread does);
+// it cannot itself start a process into a cgroup (CLONE_INTO_CGROUP
+// needs clone3), so it moves it there at its first stop (Options.Stopped).
+func CloneFilter() error {
+	raw, err := filter(false)
+	if err != nil {
+		return err
+	}
+	return installThread(raw)
+}
+
+// installThread installs a filter on the calling thread (no TSYNC), with
+// no_new_privs first.
+func installThread(raw []bpf.RawInstruction) error {
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("no new privileges: %w", err)
+	}
+	filters := make([]unix.SockFilter, len(raw))
+	for i, r := range raw {
+		filters[i] = unix.SockFilter{Code: r.Op, Jt: r.Jt, Jf: r.Jf, K: r.K}
+	}
+	prog := unix.SockFprog{Len: uint16(len(filters)), Filter: &filters[0]}
+	if _, _, e := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, 0, uintptr(unsafe.Pointer(&prog))); e != 0 {
+		return fmt.Errorf("install the seccomp filter: %w", e)
+	}
+	return nil
 }
 
 // HardenThread makes the calling thread, and every process it starts
 // from then on, unable to change another process's memory, so that no
 // process of a traced tree can rewrite a stopped program between its
-// check and its first instruction: no new privileges; a seccomp filter
-// that refuses process_vm_writev and every ptrace request but
-// TracerRequests; and, where the kernel has Landlock, a domain in which
+// check and its first instruction, nor start one its tracer is not told
+// of: no new privileges; a seccomp filter that refuses process_vm_writev,
+// every ptrace request but TracerRequests, and clone with CLONE_UNTRACED
+// and clone3 (see CloneFilter); and, where the kernel has Landlock, a
+// domain in which
 // no file under /proc can be opened for writing (/proc/PID/mem). The
 // domain costs the tree writes to /proc (oom_score_adj, /proc/sys), and
 // the files and directories made directly in / after this call.
@@ -124,19 +191,11 @@ func HardenThread() error {
 	if err := procReadOnly(); err != nil {
 		return err
 	}
-	raw, err := treeFilter()
+	raw, err := filter(true)
 	if err != nil {
 		return err
 	}
-	filters := make([]unix.SockFilter, len(raw))
-	for i, r := range raw {
-		filters[i] = unix.SockFilter{Code: r.Op, Jt: r.Jt, Jf: r.Jf, K: r.K}
-	}
-	prog := unix.SockFprog{Len: uint16(len(filters)), Filter: &filters[0]}
-	if _, _, e := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, 0, uintptr(unsafe.Pointer(&prog))); e != 0 {
-		return fmt.Errorf("install the seccomp filter: %w", e)
-	}
-	return nil
+	return installThread(raw)
 }
 
 // procReadOnly restricts the thread to a Landlock domain that lets it

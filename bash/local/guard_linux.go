@@ -1,6 +1,7 @@
 package local
 
 import (
+	"fmt"
 	"io"
 	"os"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"github.com/dshgo/dsh/bash"
 	"github.com/dshgo/dsh/bash/execguard"
 	"github.com/dshgo/dsh/permission"
+	"golang.org/x/sys/unix"
 )
 
 // spawnGuarded starts the shell traced by execguard, every exec of its
@@ -22,15 +24,37 @@ func spawnGuarded(req *SpawnRequest) (Process, error) {
 	defer closeNull()
 	attr := spawnAttr(req)
 	attr.Ptrace = true
+	// A traced tree's thread cannot start a process into a cgroup (that
+	// needs clone3, which it refuses): the shell is moved there before
+	// its first instruction.
+	attr.UseCgroupFD = false
 	g := &guardedProcess{}
 	tree, err := execguard.Start(func() (int, error) {
 		return syscall.ForkExec(req.Path, req.Args, &syscall.ProcAttr{Dir: req.Dir, Env: req.Env, Files: files, Sys: attr})
-	}, execguard.Options{Check: ExecCheck(req.ExecRules), OnRefuse: g.refused, Prepare: execguard.HardenThread})
+	}, execguard.Options{Check: ExecCheck(req.ExecRules), OnRefuse: g.refused, Prepare: execguard.HardenThread,
+		Stopped: func(pid int) error { return joinCgroup(req.CgroupFD, pid) }})
 	if err != nil {
 		return nil, err
 	}
 	g.tree = tree
 	return g, nil
+}
+
+// joinCgroup moves process pid into the cgroup whose directory is open
+// at dirfd (-1: none), as CLONE_INTO_CGROUP would have started it there.
+func joinCgroup(dirfd, pid int) error {
+	if dirfd < 0 {
+		return nil
+	}
+	fd, err := unix.Openat(dirfd, "cgroup.procs", unix.O_WRONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("open the command's cgroup: %w", err)
+	}
+	defer unix.Close(fd)
+	if _, err := unix.Write(fd, []byte(strconv.Itoa(pid))); err != nil {
+		return fmt.Errorf("move the shell into its cgroup: %w", err)
+	}
+	return nil
 }
 
 // spawnFiles are the shell's descriptors 0, 1, 2, 3…: /dev/null for a

@@ -131,6 +131,41 @@ func TestExecRulesInput(t *testing.T) {
 	}
 }
 
+// untracedClones are perl scripts that start a child its tracer is not
+// told of, which runs zap MARK: clone with CLONE_UNTRACED, and clone3
+// with it (flags behind a pointer).
+func untracedClones(mark string) map[string]string {
+	child := fmt.Sprintf(`if ($pid == 0) { exec { "zap" } "zap", "%s"; exit 127 } waitpid($pid, 0) if $pid > 0; print "pid $pid\n";`, mark)
+	return map[string]string{
+		"clone":  fmt.Sprintf(`my $pid = syscall(%d, 0x00800000 | 17, 0, 0, 0, 0); `, unix.SYS_CLONE) + child,
+		"clone3": fmt.Sprintf(`my $a = pack("Q8", 0x00800000, 0, 0, 0, 17, 0, 0, 0); my $pid = syscall(%d, $a, 64); `, unix.SYS_CLONE3) + child,
+	}
+}
+
+// TestExecRulesUntracedClone: a command cannot start a process its
+// tracer is not told of (clone with CLONE_UNTRACED, clone3), which would
+// run anything unchecked. Found by an attack; without the filter's clone
+// check zap runs.
+func TestExecRulesUntracedClone(t *testing.T) {
+	if _, err := exec.LookPath("perl"); err != nil {
+		t.Skip("no perl")
+	}
+	w := newGuardWorld(t)
+	e := w.exec(t, "zap")
+	for name, script := range untracedClones("made") {
+		t.Run(name, func(t *testing.T) {
+			res := runCmd(t, e, "perl -e "+permission.QuoteWord(script))
+			if got := w.made("made"); len(got) > 0 {
+				t.Fatalf("zap ran untraced: %q %q", res.Stdout.Text, res.Stderr.Text)
+			}
+		})
+	}
+	res := runCmd(t, e, "perl -e 'my $pid = fork(); if ($pid == 0) { exec \"zap\", \"forked\" } waitpid($pid, 0); print \"ok\n\"'")
+	if got := w.made("forked"); len(got) > 0 || res.Stdout.Text != "ok\n" || len(res.Refused) != 1 {
+		t.Errorf("perl's own fork: %+v", res)
+	}
+}
+
 // waitDone reads a task until it has ended and returns that read.
 func waitDone(t *testing.T, e *Executor, id bash.TaskID, done <-chan bash.Task) bash.TaskRead {
 	t.Helper()

@@ -277,7 +277,11 @@ func (a *agent) fork(m *spawnMsg, fds []int) (pid, pidfd int, err error) {
 	}
 	pidfd = -1
 	sys := &syscall.SysProcAttr{Setsid: m.Setsid, Setctty: m.Setctty && m.Stdin && m.Setsid, Ctty: 0, PidFD: &pidfd}
-	if m.Cgroup {
+	procs := -1 // with the guard: the cgroup's cgroup.procs, which the host opened
+	switch {
+	case m.Cgroup && a.forker.guard != nil:
+		procs = fds[len(fds)-1]
+	case m.Cgroup:
 		sys.UseCgroupFD, sys.CgroupFD = true, fds[len(fds)-1]
 	}
 	// The shell inherits the agent's oom_score_adj: raised for the fork, a
@@ -291,7 +295,7 @@ func (a *agent) fork(m *spawnMsg, fds []int) (pid, pidfd int, err error) {
 	a.forker.do(func() {
 		pid, err = syscall.ForkExec(m.Path, m.Args, &syscall.ProcAttr{Dir: m.Dir, Env: m.Env, Files: files, Sys: sys})
 		if err == nil && sys.Ptrace {
-			if err = a.forker.adopt(pid); err != nil {
+			if err = a.forker.adopt(pid, procs); err != nil {
 				unix.Close(pidfd)
 				pidfd = -1
 			}

@@ -3,8 +3,10 @@ package sandbox
 import (
 	"fmt"
 	"runtime"
+	"strconv"
 	"unsafe"
 
+	"github.com/dshgo/dsh/bash/execguard"
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 )
@@ -43,6 +45,10 @@ func startForker(fence bool, why error, g *guard) (f *forker, listener int, _ er
 		case fence:
 			s.fail = installNoUnix()
 		}
+		if s.fail == nil && g != nil {
+			// What the forker starts stays in its tracer's sight.
+			s.fail = execguard.CloneFilter()
+		}
 		done <- s
 		if s.fail != nil {
 			return
@@ -72,9 +78,20 @@ func (f *forker) loop() {
 }
 
 // adopt, on the forker's thread, has the guard trace a shell it has just
-// started with SysProcAttr.Ptrace; the shell is killed if it cannot.
-func (f *forker) adopt(pid int) error {
-	err := f.guard.tracer.Adopt(pid)
+// started with SysProcAttr.Ptrace, and moves it into its command's
+// cgroup (procs, its cgroup.procs; -1: none) before its first
+// instruction; the shell is killed if either fails.
+func (f *forker) adopt(pid, procs int) error {
+	err := f.guard.tracer.Adopt(pid, func(pid int) error {
+		if procs < 0 {
+			return nil
+		}
+		_, err := unix.Write(procs, []byte(strconv.Itoa(pid)))
+		if err != nil {
+			err = fmt.Errorf("move the shell into its cgroup: %w", err)
+		}
+		return err
+	})
 	if err != nil {
 		_ = unix.Kill(pid, unix.SIGKILL)
 	}

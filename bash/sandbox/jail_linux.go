@@ -318,13 +318,23 @@ func (j *jail) spawn(req *local.SpawnRequest) (local.Process, error) {
 }
 
 func (j *jail) send(id uint64, req *local.SpawnRequest) error {
+	procs, err := j.cgroupProcs(req.CgroupFD)
+	if err != nil {
+		return err
+	}
+	if procs >= 0 {
+		defer unix.Close(procs)
+	}
 	m := spawnMsg{ID: id, Path: req.Path, Args: req.Args, Dir: req.Dir, Env: j.env(req.Env),
 		NExtra: len(req.ExtraFiles), Cgroup: req.CgroupFD >= 0, Setsid: req.Setsid, Stdin: req.Stdin != nil, Setctty: req.Setctty}
 	fds := []int{int(req.Stdout.Fd()), int(req.Stderr.Fd())}
 	for _, f := range req.ExtraFiles {
 		fds = append(fds, int(f.Fd()))
 	}
-	if m.Cgroup {
+	switch {
+	case procs >= 0:
+		fds = append(fds, procs)
+	case m.Cgroup:
 		fds = append(fds, req.CgroupFD)
 	}
 	if m.Stdin {
@@ -336,6 +346,22 @@ func (j *jail) send(id uint64, req *local.SpawnRequest) error {
 		return errJailGone
 	}
 	return sendMsg(int(j.sock.Fd()), m, fds)
+}
+
+// cgroupProcs opens, for a jail whose agent traces its shells (which
+// then cannot start one into a cgroup, and may not open cgroup files in
+// its Landlock domain), the cgroup.procs of a command's cgroup (dirfd;
+// -1: none), into which the agent moves the shell before it runs; else
+// -1.
+func (j *jail) cgroupProcs(dirfd int) (int, error) {
+	if len(j.deny) == 0 || dirfd < 0 {
+		return -1, nil
+	}
+	fd, err := unix.Openat(dirfd, "cgroup.procs", unix.O_WRONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, fmt.Errorf("open the command's cgroup: %w", err)
+	}
+	return fd, nil
 }
 
 func (j *jail) forget(id uint64) {
