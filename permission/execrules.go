@@ -68,6 +68,9 @@ func NewExecRules(patterns []string, path string) (*ExecRules, error) {
 		e.rules = append(e.rules, r)
 		e.learn(r.words[0], path)
 	}
+	if len(e.rules) > 0 {
+		e.learnLoaders()
+	}
 	e.pol.Rules = e.rules
 	return e, nil
 }
@@ -92,20 +95,39 @@ func (e *ExecRules) learn(name, path string) {
 	}
 	dirs := append(filepath.SplitList(path), "/usr/local/bin", "/usr/bin", "/bin", "/usr/local/sbin", "/usr/sbin", "/sbin")
 	for _, d := range dirs {
-		if !filepath.IsAbs(d) {
-			continue
+		if filepath.IsAbs(d) {
+			e.learnFile(name, filepath.Join(d, name))
 		}
-		p := filepath.Join(d, name)
-		var st syscall.Stat_t
-		if syscall.Stat(p, &st) != nil || st.Mode&syscall.S_IFMT != syscall.S_IFREG {
-			continue
+	}
+}
+
+// learnFile learns that the regular file at p (through links) is the
+// program name.
+func (e *ExecRules) learnFile(name, p string) {
+	var st syscall.Stat_t
+	if syscall.Stat(p, &st) != nil || st.Mode&syscall.S_IFMT != syscall.S_IFREG {
+		return
+	}
+	k := fileKey{uint64(st.Dev), st.Ino}
+	if _, ok := e.files[k]; ok {
+		return
+	}
+	e.files[k] = name
+	e.sizes[st.Size] = append(e.sizes[st.Size], namedFile{name, p})
+}
+
+// loaderName stands, among the named programs' files, for a dynamic
+// loader's: a copy or link of ld.so under another name is a loader too.
+const loaderName = "\x00ld.so"
+
+// learnLoaders learns the files of the system's dynamic loaders.
+func (e *ExecRules) learnLoaders() {
+	for _, pattern := range []string{"/lib*/ld-linux*.so*", "/lib/*/ld-linux*.so*", "/usr/lib*/ld-linux*.so*",
+		"/usr/lib/*/ld-linux*.so*", "/lib/ld-musl*.so*", "/usr/lib/ld-musl*.so*"} {
+		paths, _ := filepath.Glob(pattern)
+		for _, p := range paths {
+			e.learnFile(loaderName, p)
 		}
-		k := fileKey{uint64(st.Dev), st.Ino}
-		if _, ok := e.files[k]; ok {
-			continue
-		}
-		e.files[k] = name
-		e.sizes[st.Size] = append(e.sizes[st.Size], namedFile{name, p})
 	}
 }
 
@@ -131,11 +153,12 @@ func (e *ExecRules) views(p ExecProgram) [][]string {
 		append([]string{p.Path}, rest...),
 		p.Argv,
 	}
-	if name := e.sameFile(p); name != "" {
+	name := e.sameFile(p)
+	if name != "" && name != loaderName {
 		views = append(views, append([]string{name}, rest...))
 	}
 	switch {
-	case isLoader(p.Path):
+	case isLoader(p.Path) || name == loaderName:
 		if i := loaderProgram(p.Argv); i > 0 {
 			views = append(views, p.Argv[i:])
 			views = append(views, e.scriptViews(p.Argv[i:], p.Cwd)...)
@@ -209,8 +232,8 @@ func (e *ExecRules) scriptViews(argv []string, cwd func() string) [][]string {
 	rest := argv[1:]
 	views := [][]string{append([]string{real}, rest...)}
 	var st syscall.Stat_t
-	if syscall.Stat(real, &st) != nil {
-		return views
+	if syscall.Stat(real, &st) != nil || st.Mode&syscall.S_IFMT != syscall.S_IFREG {
+		return views // not a FIFO or a device: reading one could hang the tracer
 	}
 	f := ExecProgram{Dev: uint64(st.Dev), Ino: st.Ino, Size: st.Size,
 		Open: func() (io.ReadCloser, error) { return os.Open(real) }}

@@ -83,6 +83,17 @@ func TestExecRulesRefuse(t *testing.T) {
 			}
 		})
 	}
+	// A copy of the system's loader under another name is a loader too.
+	if lds, _ := filepath.Glob("/lib*/ld-linux*.so*"); len(lds) > 0 {
+		b, err := os.ReadFile(lds[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		execRulesWrite(t, filepath.Join(dir, "x"), string(b))
+		if r := e.Refuse(prog(filepath.Join(dir, "x"), "./x", zap, "y")); r == nil || r.Pattern != "zap" {
+			t.Errorf("a copy of %s ran zap unrefused: %v", lds[0], r)
+		}
+	}
 	var none *ExecRules
 	if none.Refuse(prog(zap, "zap")) != nil {
 		t.Error("nil ExecRules refused")

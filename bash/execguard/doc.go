@@ -25,6 +25,6 @@
 // Tracing has a cost on every fork, thread creation and signal, and it
 // changes what the traced programs can do: a debugger or strace inside the
 // tree cannot attach (a process has one tracer), setuid programs run
-// without their privileges, and job-control stops (SIGSTOP, SIGTSTP) are
-// not honoured: a stopped process is resumed.
+// without their privileges, and a stopped process (SIGSTOP, SIGTSTP) is
+// kept in its tracer's stop ('t' in /proc, not 'T') until SIGCONT.
 package execguard

@@ -68,6 +68,9 @@ func (t *tracer) adopt(pid int, stopped func(int) error) error {
 	if err != nil {
 		return err
 	}
+	if ws.Exited() || ws.Signaled() {
+		return fmt.Errorf("%w before its first exec (status %#x)", errGone, uint32(ws))
+	}
 	if !ws.Stopped() || ws.StopSignal() != unix.SIGTRAP {
 		return fmt.Errorf("the traced process did not stop at its exec (status %#x)", uint32(ws))
 	}
@@ -95,6 +98,10 @@ func (t *tracer) adopt(pid int, stopped func(int) error) error {
 	t.root[pid] = pid
 	return unix.PtraceCont(pid, 0)
 }
+
+// errGone: the process to adopt has ended (and been reaped: its pid may
+// be another's already).
+var errGone = errors.New("execguard: the traced process ended")
 
 // waitFor waits for one wait status of pid.
 func waitFor(pid int) (unix.WaitStatus, error) {
@@ -245,8 +252,16 @@ func NewTracer(o Options) (*Tracer, error) {
 // SysProcAttr.Ptrace: it waits for the process to stop at its exec, and
 // from then on traces it and every process it makes. The process is the
 // root of its tree (Refusal.Root). stopped, if set, is the process's
-// Options.Stopped.
-func (t *Tracer) Adopt(pid int, stopped func(pid int) error) error { return t.t.adopt(pid, stopped) }
+// Options.Stopped. When Adopt fails, the process and its session have
+// been killed (the tracer reaps them, as any tracee).
+func (t *Tracer) Adopt(pid int, stopped func(pid int) error) error {
+	err := t.t.adopt(pid, stopped)
+	if err != nil && !errors.Is(err, errGone) {
+		_ = unix.Kill(-pid, unix.SIGKILL)
+		_ = unix.Kill(pid, unix.SIGKILL)
+	}
+	return err
+}
 
 // Handle handles one wait status, which the caller got with __WALL from
 // wait4 on this thread. It reports whether the status was a tracee's stop,
@@ -276,7 +291,7 @@ func Start(fork func() (int, error), o Options) (*Tree, error) {
 	}
 	tr := &Tree{ended: make(chan struct{}), done: make(chan struct{})}
 	started := make(chan error, 1)
-	go tr.trace(fork, &o, started)
+	go tr.trace(fork, &o, started, nil)
 	if err := <-started; err != nil {
 		<-tr.done
 		return nil, err
@@ -286,37 +301,42 @@ func Start(fork func() (int, error), o Options) (*Tree, error) {
 
 // trace is the tracer's thread: it never returns it to the runtime, so
 // that it is never shared with other goroutines (and it ends with them).
-func (tr *Tree) trace(fork func() (int, error), o *Options, started chan<- error) {
-	if !lockChildlessThread() {
-		// This thread has children from before: this goroutine keeps it
-		// locked until it ends, and another takes the tree.
-		go tr.trace(fork, o, started)
+func (tr *Tree) trace(fork func() (int, error), o *Options, started chan<- error, prev chan<- struct{}) {
+	runtime.LockOSThread()
+	if prev != nil {
+		close(prev) // the goroutine before may give its thread back
+	}
+	if !usableThread() {
+		// Keep this thread until the next goroutine holds another, then
+		// give it back: a thread that ends hands its children to another
+		// thread of the process, which may be a tracer's.
+		next := make(chan struct{})
+		go tr.trace(fork, o, started, next)
+		<-next
+		runtime.UnlockOSThread()
 		return
 	}
 	defer close(tr.done)
-	if o.Prepare != nil {
-		if err := o.Prepare(); err != nil {
-			close(tr.ended)
-			started <- fmt.Errorf("execguard: prepare the tracer: %w", err)
-			return
-		}
-	}
-	pid, err := fork()
+	pid, err := tr.start(fork, o)
 	if err != nil {
 		close(tr.ended)
 		started <- err
 		return
 	}
-	tr.pid = pid
 	t := newTracer(o)
+	ended := false
 	t.onEnd = func(p int, ws unix.WaitStatus) {
-		if p == pid {
+		if p == pid && !ended { // a later process may get the same pid
+			ended = true
 			tr.status = ws
 			close(tr.ended)
 		}
 	}
 	if err := t.adopt(pid, o.Stopped); err != nil {
-		_ = unix.Kill(pid, unix.SIGKILL)
+		if !errors.Is(err, errGone) {
+			_ = unix.Kill(-pid, unix.SIGKILL) // its session, with what it started
+			_ = unix.Kill(pid, unix.SIGKILL)
+		}
 		started <- err
 		t.drain()
 		return
@@ -325,16 +345,31 @@ func (tr *Tree) trace(fork func() (int, error), o *Options, started chan<- error
 	t.drain()
 }
 
-// lockChildlessThread locks the calling goroutine to its thread and
-// reports whether the thread has no child. The tracer waits for any child
-// of its thread (__WNOTHREAD: its tracees and the first process it
-// forks), so a thread that forked a process for other Go code before it
-// was locked (os/exec forks on whatever thread the caller is on) would
-// reap that process from under its os.Process. A thread locked from now
-// on forks nothing else. Where the kernel does not list a thread's
-// children, it reports true.
-func lockChildlessThread() bool {
-	runtime.LockOSThread()
+// start prepares the tracer's thread and forks the tree's first process.
+func (tr *Tree) start(fork func() (int, error), o *Options) (int, error) {
+	if o.Prepare != nil {
+		if err := o.Prepare(); err != nil {
+			return 0, fmt.Errorf("execguard: prepare the tracer: %w", err)
+		}
+	}
+	pid, err := fork()
+	tr.pid = pid
+	return pid, err
+}
+
+// usableThread reports whether the calling thread, locked, may be a
+// tracer's: not the process's first (to which the children of threads
+// that end go), and with no child. The tracer waits for any child of its
+// thread (__WNOTHREAD: its tracees and the first process it forks), so a
+// thread that forked a process for other Go code before it was locked
+// (os/exec forks on whatever thread the caller is on) would reap that
+// process from under its os.Process. A thread locked from now on forks
+// nothing else. Where the kernel does not list a thread's children, that
+// is not checked.
+func usableThread() bool {
+	if unix.Gettid() == unix.Getpid() {
+		return false
+	}
 	b, err := os.ReadFile("/proc/thread-self/children")
 	return err != nil || len(strings.TrimSpace(string(b))) == 0
 }

@@ -26,3 +26,6 @@ func HardenThread() error { return errors.New("execguard: needs Linux") }
 
 // Cwd is the process's working directory (Linux only).
 func (Exec) Cwd() string { return "" }
+
+// ErrNoLandlock: the kernel has no Landlock (Linux only).
+var ErrNoLandlock = errors.New("deny rules at exec need Landlock")

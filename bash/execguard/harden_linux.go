@@ -176,9 +176,9 @@ func installThread(raw []bpf.RawInstruction) error {
 // check and its first instruction, nor start one its tracer is not told
 // of: no new privileges; a seccomp filter that refuses process_vm_writev,
 // every ptrace request but TracerRequests, and clone with CLONE_UNTRACED
-// and clone3 (see CloneFilter); and, where the kernel has Landlock, a
-// domain in which
-// no file under /proc can be opened for writing (/proc/PID/mem). The
+// and clone3 (see CloneFilter); and a Landlock domain in which
+// no file under /proc can be opened for writing (/proc/PID/mem): without
+// Landlock it fails with ErrNoLandlock. The
 // domain costs the tree writes to /proc (oom_score_adj, /proc/sys), and
 // the files and directories made directly in / after this call.
 //
@@ -198,13 +198,17 @@ func HardenThread() error {
 	return installThread(raw)
 }
 
+// ErrNoLandlock: the kernel has no Landlock, without which a process of
+// a traced tree could rewrite a checked program through /proc/PID/mem.
+var ErrNoLandlock = errors.New("deny rules at exec need Landlock (Linux 5.13 or later, enabled in the kernel's LSM list): without it a command could rewrite a program between its check and its first instruction")
+
 // procReadOnly restricts the thread to a Landlock domain that lets it
-// write beneath every entry of / but /proc. Without Landlock it does
-// nothing.
+// write beneath every entry of / but /proc. Without Landlock it fails
+// (ErrNoLandlock): the check would not hold.
 func procReadOnly() error {
 	abi, err := llsys.LandlockGetABIVersion()
 	if err != nil || abi < 1 {
-		return nil
+		return ErrNoLandlock
 	}
 	attr := llsys.RulesetAttr{HandledAccessFS: llsys.AccessFSWriteFile}
 	fd, err := llsys.LandlockCreateRuleset(&attr, 0)

@@ -67,12 +67,22 @@ func (f *forker) loop() {
 		}
 		return
 	}
+	more := false
 	for {
+		if more {
+			select { // a call first, if one waits; then the rest
+			case call := <-f.calls:
+				call()
+			default:
+			}
+			more = f.guard.reap()
+			continue
+		}
 		select {
 		case call := <-f.calls:
 			call()
 		case <-f.guard.chld:
-			f.guard.reap()
+			more = f.guard.reap()
 		}
 	}
 }
@@ -80,7 +90,7 @@ func (f *forker) loop() {
 // adopt, on the forker's thread, has the guard trace a shell it has just
 // started with SysProcAttr.Ptrace, and moves it into its command's
 // cgroup (procs, its cgroup.procs; -1: none) before its first
-// instruction; the shell is killed if either fails.
+// instruction; the shell is killed if either fails (by Adopt).
 func (f *forker) adopt(pid, procs int) error {
 	err := f.guard.tracer.Adopt(pid, func(pid int) error {
 		if procs < 0 {
@@ -92,10 +102,7 @@ func (f *forker) adopt(pid, procs int) error {
 		}
 		return err
 	})
-	if err != nil {
-		_ = unix.Kill(pid, unix.SIGKILL)
-	}
-	return err
+	return err // Adopt killed it
 }
 
 // do runs call on the forker's thread and returns when it has.

@@ -44,23 +44,29 @@ func newGuard(a *agent, deny []string, path string, chld <-chan os.Signal) (*gua
 	return &guard{tracer: tr, chld: chld, rep: rep}, nil
 }
 
-// reap takes every wait status there is, on the forker's thread: a
-// tracee's stop is the tracer's, an end the reporter's.
-func (g *guard) reap() {
-	for {
+// reap takes up to maxReap wait statuses, on the forker's thread: a
+// tracee's stop is the tracer's, an end the reporter's. It reports
+// whether more may be waiting: a tree that forks without pause must not
+// keep the forker from starting other shells.
+func (g *guard) reap() (more bool) {
+	for range maxReap {
 		var ws unix.WaitStatus
 		pid, err := unix.Wait4(-1, &ws, unix.WNOHANG|unix.WALL, nil)
 		if errors.Is(err, unix.EINTR) {
 			continue
 		}
 		if err != nil || pid <= 0 {
-			return
+			return false
 		}
 		if !g.tracer.Handle(pid, ws) {
 			g.rep.push(report{pid: pid, ws: ws})
 		}
 	}
+	return true
 }
+
+// maxReap bounds the wait statuses the forker takes between two calls.
+const maxReap = 64
 
 // report is an end or a refusal.
 type report struct {
@@ -111,5 +117,6 @@ func (a *agent) refused(r *execguard.Refusal) {
 	if !ok {
 		return // a tree whose shell has ended: its end was reported
 	}
-	_ = sendMsg(a.sock, agentMsg{ID: id, Refused: &bash.Refusal{Program: r.Path, Argv: r.Argv, Rule: r.Rule}}, nil)
+	f := local.ShortRefusal(bash.Refusal{Program: r.Path, Argv: r.Argv, Rule: r.Rule})
+	_ = sendMsg(a.sock, agentMsg{ID: id, Refused: &f}, nil)
 }
