@@ -37,6 +37,10 @@ type Sandbox struct {
 	// NoEscape never lets a model's call ask the user to run outside the
 	// sandbox.
 	NoEscape bool
+	// Agent is the binary each jail starts as its agent
+	// (sandbox.Options.Agent): one that calls sandbox.Main first thing.
+	// Empty: this program.
+	Agent string
 }
 
 // UnsandboxedWarning is what the user and the model are told when
@@ -63,7 +67,7 @@ func (s *Setup) sandboxExecutor(ctx context.Context) (bash.Executor, error) {
 	case !ok:
 		return nil, configErr(fmt.Errorf("--sandbox must be auto, on, jail, landlock or off (got %q)", mode))
 	}
-	so := &sandbox.Options{Local: s.cfg.Local, Limits: sb.Limits, Layer: layer, AllowUnsandboxed: !sb.NoEscape,
+	so := &sandbox.Options{Local: s.cfg.Local, Limits: sb.Limits, Layer: layer, AllowUnsandboxed: !sb.NoEscape, Agent: sb.Agent,
 		Policy: sandbox.Policy{Network: sb.Network, LockCaches: sb.LockCaches, Writable: sb.Writable, ReadOnly: sb.ReadOnly, Hidden: sb.Hidden}}
 	if sb.Network == sandbox.NetworkAllowlist {
 		var err error

@@ -232,7 +232,7 @@ func TestRaceArgv(t *testing.T) {
 	w := newWorld(t)
 	tries := 200
 	if proctest.Race {
-		tries = 16 // a race-built helper takes ten times as long to start
+		tries = 10 // a race-built helper takes ten times as long to start
 	}
 	script := fmt.Sprintf("for i in $(seq %d); do %s raceexec \"$PWD/bin/zap\" ok-$i no-$i; done; echo after", tries, helperCmd())
 	res := w.run(t, script, func(e execguard.Exec) string {

@@ -37,6 +37,16 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "build dsh-bash: %v\n%s", err, out)
 		os.Exit(1)
 	}
+	// The jails of most tests start a plain agent: a race-built dsh-bash
+	// costs twice the CPU at each of some ninety jail starts. The agent's
+	// code is checked for races by bash/sandbox's tests, and dsh-bash as
+	// its own agent by TestSelfAgent.
+	agent := filepath.Join(dir, "agent")
+	if out, err := exec.Command("go", "build", "-o", agent, "../../bash/sandbox/internal/agent").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build the plain agent: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	os.Setenv("DSH_BASH_AGENT", agent)
 	// The tests of this package that are not about the sandbox write pid
 	// files and FIFOs in their own temporary directories, which a jail's
 	// private /tmp hides; the sandbox's own tests ask for it by flag.
@@ -313,5 +323,19 @@ func TestBadFlagValues(t *testing.T) {
 				t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit 2 and %q", args, code, out, errOut, tc.want)
 			}
 		}
+	}
+}
+
+// TestSelfAgent: without $DSH_BASH_AGENT, each jail's agent is dsh-bash
+// itself, started again (what users run).
+func TestSelfAgent(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	out, errOut, code := dshBashEnv(t, dir, []string{"DSH_BASH_AGENT=", "TMPDIR=" + t.TempDir()}, "run", "--sandbox=on", "--", "echo jailed; cat /proc/1/cmdline | tr '\\0' ' '")
+	if code != 0 || !strings.HasPrefix(out, "jailed\n") {
+		t.Fatalf("exit %d: %q %q", code, out, errOut)
+	}
+	if os.Getenv("CI") == "true" && !strings.Contains(out, "__dsh_sandbox_agent") {
+		t.Errorf("the jail's first process is not dsh-bash as its agent: %q", out)
 	}
 }

@@ -128,7 +128,8 @@ func (f *sandboxFlags) given() bool {
 // naming the flag of a value it cannot take.
 func (f *sandboxFlags) config() (setup.Sandbox, error) {
 	c := setup.Sandbox{Mode: f.mode, LockCaches: f.lockCaches, Writable: f.writable, ReadOnly: f.readOnly, Hidden: f.hidden,
-		AllowDomains: f.net.allow, DenyDomains: f.net.deny, NoDefaultDomains: !f.net.defaults, NoEscape: f.escape != "ask"}
+		AllowDomains: f.net.allow, DenyDomains: f.net.deny, NoDefaultDomains: !f.net.defaults, NoEscape: f.escape != "ask",
+		Agent: os.Getenv("DSH_BASH_AGENT")}
 	var err error
 	if c.Network, err = f.policy(); err != nil {
 		return c, err

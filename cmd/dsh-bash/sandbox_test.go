@@ -128,7 +128,8 @@ func TestNestedSandbox(t *testing.T) {
 	// The jail has a /tmp of its own: the inner binary goes in the
 	// workspace, which it sees.
 	placeBinary(t, filepath.Join(ws, "dsh-bash"))
-	out, errOut, code := dshBash(t, ws, "run", "--sandbox=on", "--", "./dsh-bash run --sandbox=on -- echo inner; echo inner exit $?")
+	// The inner one is its own agent: the plain one is in the host's /tmp.
+	out, errOut, code := dshBash(t, ws, "run", "--sandbox=on", "--", "DSH_BASH_AGENT= ./dsh-bash run --sandbox=on -- echo inner; echo inner exit $?")
 	if code != 0 || strings.Contains(out, "inner\n") || !strings.Contains(out, "bwrap:") || strings.Contains(out, "inner exit 0") {
 		t.Errorf("nested: exit %d, stdout %q, stderr %q; want the inner run refused with what bwrap said", code, out, errOut)
 	}
