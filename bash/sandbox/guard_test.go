@@ -103,3 +103,34 @@ func TestExecRulesInJail(t *testing.T) {
 		})
 	}
 }
+
+// TestNoTracingWithoutRules: a jail whose agent does not trace (no deny
+// rules) refuses every ptrace, PTRACE_TRACEME included, as before the
+// exec check: its filter lets a jail's processes trace nothing.
+func TestNoTracingWithoutRules(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("perl"); err != nil {
+		t.Skip("no perl")
+	}
+	for _, layer := range []Layer{LayerJail, LayerLandlock} {
+		t.Run(layer.String(), func(t *testing.T) {
+			t.Parallel()
+			ws := t.TempDir()
+			e, err := newSandbox(t, &Options{Layer: layer, Local: &local.Options{}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { e.Close() })
+			ctx := context.Background()
+			script := fmt.Sprintf(`$r = syscall(%d, %d, 0, 0, 0); print $r == 0 ? "traced\n" : "refused: $!\n";`, unix.SYS_PTRACE, unix.PTRACE_TRACEME)
+			spec, err := e.Resolve(ctx, bash.ExecRequest{Command: "perl -e " + permission.QuoteWord(script), Owner: "o", Workspace: ws, Workdir: ws, Timeout: time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := e.Run(ctx, spec)
+			if err != nil || res.Stdout.Text != "refused: Operation not permitted\n" {
+				t.Errorf("PTRACE_TRACEME in a jail without deny rules: %q, %v", res.Stdout.Text, err)
+			}
+		})
+	}
+}

@@ -100,7 +100,7 @@ func (js *jails) startJail(ctx context.Context, j *jail, req *local.SpawnRequest
 		return fmt.Errorf("keep the session's spill directory: %w", err)
 	}
 	j.unpin = unpin
-	files, err := js.jailFiles()
+	files, err := js.jailFiles(len(req.ExecRules.Patterns()) > 0)
 	if err != nil {
 		return err
 	}
@@ -200,8 +200,9 @@ func bwrapSaid(j *jail) string {
 }
 
 // jailFiles opens what bwrap inherits: [host socket, agent socket, agent
-// executable, seccomp filter]; the first stays with the host.
-func (js *jails) jailFiles() ([]*os.File, error) {
+// executable, seccomp filter (traced: the variant that lets the agent
+// trace its shells)]; the first stays with the host.
+func (js *jails) jailFiles(traced bool) ([]*os.File, error) {
 	host, agentSock, err := socketPair()
 	if err != nil {
 		return nil, err
@@ -211,9 +212,9 @@ func (js *jails) jailFiles() ([]*os.File, error) {
 		closeFiles(host, agentSock)
 		return nil, fmt.Errorf("open the agent binary: %w", err)
 	}
-	b := js.filter
+	b := js.filter[btoi(traced)]
 	if js.layer == LayerLandlock {
-		b = js.layerFilter
+		b = js.layerFilter[btoi(traced)]
 	}
 	filter, err := filterFile(b)
 	if err != nil {

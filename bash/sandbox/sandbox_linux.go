@@ -19,8 +19,8 @@ type jails struct {
 	policy      Policy
 	bwrap       string
 	agent       string
-	filter      []byte
-	layerFilter []byte // the Landlock layer's seccomp filter
+	filter      [2][]byte // the jail's seccomp filter, [1] for a jail whose agent traces
+	layerFilter [2][]byte // the Landlock layer's
 	tempDir     string
 	// serverTemp are the executor's temporary directories, hidden in
 	// every jail (see jailPaths).
@@ -85,20 +85,21 @@ func newJails(o *Options, serverTemp []string, hold func(string) (string, func()
 			return nil, fmt.Errorf("find the agent binary: %w", err)
 		}
 	}
-	filter, err := filterBytes(filterOpts{})
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
-	}
-	layerFilter, err := filterBytes(filterOpts{landlock: true, networkOff: o.Policy.Network == NetworkOff})
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	var filters, layerFilters [2][]byte // [traced]: see jailFiles
+	for i, tracer := range []bool{false, true} {
+		if filters[i], err = filterBytes(filterOpts{tracer: tracer}); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
+		if layerFilters[i], err = filterBytes(filterOpts{landlock: true, networkOff: o.Policy.Network == NetworkOff, tracer: tracer}); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
 	}
 	startTimeout := o.StartTimeout
 	if startTimeout <= 0 {
 		startTimeout = 30 * time.Second
 	}
 	limits, limitsErr := newLimiter(o.Limits)
-	return &jails{noFence: o.noFence, afterStart: o.afterStart, egress: o.Egress, allowUnsandboxed: o.AllowUnsandboxed, layer: layer, noJail: noJail, policy: o.Policy, bwrap: bw, agent: agent, filter: filter, layerFilter: layerFilter, tempDir: o.TempDir, serverTemp: serverTemp,
+	return &jails{noFence: o.noFence, afterStart: o.afterStart, egress: o.Egress, allowUnsandboxed: o.AllowUnsandboxed, layer: layer, noJail: noJail, policy: o.Policy, bwrap: bw, agent: agent, filter: filters, layerFilter: layerFilters, tempDir: o.TempDir, serverTemp: serverTemp,
 		startTimeout: startTimeout, limits: limits, limitsErr: limitsErr, hold: hold, admit: admit, byKey: map[string]*jail{}}, nil
 }
 

@@ -89,6 +89,12 @@ type filterOpts struct {
 	// networkOff, with landlock: inet sockets too (Landlock refuses TCP
 	// connect and bind only: not UDP, MPTCP or a listen without bind).
 	networkOff bool
+	// tracer: the agent traces its shells (deny rules enforced at exec):
+	// ptrace is allowed with execguard.TracerRequests, which act on a
+	// tracer's own tracees only (every process of such a jail is the
+	// agent's already) and read or write no memory or register; without,
+	// every ptrace is refused.
+	tracer bool
 }
 
 // filterProgram assembles the filter.
@@ -106,13 +112,10 @@ func filterProgram(o filterOpts) ([]bpf.RawInstruction, error) {
 	if o.landlock {
 		denied = append(slices.Clone(denied), layerDenied...)
 	}
-	// ptrace: only the requests of an agent that traces its shells (the
-	// exec guard, with deny rules) and of the shells it starts traced
-	// (execguard.TracerRequests): they act on a tracer's own tracees, and
-	// in a traced jail every process is the agent's tracee already. No
-	// request reads or writes another process's memory or registers.
-	denied = slices.DeleteFunc(slices.Clone(denied), func(nr uintptr) bool { return nr == unix.SYS_PTRACE })
-	p = append(p, execguard.PtraceCheck()...)
+	if o.tracer {
+		denied = slices.DeleteFunc(slices.Clone(denied), func(nr uintptr) bool { return nr == unix.SYS_PTRACE })
+		p = append(p, execguard.PtraceCheck()...)
+	}
 	for _, nr := range denied {
 		p = append(p, bpf.JumpIf{Cond: bpf.JumpEqual, Val: uint32(nr), SkipFalse: 1},
 			bpf.RetConstant{Val: retEPERM})
