@@ -105,13 +105,18 @@ func TestIdleLeavesKilled(t *testing.T) {
 	if e == nil {
 		return
 	}
-	bornAndKilled(t, e, 5) // leaves 5 free leaves behind
+	// Leaves free leaves behind: 7, or fewer where one still held a
+	// process when its task ended (under load), which is dropped.
+	bornAndKilled(t, e, 7)
 	dir := e.cont.(*cgroupContainment).dir
 	// The poisoner stays, so that its own leaf is not reused first.
 	poisoner := start(t, e, fmt.Sprintf(`own=%s; n=0
 for f in %q/c*/cgroup.kill; do [ "$f" = "$own/cgroup.kill" ] || { echo 1 > "$f"; n=$((n+1)); }; done; echo poisoned $n; exec sleep 30`, leafOf(t), dir), "")
-	if out, _ := readUntil(t, e, poisoner.ID, "\n"); out != "poisoned 4\n" {
-		t.Fatalf("the poisoner: %q", out)
+	// More than a spawn tries (three leaves: see startShellRetrying).
+	var n int
+	out, _ := readUntil(t, e, poisoner.ID, "\n")
+	if _, err := fmt.Sscanf(out, "poisoned %d", &n); err != nil || n < 4 {
+		t.Fatalf("the poisoner: %q; want at least 4 leaves poisoned", out)
 	}
 	for i := range 4 {
 		if res := runCmd(t, e, fmt.Sprintf("echo run %d; exit 7", i)); res.ExitCode != 7 || res.Signal != "" {
