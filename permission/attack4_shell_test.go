@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"golang.org/x/tools/txtar"
+	"github.com/dshgo/dsh/internal/execbypass"
 	"mvdan.cc/sh/v3/syntax"
 )
 
@@ -195,76 +195,51 @@ var execBypassDeny = map[string]bool{
 	"shell-options/eo-pipefail": true, "shell-options/co": true, "shell-options/cO": true,
 }
 
-// execBypass is one case of shell.txtar.
-type execBypass struct {
-	name, run string
-	deny      []string
-}
-
-// readExecBypasses reads shell.txtar.
-func readExecBypasses(t *testing.T) []execBypass {
-	a, err := txtar.ParseFile(filepath.Join("testdata", "execbypass", "shell.txtar"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []execBypass
-	for _, f := range a.Files {
-		c := execBypass{name: f.Name}
-		lines := strings.Split(strings.TrimSuffix(string(f.Data), "\n"), "\n")
-		for i, l := range lines {
-			key, v, _ := strings.Cut(l, ": ")
-			switch key {
-			case "deny":
-				c.deny = append(c.deny, v)
-			case "run":
-				c.run = v
-			case "run-lines:":
-				c.run = strings.Join(lines[i+1:], "\n")
-			}
-			if key == "run-lines:" {
-				break
-			}
-		}
-		if c.run == "" || len(c.deny) == 0 {
-			t.Fatalf("%s: no run or no deny line", f.Name)
-		}
-		out = append(out, c)
-	}
-	return out
-}
-
 // TestExecBypassTable: every case of shell.txtar, under a policy of its
 // deny rules that allows the rest, is not allowed: asked about, or
 // denied where the denied command is in plain sight.
 func TestExecBypassTable(t *testing.T) {
-	cases := readExecBypasses(t)
-	seen := map[string]bool{}
-	for _, c := range cases {
-		seen[c.name] = true
+	cases := checkExecBypasses(t, "shell.txtar", execBypassDeny, func(deny []string) *Policy {
 		p := &Policy{Unmatched: Allow, ReadOnly: true, Home: "/home/u"}
-		for _, d := range c.deny {
+		for _, d := range deny {
 			r, err := NewRule(Deny, d, "shell.txtar")
 			if err != nil {
-				t.Fatalf("%s: %v", c.name, err)
+				t.Fatal(err)
 			}
 			p.Rules = append(p.Rules, r)
 		}
-		want := Ask
-		if execBypassDeny[c.name] {
-			want = Deny
-		}
-		if v := p.Check(c.run, "/w", "/w"); v.Decision < want {
-			t.Errorf("%s: Check(%q) = %v (%s), want at least %v", c.name, c.run, v.Decision, v.Reason, want)
-		}
+		return p
+	})
+	seen := map[string]bool{}
+	for _, c := range cases {
+		seen[c.Name] = true
 	}
 	for name := range execBypassDeny {
 		if !seen[name] {
 			t.Errorf("%s is not in shell.txtar", name)
 		}
 	}
-	if _, err := os.Stat(filepath.Join("testdata", "execbypass", "shell.txtar")); err != nil {
+}
+
+// checkExecBypasses checks that every case of testdata/execbypass/FILE,
+// under the policy policyOf makes of its deny rules, is not allowed:
+// asked about, or denied where deny names it. It returns the cases.
+func checkExecBypasses(t *testing.T, file string, deny map[string]bool, policyOf func([]string) *Policy) []execbypass.Case {
+	t.Helper()
+	cases, err := execbypass.Read(filepath.Join("testdata", "execbypass", file))
+	if err != nil {
 		t.Fatal(err)
 	}
+	for _, c := range cases {
+		want := Ask
+		if deny[c.Name] {
+			want = Deny
+		}
+		if v := policyOf(c.Deny).Check(c.Run, "/w", "/w"); v.Decision < want {
+			t.Errorf("%s: Check(%q) = %v (%s), want at least %v", c.Name, c.Run, v.Decision, v.Reason, want)
+		}
+	}
+	return cases
 }
 
 // TestKeywordBySpelling: set -k and set -o keyword are found after quote
