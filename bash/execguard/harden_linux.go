@@ -154,19 +154,29 @@ func CloneFilter() error {
 	return installThread(raw)
 }
 
-// installThread installs a filter on the calling thread (no TSYNC), with
-// no_new_privs first.
-func installThread(raw []bpf.RawInstruction) error {
+// ThreadFilter installs a seccomp filter on the calling thread alone (no
+// TSYNC), with no_new_privs first, and returns what seccomp returned (a
+// listener with SECCOMP_FILTER_FLAG_NEW_LISTENER in flags), or the
+// kernel's error as it is (an Errno) when it refuses the filter. What the
+// thread starts from then on inherits the filter; the thread must be
+// locked to its goroutine for good.
+func ThreadFilter(prog []bpf.RawInstruction, flags uintptr) (int, error) {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return fmt.Errorf("no new privileges: %w", err)
+		return -1, fmt.Errorf("no new privileges: %w", err)
 	}
-	filters := make([]unix.SockFilter, len(raw))
-	for i, r := range raw {
-		filters[i] = unix.SockFilter{Code: r.Op, Jt: r.Jt, Jf: r.Jf, K: r.K}
+	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: (*unix.SockFilter)(unsafe.Pointer(&prog[0]))}
+	r, _, e := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, flags, uintptr(unsafe.Pointer(&fprog)))
+	runtime.KeepAlive(prog)
+	if e != 0 {
+		return -1, e
 	}
-	prog := unix.SockFprog{Len: uint16(len(filters)), Filter: &filters[0]}
-	if _, _, e := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, 0, uintptr(unsafe.Pointer(&prog))); e != 0 {
-		return fmt.Errorf("install the seccomp filter: %w", e)
+	return int(r), nil
+}
+
+// installThread installs a filter of this package on the calling thread.
+func installThread(raw []bpf.RawInstruction) error {
+	if _, err := ThreadFilter(raw, 0); err != nil {
+		return fmt.Errorf("install the seccomp filter: %w", err)
 	}
 	return nil
 }

@@ -4,10 +4,8 @@ import (
 	"fmt"
 	"runtime"
 	"strconv"
-	"unsafe"
 
 	"github.com/dshgo/dsh/bash/execguard"
-	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 )
 
@@ -126,7 +124,7 @@ func installFence() (listener int, why, fail error) {
 	if err != nil {
 		return -1, nil, err
 	}
-	listener, err = seccompThread(prog, unix.SECCOMP_FILTER_FLAG_NEW_LISTENER|unix.SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV)
+	listener, err = execguard.ThreadFilter(prog, unix.SECCOMP_FILTER_FLAG_NEW_LISTENER|unix.SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV)
 	if err == nil {
 		return listener, nil, nil
 	}
@@ -141,25 +139,10 @@ func installFence() (listener int, why, fail error) {
 func installNoUnix() error {
 	prog, err := noUnixProgram()
 	if err == nil {
-		_, err = seccompThread(prog, 0)
+		_, err = execguard.ThreadFilter(prog, 0)
 	}
 	if err != nil {
 		return fmt.Errorf("install the seccomp filter of the unix sockets: %w", err)
 	}
 	return nil
-}
-
-// seccompThread installs a filter on the calling thread (no TSYNC) and
-// returns what seccomp returned (a listener with NEW_LISTENER).
-func seccompThread(prog []bpf.RawInstruction, flags uintptr) (int, error) {
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return -1, fmt.Errorf("no new privileges: %w", err)
-	}
-	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: (*unix.SockFilter)(unsafe.Pointer(&prog[0]))}
-	r, _, e := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, flags, uintptr(unsafe.Pointer(&fprog)))
-	runtime.KeepAlive(prog)
-	if e != 0 {
-		return -1, e
-	}
-	return int(r), nil
 }
