@@ -67,8 +67,7 @@ func (s *Setup) SetFarDeny(deny []string) error {
 	if !ok {
 		return errors.New("this executor cannot enforce deny rules at exec")
 	}
-	all := append(s.cfg.Permissions.DenyPatterns(), deny...)
-	r, err := permission.NewExecRules(all, os.Getenv("PATH"))
+	r, err := s.cfg.Permissions.execRules(deny...)
 	if err != nil {
 		return err
 	}
@@ -76,10 +75,11 @@ func (s *Setup) SetFarDeny(deny []string) error {
 	return nil
 }
 
-// execRules are the deny rules as the executor enforces them at exec,
-// nil without any; the programs they name are looked up in PATH.
-func (p *Permissions) execRules() (*permission.ExecRules, error) {
-	deny := p.DenyPatterns()
+// execRules are the deny rules, and the patterns of more, as the executor
+// enforces them at exec, nil without any; the programs they name are
+// looked up in PATH.
+func (p *Permissions) execRules(more ...string) (*permission.ExecRules, error) {
+	deny := append(p.DenyPatterns(), more...)
 	if len(deny) == 0 {
 		return nil, nil
 	}
