@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/dshgo/dsh/bash/execguard"
+	"github.com/dshgo/dsh/internal/pairbench"
 )
 
 // BenchmarkStop: what one stop for the tracer costs, the unit of the
@@ -43,15 +44,7 @@ func BenchmarkStop(b *testing.B) {
 			b.Fatalf("status %#x", uint32(ws))
 		}
 	}
-	var tu, tt time.Duration
-	for b.Loop() {
-		t0 := time.Now()
-		untraced(b)
-		t1 := time.Now()
-		traced(b)
-		tu += t1.Sub(t0)
-		tt += time.Since(t1)
-	}
+	tu, tt := pairbench.Run(b, "untraced", untraced, "traced", traced)
 	per := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 / float64(b.N*n) }
 	b.ReportMetric(per(tu), "untraced-us/signal")
 	b.ReportMetric(per(tt), "traced-us/signal")
