@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/dshgo/dsh/bash"
+	"github.com/dshgo/dsh/internal/proctest"
 	"github.com/dshgo/dsh/permission"
 	"golang.org/x/sys/unix"
 )
@@ -131,17 +132,6 @@ func TestExecRulesInput(t *testing.T) {
 	}
 }
 
-// untracedClones are perl scripts that start a child its tracer is not
-// told of, which runs zap MARK: clone with CLONE_UNTRACED, and clone3
-// with it (flags behind a pointer).
-func untracedClones(mark string) map[string]string {
-	child := fmt.Sprintf(`if ($pid == 0) { exec { "zap" } "zap", "%s"; exit 127 } waitpid($pid, 0) if $pid > 0; print "pid $pid\n";`, mark)
-	return map[string]string{
-		"clone":  fmt.Sprintf(`my $pid = syscall(%d, 0x00800000 | 17, 0, 0, 0, 0); `, unix.SYS_CLONE) + child,
-		"clone3": fmt.Sprintf(`my $a = pack("Q8", 0x00800000, 0, 0, 0, 17, 0, 0, 0); my $pid = syscall(%d, $a, 64); `, unix.SYS_CLONE3) + child,
-	}
-}
-
 // TestExecRulesUntracedClone: a command cannot start a process its
 // tracer is not told of (clone with CLONE_UNTRACED, clone3), which would
 // run anything unchecked. Found by an attack; without the filter's clone
@@ -152,7 +142,7 @@ func TestExecRulesUntracedClone(t *testing.T) {
 	}
 	w := newGuardWorld(t)
 	e := w.exec(t, "zap")
-	for name, script := range untracedClones("made") {
+	for name, script := range proctest.UntracedClones("made") {
 		t.Run(name, func(t *testing.T) {
 			res := runCmd(t, e, "perl -e "+permission.QuoteWord(script))
 			if got := w.made("made"); len(got) > 0 {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/dshgo/dsh/bash"
 	"github.com/dshgo/dsh/bash/local"
+	"github.com/dshgo/dsh/internal/proctest"
 	"github.com/dshgo/dsh/permission"
 	"golang.org/x/sys/unix"
 )
@@ -74,11 +75,7 @@ func TestExecRulesInJail(t *testing.T) {
 			}
 			// A child its tracer is not told of (clone with CLONE_UNTRACED,
 			// clone3) cannot be started.
-			for name, script := range map[string]string{
-				"clone":  fmt.Sprintf(`my $pid = syscall(%d, 0x00800000 | 17, 0, 0, 0, 0); `, unix.SYS_CLONE),
-				"clone3": fmt.Sprintf(`my $a = pack("Q8", 0x00800000, 0, 0, 0, 17, 0, 0, 0); my $pid = syscall(%d, $a, 64); `, unix.SYS_CLONE3),
-			} {
-				script += `if ($pid == 0) { exec { "zap" } "zap", "untraced"; exit 127 } waitpid($pid, 0) if $pid > 0;`
+			for name, script := range proctest.UntracedClones("untraced") {
 				run("perl -e " + permission.QuoteWord(script))
 				if _, err := os.Stat(filepath.Join(ws, "untraced")); err == nil {
 					t.Errorf("%s: zap ran untraced", name)
