@@ -19,55 +19,71 @@ import (
 // hash: SSH.CacheDir's default. It is a shell word for the host's sh.
 const defaultCacheDir = "$HOME/.cache/dsh-bash"
 
-// bootstrap returns the command to run on the host: cmd as it is when its
-// program is found there; else, when cmd runs dsh-bash, the running binary
-// uploaded once to the cache directory (named by its SHA-256, checked
-// there after the copy and before each use) and run from it.
-func (s *SSH) bootstrap(ctx context.Context, c *ssh.Client, cmd string) (string, error) {
+// ScriptRunner runs script with sh on the far side, its stdin from
+// stdin (nil: empty), and returns what it printed on stdout; when the
+// script fails, the error holds what it printed on stderr.
+type ScriptRunner func(ctx context.Context, script string, stdin io.Reader) (stdout string, err error)
+
+// Bootstrap returns the shell command that runs cmd on a far side reached
+// through run: cmd as it is when its program is found there; else, when
+// cmd runs dsh-bash, the running binary uploaded once to cacheDir (named
+// by its SHA-256, checked there after the copy and before each use) and
+// run from it. cacheDir is a shell word for the far side's sh, inside
+// double quotes ("": $HOME/.cache/dsh-bash); name names the far side in
+// errors.
+func Bootstrap(ctx context.Context, run ScriptRunner, name, cacheDir, cmd string) (string, error) {
 	prog, rest, _ := strings.Cut(cmd, " ")
 	if prog != "dsh-bash" {
 		return cmd, nil // a path or another program: the user placed it
 	}
-	root, err := s.cacheDir()
+	root, err := cacheRoot(cacheDir)
 	if err != nil {
-		return "", fmt.Errorf("%s: %w", s.Name(), err)
+		return "", fmt.Errorf("%s: %w", name, err)
 	}
 	sum, err := selfHash()
 	if err != nil {
-		return "", fmt.Errorf("%s: upload: %w", s.Name(), err)
+		return "", fmt.Errorf("%s: upload: %w", name, err)
 	}
 	dir := root + "/" + sum
-	out, err := output(ctx, c, probeScript(root, dir, sum), nil)
+	out, err := run(ctx, probeScript(root, dir, sum), nil)
 	if err != nil {
-		return "", fmt.Errorf("%s: looking for dsh-bash: %w", s.Name(), err)
+		return "", fmt.Errorf("%s: looking for dsh-bash: %w", name, err)
 	}
 	found, uname, _ := strings.Cut(strings.TrimSpace(out), "\n")
-	run := `"` + dir + `/dsh-bash" ` + rest
+	exe := `"` + dir + `/dsh-bash" ` + rest
 	switch found {
 	case "cached":
-		return run, nil
+		return exe, nil
 	case "installed":
 		return cmd, nil
 	}
 	if err := sameSystem(uname); err != nil {
-		return "", fmt.Errorf("%s has no dsh-bash, and this one cannot run there: %w; install it there", s.Name(), err)
+		return "", fmt.Errorf("%s has no dsh-bash, and this one cannot run there: %w; install it there", name, err)
 	}
-	if err := s.upload(ctx, c, root, dir, sum); err != nil {
-		return "", fmt.Errorf("%s: upload: %w", s.Name(), err)
+	if err := upload(ctx, run, root, dir, sum); err != nil {
+		return "", fmt.Errorf("%s: upload: %w", name, err)
 	}
-	return run, nil
+	return exe, nil
 }
 
-// cacheDir is the cache directory as a word inside double quotes; a value
-// that could break out of them is refused.
-func (s *SSH) cacheDir() (string, error) {
-	if s.CacheDir == "" {
+// bootstrap is Bootstrap over a session of the SSH connection c.
+func (s *SSH) bootstrap(ctx context.Context, c *ssh.Client, cmd string) (string, error) {
+	run := func(ctx context.Context, script string, stdin io.Reader) (string, error) {
+		return output(ctx, c, script, stdin)
+	}
+	return Bootstrap(ctx, run, s.Name(), s.CacheDir, cmd)
+}
+
+// cacheRoot is the cache directory as a word inside double quotes; a
+// value that could break out of them is refused.
+func cacheRoot(dir string) (string, error) {
+	if dir == "" {
 		return defaultCacheDir, nil
 	}
-	if strings.ContainsAny(s.CacheDir, "\"`\\\n") || strings.Contains(s.CacheDir, "$(") {
+	if strings.ContainsAny(dir, "\"`\\\n") || strings.Contains(dir, "$(") {
 		return "", errors.New("the upload cache directory may not hold quotes, backslashes, backquotes or $(")
 	}
-	return strings.TrimRight(s.CacheDir, "/"), nil
+	return strings.TrimRight(dir, "/"), nil
 }
 
 // hashCmd prints a file's SHA-256 (sha256sum, else shasum).
@@ -93,7 +109,7 @@ func probeScript(root, dir, sum string) string {
 
 // upload copies the running binary to dir/dsh-bash through a temporary
 // file, checking its hash there before it takes the name.
-func (s *SSH) upload(ctx context.Context, c *ssh.Client, root, dir, sum string) error {
+func upload(ctx context.Context, run ScriptRunner, root, dir, sum string) error {
 	self, err := os.Executable()
 	if err != nil {
 		return err
@@ -108,7 +124,7 @@ func (s *SSH) upload(ctx context.Context, c *ssh.Client, root, dir, sum string) 
 		`t="` + dir + `/.upload.$$"; trap 'rm -f "$t"' EXIT; cat > "$t"; s=$(h "$t"); ` +
 		`if [ "$s" != ` + sum + ` ]; then echo "the copy's hash is $s, not ` + sum + `" >&2; exit 1; fi; ` +
 		`chmod 700 "$t"; mv -f "$t" "` + dir + `/dsh-bash"; trap - EXIT`
-	_, err = output(ctx, c, script, f)
+	_, err = run(ctx, script, f)
 	return err
 }
 

@@ -133,6 +133,9 @@ func newExecutor(opts *Options, dial DialFunc) *Executor {
 	return e
 }
 
+// Host names the far side in errors (Options.Host).
+func (e *Executor) Host() string { return e.opts.host() }
+
 // Hello is what the far side said of itself in the handshake of the
 // current connection (the zero Hello when there is none).
 func (e *Executor) Hello() Hello {

@@ -19,32 +19,45 @@ type Host struct {
 	Options Options
 }
 
-// Fleet is a bash.Executor that spreads sessions over several hosts. Each
-// owner token (session) is placed on one host, the healthy one running the
-// fewest tasks, and stays there for its life: its tasks, its files and its
-// spill paths are that host's. Task ids are the fleet's own, bash-1,
-// bash-2, …, unique across hosts; ownership and notices work as on one
-// executor, except that the limit on all tasks is each host's. A host that
-// fails fails only its own sessions' calls, with a
-// *bash.LinkError naming it; new sessions go to the hosts that answer, and
-// a host comes back into rotation once it answers again.
+// Fleet is a bash.Executor that spreads sessions over several far sides.
+// Each owner token (session) is placed on one host and stays there for
+// its life: its tasks, its files and its spill paths are that host's. Task
+// ids are the fleet's own, bash-1, bash-2, …, unique across hosts;
+// ownership and notices work as on one executor, except that the limit on
+// all tasks is each host's. A host that fails fails only its own
+// sessions' calls, with a *bash.LinkError naming it.
+//
+// A fleet of NewFleet has fixed hosts and places a new session on the
+// healthy one running the fewest tasks; new sessions go to the hosts that
+// answer, and a host comes back into rotation once it answers again. A
+// fleet of NewPerSession gives each session a far side of its own (a pod),
+// made when the session first needs one and released when it ends.
 type Fleet struct {
-	hosts    []*fleetHost
 	ids      *idMap // ref.gen is the host's index
 	subs     *listeners
 	waitSubs *listeners // OnTaskWaiting's
+	open     OpenFunc   // nil: fixed hosts
 
-	mu     sync.Mutex
-	placed map[string]int // owner token -> host index
-	closed bool
+	mu      sync.Mutex
+	hosts   []*fleetHost             // nil where released
+	placed  map[string]int           // owner token -> host index
+	opening map[string]chan struct{} // owners whose host is being made
+	opens   sync.WaitGroup           // far sides being made
+	closed  bool
 }
 
 type fleetHost struct {
 	e       *Executor
+	release func(context.Context) error // NewPerSession's
 	mu      sync.Mutex
 	running map[bash.TaskID]int  // the host's running tasks: the connection each runs on
 	ended   map[bash.TaskID]bool // tasks that ended before their start was tracked
 }
+
+// OpenFunc makes the far side of a new session (owner token): how to
+// reach it, and release, which frees it (deletes its pod) once the
+// session has ended or the fleet is closed.
+type OpenFunc func(ctx context.Context, owner string) (h Host, release func(context.Context) error, err error)
 
 // NewFleet makes a fleet of hosts. No host is dialled before a session
 // needs one.
@@ -57,30 +70,70 @@ func NewFleet(hosts []Host) (*Fleet, error) {
 			return nil, errors.New("remote: a fleet host has no Dial")
 		}
 	}
-	f := &Fleet{ids: newIDMap(), subs: newListeners(), waitSubs: newListeners(), placed: map[string]int{}}
-	for i, h := range hosts {
-		fh := &fleetHost{e: newExecutor(&h.Options, h.Dial), running: map[bash.TaskID]int{}, ended: map[bash.TaskID]bool{}}
-		fh.e.OnTaskDone(func(t bash.Task) { f.taskDone(i, t) })
-		fh.e.OnTaskWaiting(func(t bash.Task) {
-			t.ID = f.ids.local(ref{i, t.ID})
-			f.waitSubs.add(t)
-		})
-		f.hosts = append(f.hosts, fh)
+	f := newFleet(nil)
+	for _, h := range hosts {
+		f.hosts = append(f.hosts, f.newHost(len(f.hosts), h))
 	}
 	return f, nil
 }
 
-// Hosts are the fleet's hosts' executors, in order.
-func (f *Fleet) Hosts() []*Executor {
-	out := make([]*Executor, len(f.hosts))
+// NewPerSession makes a fleet that gives each session a far side of its
+// own, made by open (and dialled) on the session's first call. A call
+// whose far side cannot be made fails with open's or the dial's error, and
+// the session's next call tries again. EndOwner ends the session there,
+// closes its executor and releases the far side; Close does so for every
+// session.
+func NewPerSession(open OpenFunc) *Fleet {
+	return newFleet(open)
+}
+
+func newFleet(open OpenFunc) *Fleet {
+	return &Fleet{ids: newIDMap(), subs: newListeners(), waitSubs: newListeners(), open: open,
+		placed: map[string]int{}, opening: map[string]chan struct{}{}}
+}
+
+// newHost makes the executor of host number i, its notices the fleet's.
+func (f *Fleet) newHost(i int, h Host) *fleetHost {
+	fh := &fleetHost{e: newExecutor(&h.Options, h.Dial), running: map[bash.TaskID]int{}, ended: map[bash.TaskID]bool{}}
+	fh.e.OnTaskDone(func(t bash.Task) { f.taskDone(fh, i, t) })
+	fh.e.OnTaskWaiting(func(t bash.Task) {
+		t.ID = f.ids.local(ref{i, t.ID})
+		f.waitSubs.add(t)
+	})
+	return fh
+}
+
+// host is host number i, nil once released.
+func (f *Fleet) host(i int) *fleetHost {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.hosts[i]
+}
+
+// live are the hosts not released, with their numbers.
+func (f *Fleet) live() (idx []int, hosts []*fleetHost) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	for i, h := range f.hosts {
+		if h != nil {
+			idx, hosts = append(idx, i), append(hosts, h)
+		}
+	}
+	return idx, hosts
+}
+
+// Hosts are the executors of the fleet's hosts, in order (a per-session
+// fleet's: those of the sessions open now).
+func (f *Fleet) Hosts() []*Executor {
+	_, hosts := f.live()
+	out := make([]*Executor, len(hosts))
+	for i, h := range hosts {
 		out[i] = h.e
 	}
 	return out
 }
 
-func (f *Fleet) taskDone(host int, t bash.Task) {
-	h := f.hosts[host]
+func (f *Fleet) taskDone(h *fleetHost, host int, t bash.Task) {
 	h.mu.Lock()
 	if _, ok := h.running[t.ID]; ok {
 		delete(h.running, t.ID)
@@ -103,7 +156,7 @@ func (f *Fleet) OnTaskWaiting(fn func(bash.Task)) (unsubscribe func()) {
 }
 
 // place returns the host of owner's session, placing a new session on the
-// least loaded host that answers.
+// least loaded host that answers, or on a far side of its own.
 func (f *Fleet) place(ctx context.Context, owner string) (int, error) {
 	f.mu.Lock()
 	if f.closed {
@@ -115,6 +168,9 @@ func (f *Fleet) place(ctx context.Context, owner string) (int, error) {
 		return i, nil
 	}
 	f.mu.Unlock()
+	if f.open != nil {
+		return f.openHost(ctx, owner)
+	}
 	var errs []error
 	for _, i := range f.byLoad() {
 		if _, err := f.hosts[i].e.current(ctx); err != nil {
@@ -130,6 +186,91 @@ func (f *Fleet) place(ctx context.Context, owner string) (int, error) {
 		return i, nil
 	}
 	return 0, errors.Join(errs...)
+}
+
+// openHost makes and dials the far side of owner's new session; calls of
+// the same session meanwhile wait for it.
+func (f *Fleet) openHost(ctx context.Context, owner string) (int, error) {
+	f.mu.Lock()
+	for {
+		if f.closed {
+			f.mu.Unlock()
+			return 0, bash.ErrClosed
+		}
+		if i, ok := f.placed[owner]; ok {
+			f.mu.Unlock()
+			return i, nil
+		}
+		ch, ok := f.opening[owner]
+		if !ok {
+			break
+		}
+		f.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+		f.mu.Lock()
+	}
+	ch := make(chan struct{})
+	f.opening[owner] = ch
+	f.opens.Add(1)
+	f.mu.Unlock()
+	defer f.opens.Done()
+	defer func() {
+		f.mu.Lock()
+		delete(f.opening, owner)
+		f.mu.Unlock()
+		close(ch)
+	}()
+	return f.openDial(ctx, owner)
+}
+
+// openDial makes owner's far side, dials it and adds it as a host.
+func (f *Fleet) openDial(ctx context.Context, owner string) (int, error) {
+	h, release, err := f.open(ctx, owner)
+	if err != nil {
+		return 0, err
+	}
+	if h.Dial == nil {
+		release(context.WithoutCancel(ctx))
+		return 0, errors.New("remote: the far side made for a session has no Dial")
+	}
+	f.mu.Lock()
+	i := len(f.hosts)
+	fh := f.newHost(i, h)
+	fh.release = release
+	f.hosts = append(f.hosts, fh)
+	f.mu.Unlock()
+	if _, err = fh.e.current(ctx); err == nil {
+		f.mu.Lock()
+		if !f.closed {
+			f.placed[owner] = i
+			f.mu.Unlock()
+			return i, nil
+		}
+		f.mu.Unlock()
+		err = bash.ErrClosed
+	}
+	f.releaseHost(context.WithoutCancel(ctx), i)
+	return 0, err
+}
+
+// releaseHost closes host i's executor and releases its far side.
+func (f *Fleet) releaseHost(ctx context.Context, i int) error {
+	f.mu.Lock()
+	h := f.hosts[i]
+	f.hosts[i] = nil
+	f.mu.Unlock()
+	if h == nil {
+		return nil
+	}
+	err := h.e.Close()
+	if h.release != nil {
+		err = errors.Join(err, h.release(ctx))
+	}
+	return err
 }
 
 // byLoad orders the hosts by running tasks, then sessions placed on them.
@@ -159,22 +300,22 @@ func (f *Fleet) byLoad() []int {
 
 // Resolve fills the request's defaults on its session's host.
 func (f *Fleet) Resolve(ctx context.Context, req bash.ExecRequest) (bash.ExecSpec, error) {
-	i, err := f.place(ctx, req.Owner)
+	h, _, err := f.at(ctx, req.Owner)
 	if err != nil {
 		return bash.ExecSpec{}, err
 	}
-	return f.hosts[i].e.Resolve(ctx, req)
+	return h.e.Resolve(ctx, req)
 }
 
 // Run runs a command on its session's host.
 func (f *Fleet) Run(ctx context.Context, spec bash.ExecSpec) (bash.RunResult, error) {
-	i, err := f.place(ctx, spec.Owner)
+	h, i, err := f.at(ctx, spec.Owner)
 	if err != nil {
 		return bash.RunResult{}, err
 	}
-	res, err := f.hosts[i].e.Run(ctx, spec)
+	res, err := h.e.Run(ctx, spec)
 	if res.Adopted != "" {
-		f.hosts[i].track(res.Adopted)
+		h.track(res.Adopted)
 		res.Adopted = f.ids.local(ref{i, res.Adopted})
 	}
 	return res, f.localErr(i, err)
@@ -228,42 +369,59 @@ func (f *Fleet) localErr(host int, err error) error {
 
 // Start starts a background task on its session's host.
 func (f *Fleet) Start(ctx context.Context, spec bash.ExecSpec) (bash.Task, error) {
-	i, err := f.place(ctx, spec.Owner)
+	h, i, err := f.at(ctx, spec.Owner)
 	if err != nil {
 		return bash.Task{}, err
 	}
-	t, err := f.hosts[i].e.Start(ctx, spec)
+	t, err := h.e.Start(ctx, spec)
 	if t.ID != "" {
 		if !t.Done() {
-			f.hosts[i].track(t.ID)
+			h.track(t.ID)
 		}
 		t.ID = f.ids.local(ref{i, t.ID})
 	}
 	return t, f.localErr(i, err)
 }
 
-// on finds the host and the host's id of a fleet task id.
-func (f *Fleet) on(id bash.TaskID) (int, bash.TaskID, error) {
+// on finds the host, its number and the host's id of a fleet task id.
+func (f *Fleet) on(id bash.TaskID) (*fleetHost, int, bash.TaskID, error) {
 	r, ok := f.ids.remote(id)
-	if !ok {
-		f.mu.Lock()
-		closed := f.closed
-		f.mu.Unlock()
-		if closed {
-			return 0, "", bash.ErrClosed
-		}
-		return 0, "", &bash.UnknownTaskError{ID: id}
+	f.mu.Lock()
+	closed := f.closed
+	var h *fleetHost
+	if ok {
+		h = f.hosts[r.gen]
 	}
-	return r.gen, r.id, nil
+	f.mu.Unlock()
+	if h != nil {
+		return h, r.gen, r.id, nil
+	}
+	if closed {
+		return nil, 0, "", bash.ErrClosed
+	}
+	return nil, 0, "", &bash.UnknownTaskError{ID: id} // never, or its session's far side is gone
+}
+
+// at is the host of owner's session, placed now if new.
+func (f *Fleet) at(ctx context.Context, owner string) (*fleetHost, int, error) {
+	i, err := f.place(ctx, owner)
+	if err != nil {
+		return nil, 0, err
+	}
+	h := f.host(i)
+	if h == nil {
+		return nil, 0, bash.ErrClosed // the session ended meanwhile
+	}
+	return h, i, nil
 }
 
 // Get returns a snapshot of a task.
 func (f *Fleet) Get(ctx context.Context, id bash.TaskID) (bash.Task, error) {
-	i, hid, err := f.on(id)
+	h, i, hid, err := f.on(id)
 	if err != nil {
 		return bash.Task{}, err
 	}
-	t, err := f.hosts[i].e.Get(ctx, hid)
+	t, err := h.e.Get(ctx, hid)
 	if t.ID != "" {
 		t.ID = id
 	}
@@ -272,21 +430,21 @@ func (f *Fleet) Get(ctx context.Context, id bash.TaskID) (bash.Task, error) {
 
 // OwnerOf returns the owner token of a task.
 func (f *Fleet) OwnerOf(ctx context.Context, id bash.TaskID) (string, error) {
-	i, hid, err := f.on(id)
+	h, i, hid, err := f.on(id)
 	if err != nil {
 		return "", err
 	}
-	owner, err := f.hosts[i].e.OwnerOf(ctx, hid)
+	owner, err := h.e.OwnerOf(ctx, hid)
 	return owner, f.localErr(i, err)
 }
 
 // ReadOutput returns what a task printed since the previous read.
 func (f *Fleet) ReadOutput(ctx context.Context, id bash.TaskID) (bash.TaskRead, error) {
-	i, hid, err := f.on(id)
+	h, i, hid, err := f.on(id)
 	if err != nil {
 		return bash.TaskRead{}, err
 	}
-	r, err := f.hosts[i].e.ReadOutput(ctx, hid)
+	r, err := h.e.ReadOutput(ctx, hid)
 	if r.Task.ID != "" {
 		r.Task.ID = id
 	}
@@ -295,11 +453,11 @@ func (f *Fleet) ReadOutput(ctx context.Context, id bash.TaskID) (bash.TaskRead, 
 
 // WriteInput writes to a task's input on its host.
 func (f *Fleet) WriteInput(ctx context.Context, id bash.TaskID, in bash.Input) (bash.TaskRead, error) {
-	i, hid, err := f.on(id)
+	h, i, hid, err := f.on(id)
 	if err != nil {
 		return bash.TaskRead{}, err
 	}
-	r, err := f.hosts[i].e.WriteInput(ctx, hid, in)
+	r, err := h.e.WriteInput(ctx, hid, in)
 	if r.Task.ID != "" {
 		r.Task.ID = id
 	}
@@ -313,11 +471,11 @@ func (f *Fleet) WriteInput(ctx context.Context, id bash.TaskID, in bash.Input) (
 // Kill stops a task on its host; listeners have heard of its end when it
 // returns.
 func (f *Fleet) Kill(ctx context.Context, id bash.TaskID) (bool, error) {
-	i, hid, err := f.on(id)
+	h, i, hid, err := f.on(id)
 	if err != nil {
 		return false, err
 	}
-	killed, err := f.hosts[i].e.Kill(ctx, hid)
+	killed, err := h.e.Kill(ctx, hid)
 	if err == nil {
 		f.subs.flush(ctx)
 	}
@@ -329,7 +487,9 @@ func (f *Fleet) Kill(ctx context.Context, id bash.TaskID) (bool, error) {
 func (f *Fleet) List(ctx context.Context) ([]bash.Task, error) {
 	var out []bash.Task
 	var errs []error
-	for i, h := range f.hosts {
+	idx, hosts := f.live()
+	for k, h := range hosts {
+		i := idx[k]
 		if !h.e.up() {
 			continue // never dialled, or down: nothing of it to list
 		}
@@ -356,19 +516,30 @@ func taskNumber(id bash.TaskID) int {
 	return n
 }
 
-// EndOwner ends the owner's session on its host and forgets its place.
+// EndOwner ends the owner's session on its host and forgets its place; a
+// per-session fleet then closes the session's executor and releases its
+// far side.
 func (f *Fleet) EndOwner(ctx context.Context, owner string) error {
 	f.mu.Lock()
 	i, ok := f.placed[owner]
 	delete(f.placed, owner)
+	h := (*fleetHost)(nil)
+	if ok {
+		h = f.hosts[i]
+	}
 	f.mu.Unlock()
-	if !ok {
+	if h == nil {
 		return nil
 	}
-	return f.hosts[i].e.EndOwner(ctx, owner)
+	err := h.e.EndOwner(ctx, owner)
+	if f.open != nil {
+		err = errors.Join(err, f.releaseHost(ctx, i))
+	}
+	return err
 }
 
-// Close closes every host's executor.
+// Close closes every host's executor, waits for far sides being made, and
+// releases those of a per-session fleet.
 func (f *Fleet) Close() error {
 	f.mu.Lock()
 	if f.closed {
@@ -377,11 +548,13 @@ func (f *Fleet) Close() error {
 	}
 	f.closed = true
 	f.mu.Unlock()
+	f.opens.Wait()
 	f.subs.close()
 	f.waitSubs.close()
 	var errs []error
-	for _, h := range f.hosts {
-		errs = append(errs, h.e.Close())
+	idx, _ := f.live()
+	for _, i := range idx {
+		errs = append(errs, f.releaseHost(context.Background(), i))
 	}
 	return errors.Join(errs...)
 }

@@ -21,6 +21,9 @@ type ServeOptions struct {
 	// Containment is what the handshake reports of how exec holds commands
 	// ("sandbox", "cgroup", "process-group"); empty means "unknown".
 	Containment string
+	// Layer is what the handshake reports of the sandbox's layer ("jail",
+	// "landlock"; "" without a sandbox).
+	Layer string
 	// MaxMessage bounds one protocol message. Default DefaultMaxMessage.
 	MaxMessage int
 	// MaxPendingOutput bounds the live output of one run kept unsent while
@@ -61,7 +64,7 @@ func Serve(ctx context.Context, conn io.ReadWriteCloser, exec bash.Executor, o *
 		o = &ServeOptions{}
 	}
 	s := &server{exec: exec, opts: o, calls: map[uint64]context.CancelFunc{}}
-	s.hello = Hello{Version: Version, Containment: o.Containment, Pid: os.Getpid()}
+	s.hello = Hello{Version: Version, Containment: o.Containment, Layer: o.Layer, Pid: os.Getpid()}
 	if s.hello.Containment == "" {
 		s.hello.Containment = "unknown"
 	}

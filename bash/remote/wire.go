@@ -52,6 +52,9 @@ type Hello struct {
 	// Containment says how the far side holds commands: "sandbox",
 	// "cgroup" or "process-group".
 	Containment string `json:"containment"`
+	// Layer is the sandbox's layer: "jail" or "landlock" ("" without a
+	// sandbox, or from a far side too old to say).
+	Layer string `json:"layer,omitempty"`
 	// Host is the far side's host name, Pid its process id.
 	Host string `json:"host"`
 	Pid  int    `json:"pid"`
