@@ -145,6 +145,22 @@ func TestPod(t *testing.T) {
 		}
 	})
 
+	t.Run("own TMPDIR", func(t *testing.T) {
+		t.Parallel()
+		var stdout, stderr bytes.Buffer
+		script := `d=$(mktemp -d) && echo "$d" && grep -F " $TMPDIR " /proc/self/mountinfo | cut -d' ' -f5`
+		if err := execIn(cfg, pod, []string{"bash", "-c", script}, nil, &stdout, &stderr); err != nil {
+			t.Fatalf("%v; stderr %q", err, stderr.String())
+		}
+		dir, mount, _ := strings.Cut(strings.TrimSpace(stdout.String()), "\n")
+		if !strings.HasPrefix(dir, PodTmp+"/") || mount != PodTmp {
+			t.Errorf("mktemp -d made %q, and $TMPDIR's mount is %q; want a directory in %s, a mount of its own", dir, mount, PodTmp)
+		}
+		if _, err := os.Stat(dir); err == nil {
+			t.Errorf("the pod's temporary directory %s is on the host", dir)
+		}
+	})
+
 	t.Run("read-only usr", func(t *testing.T) {
 		t.Parallel()
 		var stderr bytes.Buffer

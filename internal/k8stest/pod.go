@@ -19,12 +19,18 @@ import (
 // Container is the name of the template's one container.
 const Container = "main"
 
+// PodTmp is the $TMPDIR of the template's pods: a directory of the pod's
+// own (an emptyDir), where the host's /tmp is shared.
+const PodTmp = "/var/tmp"
+
 // Template returns a pod template for tests, without a name or namespace:
 // Image's image, whose one container ("main") runs this machine's bash
 // from its /usr, mounted read-only at /usr. This machine's /tmp is
 // mounted read-write at /tmp, so that the test binary (under
 // /tmp/go-build…) and t.TempDir()'s directories are in the pod at the
-// same paths. The pod shares the host's network, mounts no
+// same paths; $TMPDIR is the pod's own PodTmp, so that what a program in
+// the pod makes in its temporary directory, or removes there as left by
+// processes it cannot see, is not the host's. The pod shares the host's network, mounts no
 // ServiceAccount token, and dies at once when deleted: its PID 1 exits on
 // SIGTERM, and its grace period is 0.
 func Template(t testing.TB) *corev1.Pod {
@@ -39,6 +45,12 @@ func Template(t testing.TB) *corev1.Pod {
 	}
 	usr, usrMount := hostPath("host-usr", "/usr", true)
 	tmp, tmpMount := hostPath("host-tmp", "/tmp", false)
+	// The pod's own temporary directory, for what cleans up by pid: a
+	// dsh-bash starting removes the spill and jail directories in
+	// $TMPDIR whose process is gone, and the host's live ones are gone
+	// from the pod's pid namespace.
+	podTmp := corev1.Volume{Name: "pod-tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}
+	podTmpMount := corev1.VolumeMount{Name: "pod-tmp", MountPath: PodTmp}
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{Label: "true"}},
 		Spec: corev1.PodSpec{
@@ -48,7 +60,7 @@ func Template(t testing.TB) *corev1.Pod {
 			AutomountServiceAccountToken:  new(false),
 			EnableServiceLinks:            new(false),
 			RestartPolicy:                 corev1.RestartPolicyNever,
-			Volumes:                       []corev1.Volume{usr, tmp},
+			Volumes:                       []corev1.Volume{usr, tmp, podTmp},
 			Containers: []corev1.Container{{
 				Name:            Container,
 				Image:           image,
@@ -56,9 +68,12 @@ func Template(t testing.TB) *corev1.Pod {
 				// PID 1 ignores signals it has no handler for: trap
 				// TERM, so that the kubelet's SIGTERM ends the pod at
 				// once rather than after its minimum grace of 2 s.
-				Command:      []string{"/bin/bash", "-c", "trap 'exit 0' TERM; while :; do sleep 3600 & wait $!; done"},
-				Env:          []corev1.EnvVar{{Name: "PATH", Value: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}},
-				VolumeMounts: []corev1.VolumeMount{usrMount, tmpMount},
+				Command: []string{"/bin/bash", "-c", "trap 'exit 0' TERM; while :; do sleep 3600 & wait $!; done"},
+				Env: []corev1.EnvVar{
+					{Name: "PATH", Value: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
+					{Name: "TMPDIR", Value: PodTmp},
+				},
+				VolumeMounts: []corev1.VolumeMount{usrMount, tmpMount, podTmpMount},
 			}},
 		},
 	}
