@@ -10,6 +10,7 @@ import (
 	"github.com/dshgo/dsh/bash"
 	"github.com/dshgo/dsh/bash/local"
 	"github.com/dshgo/dsh/bash/remote"
+	"github.com/dshgo/dsh/bash/remote/k8s"
 	"github.com/dshgo/dsh/bash/sandbox"
 	"github.com/dshgo/dsh/egress"
 	"github.com/dshgo/dsh/toolbash"
@@ -198,6 +199,8 @@ func (s *Setup) whereText(canAsk bool) string {
 			msg += " Warning: they are NOT sandboxed there."
 		}
 		return msg
+	case *k8s.Executor:
+		return toolbash.PodText(re.Namespace())
 	case *remote.Fleet:
 		return fmt.Sprintf("Commands run on one of %d remote hosts (each session stays on its host), not on the client's machine: paths are that host's. Warning: they may NOT be sandboxed there (each host's dsh-bash executor decides).", len(re.Hosts()))
 	}
@@ -224,6 +227,8 @@ func Containment(exec bash.Executor) string {
 		return e.Containment().String()
 	case *remote.Executor:
 		return "remote: " + e.Hello().Containment
+	case *k8s.Executor:
+		return "kubernetes: a pod per session"
 	}
 	return "unknown"
 }

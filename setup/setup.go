@@ -133,6 +133,15 @@ func (s *Setup) Hosts() []string { return s.hosts }
 // Mode is the sandbox mode asked for: auto, on, jail, landlock or off.
 func (s *Setup) Mode() string { return cmp.Or(s.cfg.Sandbox.Mode, "auto") }
 
+// Layer names the sandbox's layer where commands run here ("jail",
+// "landlock"), "" without the sandbox.
+func (s *Setup) Layer() string {
+	if s.se == nil {
+		return ""
+	}
+	return s.layer.String()
+}
+
 // Sandboxed reports whether commands run in the sandbox here.
 func (s *Setup) Sandboxed() bool { return s.se != nil }
 

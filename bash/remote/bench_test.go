@@ -36,12 +36,12 @@ func benchConfigT(b testing.TB) bashtest.Config {
 func BenchmarkCallTrue(b *testing.B) {
 	ctx := context.Background()
 	c := benchConfig(b)
-	le, err := local.New(serverConfig{c, b.TempDir()}.options())
+	le, err := local.New(serverConfig{Config: c, SpillDir: b.TempDir()}.Options())
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer le.Close()
-	cfg, _ := json.Marshal(serverConfig{c, b.TempDir()})
+	cfg, _ := json.Marshal(serverConfig{Config: c, SpillDir: b.TempDir()})
 	cmd := &Command{Argv: []string{os.Args[0]}, Env: append(os.Environ(), serveEnv+"="+string(cfg))}
 	pe, err := Dial(ctx, cmd.Dial, &Options{Host: "subprocess"})
 	if err != nil {
@@ -92,7 +92,7 @@ func BenchmarkGigabyteOverSSH(b *testing.B) {
 	ctx := context.Background()
 	s := startSSHD(b)
 	c := benchConfig(b)
-	le, err := local.New(serverConfig{c, b.TempDir()}.options())
+	le, err := local.New(serverConfig{Config: c, SpillDir: b.TempDir()}.Options())
 	if err != nil {
 		b.Fatal(err)
 	}

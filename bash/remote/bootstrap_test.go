@@ -23,7 +23,7 @@ import (
 func TestUpload(t *testing.T) {
 	t.Parallel()
 	s := startSSHD(t)
-	cfg, err := json.Marshal(serverConfig{bashtest.Config{Cwd: t.TempDir()}, t.TempDir()})
+	cfg, err := json.Marshal(serverConfig{Config: bashtest.Config{Cwd: t.TempDir()}, SpillDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

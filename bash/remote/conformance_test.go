@@ -15,6 +15,7 @@ import (
 	"github.com/dshgo/dsh/bash/bashtest"
 	"github.com/dshgo/dsh/bash/local"
 	"github.com/dshgo/dsh/internal/proctest"
+	"github.com/dshgo/dsh/internal/servetest"
 	"github.com/dshgo/dsh/internal/testwait"
 	"github.com/dshgo/dsh/toolbash/toolbashtest"
 )
@@ -44,7 +45,7 @@ func serveForTest(cfg string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	e, err := local.New(c.options())
+	e, err := local.New(c.Options())
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
@@ -65,23 +66,11 @@ func (stdio) Close() error                { return os.Stdin.Close() }
 
 // serverConfig is the suite's Config for a server process, with the spill
 // directory.
-type serverConfig struct {
-	bashtest.Config
-	SpillDir string
-}
-
-func (c serverConfig) options() *local.Options {
-	return &local.Options{
-		Cwd: c.Cwd, Timeout: c.Timeout, MaxTimeout: c.MaxTimeout,
-		Grace: c.Grace, DrainDelay: c.DrainDelay, MaxOutputBytes: c.MaxOutputBytes,
-		MaxTasksPerOwner: c.MaxTasksPerOwner, MaxTasks: c.MaxTasks,
-		Env: c.Env, SpillDir: c.SpillDir,
-	}
-}
+type serverConfig = servetest.Config
 
 // localOptions maps the suite's knobs onto the far side's executor.
 func localOptions(t *testing.T, c bashtest.Config) *local.Options {
-	return serverConfig{c, t.TempDir()}.options()
+	return serverConfig{Config: c, SpillDir: t.TempDir()}.Options()
 }
 
 // pipePair is two pipes: the client's end and the server's end of one
@@ -176,7 +165,7 @@ func dialT(t testing.TB, dial DialFunc, opts *Options) *Executor {
 // overProcess serves a local executor from a subprocess (this test binary
 // again), dialled as `--executor-cmd` would.
 func overProcess(t *testing.T, c bashtest.Config) bash.Executor {
-	cfg, err := json.Marshal(serverConfig{c, t.TempDir()})
+	cfg, err := json.Marshal(serverConfig{Config: c, SpillDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,6 +44,9 @@ type Fleet struct {
 	opening map[string]chan struct{} // owners whose host is being made
 	opens   sync.WaitGroup           // far sides being made
 	closed  bool
+
+	maxTasks int // SessionOptions.MaxTasks
+	starting int // Starts under way, counted against maxTasks
 }
 
 type fleetHost struct {
@@ -77,14 +80,27 @@ func NewFleet(hosts []Host) (*Fleet, error) {
 	return f, nil
 }
 
+// SessionOptions configure NewPerSession; nil means the defaults.
+type SessionOptions struct {
+	// MaxTasks bounds the background tasks running in all the sessions'
+	// far sides together, as local.Options.MaxTasks bounds one executor's
+	// (0: no bound but each far side's own). Each far side still bounds
+	// its session's own (local.Options.MaxTasksPerOwner there).
+	MaxTasks int
+}
+
 // NewPerSession makes a fleet that gives each session a far side of its
 // own, made by open (and dialled) on the session's first call. A call
 // whose far side cannot be made fails with open's or the dial's error, and
 // the session's next call tries again. EndOwner ends the session there,
 // closes its executor and releases the far side; Close does so for every
 // session.
-func NewPerSession(open OpenFunc) *Fleet {
-	return newFleet(open)
+func NewPerSession(open OpenFunc, opts *SessionOptions) *Fleet {
+	f := newFleet(open)
+	if opts != nil {
+		f.maxTasks = opts.MaxTasks
+	}
+	return f
 }
 
 func newFleet(open OpenFunc) *Fleet {
@@ -373,6 +389,10 @@ func (f *Fleet) Start(ctx context.Context, spec bash.ExecSpec) (bash.Task, error
 	if err != nil {
 		return bash.Task{}, err
 	}
+	if err := f.reserve(); err != nil {
+		return bash.Task{}, err
+	}
+	defer f.unreserve()
 	t, err := h.e.Start(ctx, spec)
 	if t.ID != "" {
 		if !t.Done() {
@@ -381,6 +401,34 @@ func (f *Fleet) Start(ctx context.Context, spec bash.ExecSpec) (bash.Task, error
 		t.ID = f.ids.local(ref{i, t.ID})
 	}
 	return t, f.localErr(i, err)
+}
+
+// reserve counts a Start against MaxTasks, refusing it at the bound.
+func (f *Fleet) reserve() error {
+	if f.maxTasks <= 0 {
+		return nil
+	}
+	_, hosts := f.live()
+	n := 0
+	for _, h := range hosts {
+		n += h.load()
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if n+f.starting >= f.maxTasks {
+		return &bash.TaskLimitError{Scope: bash.PerExecutor, Limit: f.maxTasks}
+	}
+	f.starting++
+	return nil
+}
+
+func (f *Fleet) unreserve() {
+	if f.maxTasks <= 0 {
+		return
+	}
+	f.mu.Lock()
+	f.starting--
+	f.mu.Unlock()
 }
 
 // on finds the host, its number and the host's id of a fleet task id.

@@ -204,22 +204,37 @@ func (l *link) cancel(id uint64) {
 // exiter is a stream to a program that can say how the program ended.
 type exiter interface{ exitErr() error }
 
+// A StreamEnder is a stream (what a DialFunc returns) that can say why it
+// ended when its transport knows more than that the connection was lost:
+// the pod it reached is gone, the exec was refused, the program there
+// exited. A failed handshake's error then says so, wrapping EndErr's
+// error. EndErr returns nil when the stream has not ended, or ended
+// without saying why.
+type StreamEnder interface{ EndErr() error }
+
 // whyEnded adds to a failed handshake how the far side's program ended,
 // when it did: the usual cause is a missing dsh-bash (exit status 127).
 func whyEnded(rwc io.ReadWriteCloser, err error) error {
-	x, ok := rwc.(exiter)
 	var le *bash.LinkError
-	if !ok || !errors.As(err, &le) || !errors.Is(err, bash.ErrLinkLost) {
+	if !errors.As(err, &le) || !errors.Is(err, bash.ErrLinkLost) {
 		return err
 	}
-	exit := x.exitErr()
-	if exit == nil {
+	var end error
+	switch x := rwc.(type) {
+	case exiter:
+		if exit := x.exitErr(); exit != nil {
+			end = fmt.Errorf("the far side's program ended before the handshake: %w", exit)
+		}
+	case StreamEnder:
+		end = x.EndErr()
+	}
+	if end == nil {
 		return err
 	}
 	hint := ""
-	if strings.Contains(exit.Error(), "127") {
+	if strings.Contains(end.Error(), "127") {
 		hint = " (command not found: is dsh-bash installed there? --remote-upload copies this one)"
 	}
-	le.Err = fmt.Errorf("%w: the far side's program ended before the handshake: %v%s", bash.ErrLinkLost, exit, hint)
+	le.Err = fmt.Errorf("%w: %w%s", bash.ErrLinkLost, end, hint)
 	return le
 }

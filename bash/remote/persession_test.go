@@ -61,7 +61,7 @@ func (f *sessionSides) wait() {
 func TestPerSession(t *testing.T) {
 	t.Parallel()
 	sides := &sessionSides{t: t, made: map[string]int{}}
-	f := NewPerSession(sides.open)
+	f := NewPerSession(sides.open, nil)
 	run := func(owner, cmd string) (bash.RunResult, error) {
 		return testwait.Reply("a run of "+owner, func(ctx context.Context) (bash.RunResult, error) {
 			spec, err := f.Resolve(ctx, bash.ExecRequest{Command: cmd, Owner: owner})

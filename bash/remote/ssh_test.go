@@ -24,7 +24,7 @@ import (
 // serveCommand is the shell command that runs this test binary as a
 // server with the suite's knobs.
 func serveCommand(t testing.TB, c bashtest.Config) string {
-	cfg, err := json.Marshal(serverConfig{c, t.TempDir()})
+	cfg, err := json.Marshal(serverConfig{Config: c, SpillDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,11 +28,20 @@ type config struct {
 // remoteConfig is the file's "remote" object: hosts where commands run
 // (a fleet when more than one), as --remote and --executor-cmd give them.
 type remoteConfig struct {
-	Hosts        []string `json:"hosts"`        // ssh:// URLs
-	ExecutorCmds []string `json:"executorCmds"` // programs whose stdio reaches dsh-bash executor
-	Workspace    string   `json:"workspace"`
-	Command      string   `json:"command"`
-	Upload       bool     `json:"upload"`
+	Hosts        []string  `json:"hosts"`        // ssh:// URLs, or one k8s:// URL
+	ExecutorCmds []string  `json:"executorCmds"` // programs whose stdio reaches dsh-bash executor
+	Workspace    string    `json:"workspace"`
+	Command      string    `json:"command"`
+	Upload       bool      `json:"upload"`
+	K8s          k8sConfig `json:"k8s"`
+}
+
+// k8sConfig is the "remote" object's "k8s": as --k8s-template, --k8s-warm
+// and --kubeconfig.
+type k8sConfig struct {
+	Template   string `json:"template"`
+	Warm       int    `json:"warm"`
+	Kubeconfig string `json:"kubeconfig"`
 }
 
 // sandboxConfig is the file's "sandbox" object; a missing field keeps the
@@ -87,6 +96,9 @@ func loadConfig(path string, explicit bool) (*config, error) {
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
 	if err := c.Sandbox.check(b); err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	if err := c.Remote.K8s.expand(b); err != nil {
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
 	if err := c.Permissions.check(b); err != nil {
@@ -169,6 +181,21 @@ func (s *sandboxConfig) expand() error {
 			}
 			(*list)[i] = abs
 		}
+	}
+	return nil
+}
+
+// expand makes the k8s object's paths absolute, as the sandbox's.
+func (k *k8sConfig) expand(b []byte) error {
+	for key, p := range map[string]*string{"template": &k.Template, "kubeconfig": &k.Kubeconfig} {
+		if *p == "" {
+			continue
+		}
+		abs, err := expandPath(*p)
+		if err != nil {
+			return fmt.Errorf("line %d: remote.k8s.%s: %w", keyLine(b, key), key, err)
+		}
+		*p = abs
 	}
 	return nil
 }

@@ -26,6 +26,8 @@ func TestLoadConfig(t *testing.T) {
 				Writable: []string{"/srv/data", filepath.Join(home, "scratch")}, ReadOnly: []string{"/srv/data/keep"},
 				Hidden: []string{home, "/opt/secret"}}},
 		{name: "remote hosts", file: `{"remote": {"hosts": ["ssh://a/w", "ssh://b/w"], "upload": true}}`},
+		{name: "kubernetes", file: `{"remote": {"hosts": ["k8s://agents/w"], "k8s": {"template": "~/pod.yaml", "warm": 2}}}`},
+		{name: "kubernetes, relative template", file: "{\"remote\": {\"hosts\": [\"k8s://agents\"],\n\"k8s\": {\"template\": \"pod.yaml\"}}}", err: `line 2: remote.k8s.template: path "pod.yaml" is not absolute`},
 		{name: "unknown field", file: "{\"sandbox\": {\n\"writeable\": []}}", err: `line 2: json: unknown field "writeable"`},
 		{name: "unknown field, object closed later", file: "{\"sandbox\": {\n\"mode\": \"on\",\n\"writeable\": [],\n\"network\": \"on\"\n}\n}", err: `line 3: json: unknown field "writeable"`},
 		{name: "bad mode", file: "{\"sandbox\": {\n\"mode\": \"yes\"}}", err: `line 2: sandbox.mode must be auto, on, off (got "yes")`},

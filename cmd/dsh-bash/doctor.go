@@ -16,6 +16,7 @@ import (
 
 	"github.com/dshgo/dsh/bash"
 	"github.com/dshgo/dsh/bash/remote"
+	"github.com/dshgo/dsh/bash/remote/k8s"
 	"github.com/dshgo/dsh/bash/sandbox"
 	"github.com/dshgo/dsh/setup"
 )
@@ -53,7 +54,9 @@ func doctorCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintf(stdout, "workspace: cannot be found: %v\n", err)
 		return 1
 	}
-	switch exec.(type) {
+	switch e := exec.(type) {
+	case *k8s.Executor:
+		describeK8s(ctx, stdout, e, ws, ef.remote.k8s.Template)
 	case *remote.Executor, *remote.Fleet:
 		describeRemote(ctx, stdout, exec, ws, s.Hosts())
 	default:
@@ -103,17 +106,38 @@ func describeRemote(ctx context.Context, w io.Writer, exec bash.Executor, ws str
 			fmt.Fprintf(w, "remote host: %s (not reached)\n", names[i])
 		} else {
 			fmt.Fprintf(w, "remote host: %s (host name %s, dsh-bash executor pid %d)\n", names[i], hello.Host, hello.Pid)
-			fmt.Fprintf(w, "  containment there: %s\n", containmentThere(hello.Containment))
+			fmt.Fprintf(w, "  containment there: %s\n", containmentThere(hello.Containment, hello.Layer))
 		}
 		fmt.Fprint(w, wsLine)
 	}
 	fmt.Fprintln(w, "sandbox: the far side's, as its dsh-bash executor's flags and configuration say (run dsh-bash doctor there to see it)")
 }
 
-// containmentThere says how a far side holds commands.
-func containmentThere(c string) string {
+// describeK8s writes the doctor's report on a pod per session: it makes a
+// pod as a session's first call would, and reports what serves there.
+func describeK8s(ctx context.Context, w io.Writer, e *k8s.Executor, ws, template string) {
+	fmt.Fprintf(w, "commands run: in a Kubernetes pod of each session's own, namespace %s (template %s), not on this machine\n", e.Namespace(), template)
+	fmt.Fprintf(w, "  pods are labelled %s=%s\n", k8s.LabelInstance, e.Instance())
+	err := e.Probe(ctx, func(h *remote.Executor) error {
+		hello := h.Hello()
+		fmt.Fprintf(w, "probe pod: %s (dsh-bash executor pid %d, deleted again)\n", h.Host(), hello.Pid)
+		fmt.Fprintf(w, "  containment there: %s\n", containmentThere(hello.Containment, hello.Layer))
+		fmt.Fprint(w, workspaceLine(ctx, h, ws, "  workspace there", "Name one with --remote-workspace DIR or k8s://NAMESPACE/DIR"))
+		return nil
+	})
+	if err != nil {
+		fmt.Fprintf(w, "probe pod: FAILED, a session's first call gets this error: %v\n", err)
+	}
+}
+
+// containmentThere says how a far side holds commands, and with which
+// sandbox layer.
+func containmentThere(c, layer string) string {
 	switch c {
 	case "sandbox":
+		if layer != "" {
+			return "sandbox (" + layer + " layer)"
+		}
 		return "sandbox"
 	case "":
 		return "unknown"

@@ -31,6 +31,7 @@ func executorCmd(ctx context.Context, args []string, stdin io.Reader, stdout, st
 	defer s.CloseProxy() // no front end here: unlisted hosts are refused; Serve closes the executor
 	err := remote.Serve(ctx, &stdioStream{stdin, stdout}, s.Executor(), &remote.ServeOptions{
 		Containment: setup.Containment(s.Executor()),
+		Layer:       s.Layer(),
 		SetDeny:     s.SetFarDeny,
 		Logf:        func(format string, a ...any) { fmt.Fprintf(stderr, "dsh-bash executor: "+format, a...) },
 	})

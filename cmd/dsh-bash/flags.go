@@ -147,6 +147,8 @@ func (f *execFlags) inapplicable() error {
 		case err != nil:
 		case (fl.Name == "remote-upload" || fl.Name == "remote-command") && len(f.remote.urls) == 0:
 			err = fmt.Errorf("--%s applies to --remote hosts, and none is given (--executor-cmd runs its command as it is)", fl.Name)
+		case (strings.HasPrefix(fl.Name, "k8s-") || fl.Name == "kubeconfig") && !f.remote.isK8s():
+			err = fmt.Errorf("--%s applies to a --remote k8s://NAMESPACE, and none is given", fl.Name)
 		case strings.HasPrefix(fl.Name, "sandbox-") && f.sandbox.mode == "off":
 			err = fmt.Errorf("--%s has no effect with --sandbox=off", fl.Name)
 		}

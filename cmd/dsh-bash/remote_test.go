@@ -173,6 +173,12 @@ func TestInapplicableFlagsRefused(t *testing.T) {
 		{[]string{"--remote-upload"}, "--remote-upload applies to --remote hosts, and none is given"},
 		{[]string{"--executor-cmd", "true", "--remote-upload"}, "--remote-upload applies to --remote hosts"},
 		{[]string{"--sandbox=off", "--sandbox-network=off"}, "--sandbox-network has no effect with --sandbox=off"},
+		{[]string{"--k8s-warm", "2"}, "--k8s-warm applies to a --remote k8s://NAMESPACE, and none is given"},
+		{[]string{"--remote", "ssh://box", "--k8s-template", "pod.yaml"}, "--k8s-template applies to a --remote k8s://NAMESPACE"},
+		{[]string{"--remote", "k8s://agents"}, "a k8s:// remote needs a pod template: --k8s-template FILE"},
+		{[]string{"--remote", "k8s://Agents_1", "--k8s-template", "pod.yaml"}, `namespace "Agents_1"`},
+		{[]string{"--remote", "k8s://agents", "--remote", "ssh://box", "--k8s-template", "pod.yaml"}, "a k8s:// remote is the only far side"},
+		{[]string{"--remote", "k8s://agents", "--k8s-template", "/nonexistent/pod.yaml"}, "pod template: open /nonexistent/pod.yaml"},
 	} {
 		args := append(append([]string{"run"}, tt.args...), "--", "true")
 		_, errOut, code := dshBash(t, t.TempDir(), args...)

@@ -1,0 +1,236 @@
+//go:build linux
+
+package k8s
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/dshgo/dsh/bash"
+	"github.com/dshgo/dsh/bash/bashtest"
+	"github.com/dshgo/dsh/internal/testwait"
+)
+
+// podOf is the name of the pod serving owner's session.
+func podOf(t *testing.T, e *Executor, owner string) string {
+	t.Helper()
+	list, err := e.client.Pods(e.opts.Namespace).List(context.Background(), metav1.ListOptions{
+		LabelSelector: labels.SelectorFromSet(labels.Set{LabelInstance: e.opts.Instance, LabelSession: sessionLabel(owner)}).String(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range list.Items {
+		if p.DeletionTimestamp == nil {
+			names = append(names, p.Name)
+		}
+	}
+	if len(names) != 1 {
+		t.Fatalf("pods of session %s: %v, want one", owner, names)
+	}
+	return names[0]
+}
+
+// gone reports whether a pod is deleted or being deleted.
+func gone(t *testing.T, e *Executor, name string) bool {
+	p, err := e.client.Pods(e.opts.Namespace).Get(context.Background(), name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return true
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.DeletionTimestamp != nil
+}
+
+// TestPodPerSession: two sessions get two pods, each labelled for the
+// server and its session; a session's end deletes its pod, Close the
+// rest.
+func TestPodPerSession(t *testing.T) {
+	t.Parallel()
+	k := newCluster(t)
+	e := k.executor(t, bashtest.Config{Cwd: t.TempDir()}, nil)
+	for _, owner := range []string{"alice", "bob"} {
+		if res, err := run(e, owner, "hostname"); err != nil || res.ExitCode != 0 {
+			t.Fatalf("run of %s: %v %+v", owner, err, res)
+		}
+	}
+	a, b := podOf(t, e, "alice"), podOf(t, e, "bob")
+	if a == b {
+		t.Fatalf("alice and bob share pod %s", a)
+	}
+	if _, err := testwait.Reply("end of alice", func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, e.EndOwner(ctx, "alice")
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !gone(t, e, a) || gone(t, e, b) {
+		t.Errorf("after alice's end: her pod gone %v (want true), bob's gone %v (want false)", gone(t, e, a), gone(t, e, b))
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !gone(t, e, b) {
+		t.Errorf("bob's pod %s outlived Close", b)
+	}
+}
+
+// TestPodDeletedMidCall: a session whose pod is deleted during a call
+// gets that call's link error and, after, an error saying the pod is
+// gone; another session goes on.
+func TestPodDeletedMidCall(t *testing.T) {
+	t.Parallel()
+	k := newCluster(t)
+	e := k.executor(t, bashtest.Config{Cwd: t.TempDir()}, nil)
+	defer e.Close()
+	for _, owner := range []string{"victim", "other"} {
+		if _, err := run(e, owner, "true"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	name := podOf(t, e, "victim")
+	fifo := filepath.Join(t.TempDir(), "fifo") // the pod has the host's /tmp
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	errc := make(chan error, 1)
+	go func() {
+		_, err := run(e, "victim", "echo started > "+fifo+"; sleep 60")
+		errc <- err
+	}()
+	testwait.ReadFIFO(t, fifo, "the start of the call in the pod to be deleted")
+	if err := e.client.Pods(e.opts.Namespace).Delete(context.Background(), name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+		t.Fatal(err)
+	}
+	err, werr := testwait.Wait(errc, "the end of the call whose pod was deleted")
+	if werr != nil {
+		t.Fatal(werr)
+	}
+	var le *bash.LinkError
+	if !errors.As(err, &le) || !strings.Contains(err.Error(), name) {
+		t.Errorf("call during the deletion: err = %v, want a *bash.LinkError naming %s", err, name)
+	}
+	t.Logf("the call under way: %v", err)
+	_, err = run(e, "victim", "true")
+	t.Logf("the next call: %v", err)
+	var ge *GoneError
+	if !errors.As(err, &ge) || ge.Pod != name {
+		t.Errorf("next call: err = %v, want a *GoneError of %s", err, name)
+	}
+	if res, err := run(e, "other", "echo fine"); err != nil || res.Stdout.Text != "fine\n" {
+		t.Errorf("the other session: %v %+v", err, res)
+	}
+}
+
+// TestPodCannotStart: an image that does not exist, and a pod no node
+// takes, fail the session's first call within a bounded time with the
+// reason from the pod's status.
+func TestPodCannotStart(t *testing.T) {
+	t.Parallel()
+	k := newCluster(t)
+	tests := []struct {
+		name, want string
+		edit       func(*corev1.Pod)
+		timeout    bool // the reason comes only when StartTimeout ends
+	}{
+		{"no image", "ErrImageNeverPull", func(p *corev1.Pod) {
+			p.Spec.Containers[0].Image = "local/no-such-image:1"
+			p.Spec.Containers[0].ImagePullPolicy = corev1.PullNever
+		}, false},
+		{"unschedulable", "Unschedulable", func(p *corev1.Pod) {
+			p.Spec.NodeSelector = map[string]string{"dsh-bash-test/none": "x"}
+		}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			e := k.executor(t, bashtest.Config{}, func(o *Options) {
+				tt.edit(o.Template)
+				o.StartTimeout = testwait.Limit / 2 // the image's absence is known sooner, however loaded the machine
+				if tt.timeout {
+					o.StartTimeout = 3 * time.Second
+				}
+			})
+			defer e.Close()
+			_, err := run(e, "s", "true")
+			var se *StartError
+			if !errors.As(err, &se) || !strings.Contains(se.Reason, tt.want) || (se.Timeout > 0) != tt.timeout {
+				t.Fatalf("err = %v, want a *StartError saying %s (timeout %v)", err, tt.want, tt.timeout)
+			}
+			list, _ := e.client.Pods(e.opts.Namespace).List(context.Background(), metav1.ListOptions{
+				LabelSelector: LabelInstance + "=" + e.opts.Instance,
+			})
+			for _, p := range list.Items {
+				if p.DeletionTimestamp == nil {
+					t.Errorf("pod %s that could not start was not deleted", p.Name)
+				}
+			}
+		})
+	}
+}
+
+// TestWarmClaimedOnce: of two claims of one warm pod at once, one wins;
+// sessions starting together with one warm pod all get pods of their
+// own.
+func TestWarmClaimedOnce(t *testing.T) {
+	t.Parallel()
+	k := newCluster(t)
+	e := k.executor(t, bashtest.Config{Cwd: t.TempDir()}, func(o *Options) { o.Warm = 1 })
+	defer e.Close()
+	w := waitWarm(t, e, 1)
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i := range errs {
+		wg.Go(func() { errs[i] = e.claimPod(context.Background(), w[0], sessionLabel(string(rune('a'+i)))) })
+	}
+	wg.Wait()
+	won := 0
+	for _, err := range errs {
+		switch {
+		case err == nil:
+			won++
+		case !errors.Is(err, errClaimed):
+			t.Errorf("claim: %v", err)
+		}
+	}
+	if won != 1 {
+		t.Fatalf("claims of one warm pod that won: %d (%v), want 1", won, errs)
+	}
+}
+
+// waitWarm waits until the pool holds n warm pods, and returns their
+// names.
+func waitWarm(t *testing.T, e *Executor, n int) []string {
+	t.Helper()
+	timer := time.NewTimer(testwait.Limit)
+	defer timer.Stop()
+	for {
+		e.pool.mu.Lock()
+		var names []string
+		for _, r := range e.pool.ready {
+			names = append(names, r.pod.Name)
+		}
+		changed := e.pool.changed
+		e.pool.mu.Unlock()
+		if len(names) >= n {
+			return names
+		}
+		select {
+		case <-changed:
+		case <-timer.C:
+			t.Fatalf("warm pods after %v: %v, want %d", testwait.Limit, names, n)
+		}
+	}
+}

@@ -1,0 +1,164 @@
+//go:build linux
+
+package k8s
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/dshgo/dsh/bash/bashtest"
+	"github.com/dshgo/dsh/internal/servetest"
+	"github.com/dshgo/dsh/internal/testwait"
+)
+
+// holdEnv, set, makes the test binary a server that opens a session's pod,
+// prints its name and waits to be killed (TestOrphansDeleted).
+const holdEnv = "DSH_K8S_TEST_HOLD"
+
+type holdConfig struct {
+	Namespace, Instance string
+	Cwd, SpillDir       string
+}
+
+// hold is the held server's main.
+func hold(cfg string) int {
+	var c holdConfig
+	if err := json.Unmarshal([]byte(cfg), &c); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	tmpl := heldTemplate()
+	argv := []string{os.Args[0], "executor", servetestConfig(c.Cwd, c.SpillDir)}
+	e, err := New(context.Background(), &Options{Namespace: c.Namespace, Template: tmpl, Command: argv, Instance: c.Instance, KeepOrphans: true})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if _, err := run(e, "held", "true"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fmt.Println("ready")
+	time.Sleep(time.Hour) // until killed
+	return 0
+}
+
+// TestOrphansDeleted: a server SIGKILLed leaves its session's pod; the
+// next server to start on this host deletes it, and leaves the pods of a
+// server still running alone.
+func TestOrphansDeleted(t *testing.T) {
+	t.Parallel()
+	k := newCluster(t)
+	alive := k.executor(t, bashtest.Config{Cwd: t.TempDir()}, nil)
+	defer alive.Close()
+	if _, err := run(alive, "alive", "true"); err != nil {
+		t.Fatal(err)
+	}
+	cfg, _ := json.Marshal(holdConfig{Namespace: k.ns, Instance: randomName(), Cwd: t.TempDir(), SpillDir: t.TempDir()})
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), holdEnv+"="+string(cfg), heldTemplateEnv+"="+templateJSON(t))
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := testwait.Reply("the held server's pod", func(ctx context.Context) (string, error) {
+		return bufio.NewReader(out).ReadString('\n')
+	})
+	if err != nil || strings.TrimSpace(line) != "ready" {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("held server: %q %v", line, err)
+	}
+	var h holdConfig
+	json.Unmarshal(cfg, &h)
+	held := &Executor{client: alive.client, opts: Options{Namespace: k.ns, Instance: h.Instance}}
+	name := podOf(t, held, "held")
+	cmd.Process.Kill()
+	cmd.Wait()
+	if gone(t, alive, name) {
+		t.Fatal("the killed server's pod went without a new server")
+	}
+	next := k.executor(t, bashtest.Config{}, nil)
+	defer next.Close()
+	if !gone(t, next, name) {
+		t.Errorf("pod %s of the killed server is still there after the next start", name)
+	}
+	if gone(t, next, podOf(t, alive, "alive")) {
+		t.Error("the next start deleted the pod of a server still running")
+	}
+}
+
+// TestUpload: with Upload, an image without dsh-bash gets this binary,
+// copied over the exec stream into the cache directory, once.
+func TestUpload(t *testing.T) {
+	t.Parallel()
+	k := newCluster(t)
+	cache := filepath.Join(t.TempDir(), "cache") // the pod has the host's /tmp
+	c := bashtest.Config{Cwd: t.TempDir()}
+	e := k.executor(t, c, func(o *Options) {
+		o.Upload, o.CacheDir = true, cache
+		o.Command = append([]string{"dsh-bash"}, serveArgv(t, c)[1:]...)
+	})
+	defer e.Close()
+	for _, owner := range []string{"a", "b"} {
+		if res, err := run(e, owner, "echo ok"); err != nil || res.Stdout.Text != "ok\n" {
+			t.Fatalf("run of %s: %v %+v", owner, err, res)
+		}
+	}
+	sum, err := selfSum()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(cache, sum, "dsh-bash")); err != nil {
+		t.Errorf("the uploaded binary: %v", err)
+	}
+}
+
+// heldTemplateEnv carries the test pods' template to the held server.
+const heldTemplateEnv = "DSH_K8S_TEST_TEMPLATE"
+
+func templateJSON(t *testing.T) string {
+	b, err := json.Marshal(template(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func heldTemplate() *corev1.Pod {
+	var p corev1.Pod
+	if err := json.Unmarshal([]byte(os.Getenv(heldTemplateEnv)), &p); err != nil {
+		panic(err)
+	}
+	return &p
+}
+
+func servetestConfig(cwd, spill string) string {
+	return servetest.Config{Config: bashtest.Config{Cwd: cwd}, SpillDir: spill}.Encode()
+}
+
+// selfSum is the SHA-256 of this test binary.
+func selfSum() (string, error) {
+	b, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:]), nil
+}

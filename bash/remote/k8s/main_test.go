@@ -1,0 +1,119 @@
+//go:build linux
+
+package k8s
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+
+	"go.uber.org/goleak"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/rest"
+
+	"github.com/dshgo/dsh/bash"
+	"github.com/dshgo/dsh/bash/bashtest"
+	"github.com/dshgo/dsh/bash/local"
+	"github.com/dshgo/dsh/bash/remote"
+	"github.com/dshgo/dsh/internal/k8stest"
+	"github.com/dshgo/dsh/internal/proctest"
+	"github.com/dshgo/dsh/internal/servetest"
+	"github.com/dshgo/dsh/internal/testwait"
+)
+
+func TestMain(m *testing.M) {
+	if len(os.Args) == 3 && os.Args[1] == "executor" {
+		// Run in a pod as "dsh-bash executor CONFIG" (uploaded, or from
+		// the host's /tmp): serve a local executor with the suite's knobs.
+		os.Exit(serve(os.Args[2]))
+	}
+	if cfg := os.Getenv(holdEnv); cfg != "" {
+		os.Exit(hold(cfg))
+	}
+	proctest.QuickRaceExit()
+	proctest.RaiseParallel(4)
+	goleak.VerifyTestMain(m, k8stest.IgnoreIdleConnections())
+}
+
+func serve(cfg string) int {
+	c, err := servetest.Decode(cfg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	e, err := local.New(c.Options())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	if err := remote.Serve(context.Background(), stdio{}, e, &remote.ServeOptions{Containment: e.Containment().String()}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+// stdio is this process's stdin and stdout as one stream.
+type stdio struct{}
+
+func (stdio) Read(p []byte) (int, error)  { return os.Stdin.Read(p) }
+func (stdio) Write(p []byte) (int, error) { return os.Stdout.Write(p) }
+func (stdio) Close() error                { return os.Stdin.Close() }
+
+// template is the test pods' template: the host's /usr and /tmp (where
+// this test binary and the suite's directories are), and its pid
+// namespace, so that the suite sees the pods' processes as the host's.
+func template(t testing.TB) *corev1.Pod {
+	p := k8stest.Template(t)
+	p.Spec.HostPID = true
+	c := &p.Spec.Containers[0]
+	c.Env = append(c.Env, corev1.EnvVar{Name: "GORACE", Value: os.Getenv("GORACE")})
+	return p
+}
+
+// serveArgv runs this test binary in a pod as a far side with the suite's
+// knobs.
+func serveArgv(t testing.TB, c bashtest.Config) []string {
+	return []string{os.Args[0], "executor", servetest.Config{Config: c, SpillDir: t.TempDir()}.Encode()}
+}
+
+// cluster is a test's cluster and a namespace of its own.
+type cluster struct {
+	config *rest.Config
+	ns     string
+}
+
+func newCluster(t testing.TB) cluster {
+	return cluster{config: k8stest.Config(t), ns: k8stest.Namespace(t)}
+}
+
+// executor makes an Executor in the test's namespace whose pods serve
+// with the suite's knobs c; edit changes its options.
+func (k cluster) executor(t testing.TB, c bashtest.Config, edit func(*Options)) *Executor {
+	t.Helper()
+	opts := &Options{
+		Config: k.config, Namespace: k.ns, Template: template(t),
+		Command: serveArgv(t, c), Stderr: os.Stderr, Instance: randomName(), MaxTasks: c.MaxTasks,
+		Logf: t.Logf,
+	}
+	if edit != nil {
+		edit(opts)
+	}
+	e, err := testwait.Reply("k8s.New", func(ctx context.Context) (*Executor, error) { return New(ctx, opts) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// run runs cmd in owner's session.
+func run(e bash.Executor, owner, cmd string) (bash.RunResult, error) {
+	return testwait.Reply("a run of "+cmd, func(ctx context.Context) (bash.RunResult, error) {
+		spec, err := e.Resolve(ctx, bash.ExecRequest{Command: cmd, Owner: owner})
+		if err != nil {
+			return bash.RunResult{}, err
+		}
+		return e.Run(ctx, spec)
+	})
+}
