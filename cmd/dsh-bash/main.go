@@ -37,6 +37,9 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/go-logr/logr"
+	"k8s.io/klog/v2"
+
 	"github.com/dshgo/dsh/bash/sandbox"
 )
 
@@ -51,6 +54,10 @@ func main() {
 	// Catching SIGPIPE, unlike ignoring it, leaves it at its default in the
 	// commands dsh-bash runs.
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+	// client-go logs what its own callers are told anyway (a stream that
+	// ended, a copy that failed) through klog, to stderr by default: the
+	// Kubernetes executor reports its errors itself.
+	klog.SetLogger(logr.Discard())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	code := cli(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
