@@ -41,6 +41,7 @@ func doctorCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	opts := ef.options()
 	opts.Cwd = *cwd
+	ef.remote.k8s.Warm = 0 // its probe makes the one pod it needs
 	fmt.Fprint(stdout, versionLine())
 	s, err := ef.newExecutor(ctx, "doctor", opts, stderr)
 	if err != nil {

@@ -18,8 +18,10 @@ import (
 )
 
 // TestMCPKubernetes: dsh-bash mcp --remote k8s://NS runs every tool in a
-// pod of the session's own, says so to the model, and deletes the pod
-// when the session ends; doctor makes a pod and reports what serves there.
+// pod of the session's own, says so to the model, enforces its deny rules
+// at exec in the pod, and deletes the pod when the session ends; doctor
+// makes a pod and reports what serves there (the Landlock layer: the
+// test pods cannot mount a jail's /proc).
 func TestMCPKubernetes(t *testing.T) {
 	t.Parallel()
 	k8stest.Config(t)
@@ -34,9 +36,9 @@ func TestMCPKubernetes(t *testing.T) {
 		t.Fatal(err)
 	}
 	ws := t.TempDir()
-	flags := []string{"--remote", "k8s://" + ns + ws, "--k8s-template", file, "--remote-command", binary + " executor"}
+	flags := []string{"--remote", "k8s://" + ns + ws, "--k8s-template", file, "--remote-command", binary + " executor", "--deny", "touch"}
 	out, errOut, code := dshBash(t, ws, append([]string{"doctor"}, flags...)...)
-	for _, want := range []string{"in a Kubernetes pod of each session's own, namespace " + ns, "probe pod: pod " + ns + "/dsh-", "containment there: ", "workspace there: " + ws} {
+	for _, want := range []string{"in a Kubernetes pod of each session's own, namespace " + ns, "probe pod: pod " + ns + "/dsh-", "containment there: sandbox (landlock layer)", "workspace there: " + ws} {
 		if code != 0 || !strings.Contains(out, want) {
 			t.Errorf("doctor: exit %d, no %q in:\n%s%s", code, want, out, errOut)
 		}
@@ -47,6 +49,12 @@ func TestMCPKubernetes(t *testing.T) {
 	}
 	if got := callText(t, cs, "bash", map[string]any{"command": "grep -c kubepods /proc/self/cgroup >/dev/null && echo in a pod; pwd", "description": "Where"}); got != "in a pod\n"+ws+"\n" {
 		t.Errorf("bash: %q", got)
+	}
+	if got := callText(t, cs, "bash", map[string]any{"command": "printf 'touch planted\\n' > s.sh; sh s.sh; echo went on", "description": "Touch"}); !strings.Contains(got, "went on\n") || !strings.Contains(got, "[refused by deny rule `touch`: `touch planted` (") {
+		t.Errorf("a denied program in the pod: %q", got)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "planted")); err == nil {
+		t.Error("the denied touch ran in the pod")
 	}
 	if got := callText(t, cs, "bash", map[string]any{"command": "read x; echo got $x; sleep 300", "description": "Wait", "run_in_background": true, "input": true}); !strings.HasPrefix(got, "started background task bash-1;") {
 		t.Fatalf("background: %q", got)
