@@ -218,6 +218,12 @@ type LinkError struct {
 // ErrLinkLost: the connection to a remote executor ended.
 var ErrLinkLost = errors.New("the connection was lost")
 
+// ErrGone: a remote executor's far side is gone for good (a session's pod
+// deleted, or its node lost), and with it everything it held: its tasks
+// and files. A LinkError's Err wraps it. An executor that makes a far side
+// per session gives the session a new one on its next call.
+var ErrGone = errors.New("the far side is gone")
+
 func (e *LinkError) Error() string {
 	// A dial's error often names the host already (an SSH dialer's does).
 	msg := strings.TrimPrefix(fmt.Sprint(e.Err), e.Host+": ")

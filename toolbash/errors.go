@@ -94,6 +94,9 @@ func taskLimitText(le *bash.TaskLimitError) string {
 }
 
 func linkText(ke *bash.LinkError) string {
+	if errors.Is(ke.Err, bash.ErrGone) {
+		return fmt.Sprintf("the shell executor on %s is gone (deleted, or its machine lost), and with it this session's background tasks and the files written there: the next call starts on a new one", ke.Host)
+	}
 	why := ke.Err.Error()
 	if errors.Is(ke.Err, bash.ErrLinkLost) {
 		why = "the connection was lost"

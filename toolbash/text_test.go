@@ -277,6 +277,7 @@ func TestErrorTextsGolden(t *testing.T) {
 		{"unknown-task", &bash.UnknownTaskError{ID: "bash-9"}},
 		{"link-lost-task", &bash.LinkError{Host: "box", Task: "bash-3", Err: bash.ErrLinkLost}},
 		{"link-in-flight", &bash.LinkError{Host: "box", InFlight: true, Err: bash.ErrLinkLost}},
+		{"link-gone", &bash.LinkError{Host: "pod agents/dsh-1-x", Err: fmt.Errorf("%w: %w", bash.ErrLinkLost, bash.ErrGone)}},
 		{"closed", bash.ErrClosed},
 	}
 	got := map[string]string{}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/dshgo/dsh/bash"
 )
@@ -316,11 +317,12 @@ func (f *Fleet) byLoad() []int {
 
 // Resolve fills the request's defaults on its session's host.
 func (f *Fleet) Resolve(ctx context.Context, req bash.ExecRequest) (bash.ExecSpec, error) {
-	h, _, err := f.at(ctx, req.Owner)
+	h, i, err := f.at(ctx, req.Owner)
 	if err != nil {
 		return bash.ExecSpec{}, err
 	}
-	return h.e.Resolve(ctx, req)
+	spec, err := h.e.Resolve(ctx, req)
+	return spec, f.localErr(i, err)
 }
 
 // Run runs a command on its session's host.
@@ -366,7 +368,9 @@ func (h *fleetHost) load() int {
 	return n
 }
 
-// localErr renames a host's task ids in err as the fleet's.
+// localErr renames a host's task ids in err as the fleet's. A
+// per-session fleet whose far side err says is gone (bash.ErrGone)
+// releases it, so that the session's next call gets a new one.
 func (f *Fleet) localErr(host int, err error) error {
 	var se *bash.StartError
 	if errors.As(err, &se) {
@@ -380,8 +384,29 @@ func (f *Fleet) localErr(host int, err error) error {
 	if errors.As(err, &ue) {
 		ue.ID = f.ids.local(ref{host, ue.ID})
 	}
+	if f.open != nil && errors.Is(err, bash.ErrGone) {
+		f.forget(host)
+	}
 	return err
 }
+
+// forget unplaces the sessions of a far side that is gone, and releases
+// it.
+func (f *Fleet) forget(host int) {
+	f.mu.Lock()
+	for owner, i := range f.placed {
+		if i == host {
+			delete(f.placed, owner)
+		}
+	}
+	f.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), releaseWait)
+	defer cancel()
+	_ = f.releaseHost(ctx, host) // gone already: nothing of it to report
+}
+
+// releaseWait bounds the release of a far side found gone.
+const releaseWait = 10 * time.Second
 
 // Start starts a background task on its session's host.
 func (f *Fleet) Start(ctx context.Context, spec bash.ExecSpec) (bash.Task, error) {

@@ -14,11 +14,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/dshgo/dsh/bash"
 	"github.com/dshgo/dsh/bash/bashtest"
+	"github.com/dshgo/dsh/internal/k8stest"
 	"github.com/dshgo/dsh/internal/testwait"
 )
 
@@ -88,8 +90,8 @@ func TestPodPerSession(t *testing.T) {
 }
 
 // TestPodDeletedMidCall: a session whose pod is deleted during a call
-// gets that call's link error and, after, an error saying the pod is
-// gone; another session goes on.
+// gets that call's link error, then an error saying the pod is gone, and
+// its next call runs in a new pod; another session goes on.
 func TestPodDeletedMidCall(t *testing.T) {
 	t.Parallel()
 	k := newCluster(t)
@@ -122,40 +124,48 @@ func TestPodDeletedMidCall(t *testing.T) {
 	if !errors.As(err, &le) || !strings.Contains(err.Error(), name) {
 		t.Errorf("call during the deletion: err = %v, want a *bash.LinkError naming %s", err, name)
 	}
-	t.Logf("the call under way: %v", err)
 	_, err = run(e, "victim", "true")
-	t.Logf("the next call: %v", err)
 	var ge *GoneError
 	if !errors.As(err, &ge) || ge.Pod != name {
 		t.Errorf("next call: err = %v, want a *GoneError of %s", err, name)
+	}
+	if res, err := run(e, "victim", "echo again"); err != nil || res.Stdout.Text != "again\n" {
+		t.Errorf("the call after: %v %+v, want it to run in a new pod", err, res)
+	} else if again := podOf(t, e, "victim"); again == name {
+		t.Errorf("the call after ran in pod %s, which was deleted", name)
 	}
 	if res, err := run(e, "other", "echo fine"); err != nil || res.Stdout.Text != "fine\n" {
 		t.Errorf("the other session: %v %+v", err, res)
 	}
 }
 
-// TestPodCannotStart: an image that does not exist, and a pod no node
-// takes, fail the session's first call within a bounded time with the
-// reason from the pod's status.
+// TestPodCannotStart: an image that does not exist, a pod no node takes,
+// and a namespace's quota fail the session's first call within a bounded
+// time with the reason from the pod's status or the API server.
 func TestPodCannotStart(t *testing.T) {
 	t.Parallel()
-	k := newCluster(t)
 	tests := []struct {
 		name, want string
 		edit       func(*corev1.Pod)
+		quota      bool
 		timeout    bool // the reason comes only when StartTimeout ends
 	}{
-		{"no image", "ErrImageNeverPull", func(p *corev1.Pod) {
+		{name: "no image", want: "ErrImageNeverPull", edit: func(p *corev1.Pod) {
 			p.Spec.Containers[0].Image = "local/no-such-image:1"
 			p.Spec.Containers[0].ImagePullPolicy = corev1.PullNever
-		}, false},
-		{"unschedulable", "Unschedulable", func(p *corev1.Pod) {
+		}},
+		{name: "unschedulable", want: "Unschedulable", timeout: true, edit: func(p *corev1.Pod) {
 			p.Spec.NodeSelector = map[string]string{"dsh-bash-test/none": "x"}
-		}, true},
+		}},
+		{name: "quota", want: "exceeded quota", quota: true, edit: func(*corev1.Pod) {}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
+			k := newCluster(t)
+			if tt.quota {
+				noPods(t, k.ns)
+			}
 			e := k.executor(t, bashtest.Config{}, func(o *Options) {
 				tt.edit(o.Template)
 				o.StartTimeout = testwait.Limit / 2 // the image's absence is known sooner, however loaded the machine
@@ -166,7 +176,12 @@ func TestPodCannotStart(t *testing.T) {
 			defer e.Close()
 			_, err := run(e, "s", "true")
 			var se *StartError
-			if !errors.As(err, &se) || !strings.Contains(se.Reason, tt.want) || (se.Timeout > 0) != tt.timeout {
+			switch {
+			case tt.quota:
+				if err == nil || !strings.Contains(err.Error(), tt.want) {
+					t.Fatalf("err = %v, want one saying %s", err, tt.want)
+				}
+			case !errors.As(err, &se) || !strings.Contains(se.Reason, tt.want) || (se.Timeout > 0) != tt.timeout:
 				t.Fatalf("err = %v, want a *StartError saying %s (timeout %v)", err, tt.want, tt.timeout)
 			}
 			list, _ := e.client.Pods(e.opts.Namespace).List(context.Background(), metav1.ListOptions{
@@ -178,6 +193,18 @@ func TestPodCannotStart(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// noPods gives namespace ns a quota of no pods.
+func noPods(t *testing.T, ns string) {
+	t.Helper()
+	q := &corev1.ResourceQuota{
+		ObjectMeta: metav1.ObjectMeta{Name: "no-pods"},
+		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("0")}},
+	}
+	if _, err := k8stest.Client(t).ResourceQuotas(ns).Create(context.Background(), q, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+
+	"github.com/dshgo/dsh/bash"
 )
 
 // StartError is a pod that did not start: its reason is read from the
@@ -52,6 +54,10 @@ func (e *GoneError) Error() string {
 }
 
 func (e *GoneError) Unwrap() error { return e.Err }
+
+// Is makes errors.Is(err, bash.ErrGone) true: the session gets a new pod
+// on its next call.
+func (e *GoneError) Is(target error) bool { return target == bash.ErrGone }
 
 // pods makes, watches and deletes pods in one namespace.
 type pods struct {
