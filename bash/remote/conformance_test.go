@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
-	"fmt"
 	"io"
 	"os"
 	"testing"
@@ -40,29 +39,10 @@ func TestMain(m *testing.M) {
 }
 
 func serveForTest(cfg string) int {
-	var c serverConfig
-	if err := json.Unmarshal([]byte(cfg), &c); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
-	}
-	e, err := local.New(c.Options())
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
-	}
-	if err := Serve(context.Background(), stdio{}, e, &ServeOptions{Containment: e.Containment().String()}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return 0
+	return servetest.Main(cfg, func(ctx context.Context, rwc io.ReadWriteCloser, e bash.Executor, containment string) error {
+		return Serve(ctx, rwc, e, &ServeOptions{Containment: containment})
+	})
 }
-
-// stdio is this process's stdin and stdout as one stream.
-type stdio struct{}
-
-func (stdio) Read(p []byte) (int, error)  { return os.Stdin.Read(p) }
-func (stdio) Write(p []byte) (int, error) { return os.Stdout.Write(p) }
-func (stdio) Close() error                { return os.Stdin.Close() }
 
 // serverConfig is the suite's Config for a server process, with the spill
 // directory.

@@ -175,6 +175,9 @@ func (f *Fleet) OnTaskWaiting(fn func(bash.Task)) (unsubscribe func()) {
 // place returns the host of owner's session, placing a new session on the
 // least loaded host that answers, or on a far side of its own.
 func (f *Fleet) place(ctx context.Context, owner string) (int, error) {
+	if f.open != nil {
+		return f.openHost(ctx, owner)
+	}
 	f.mu.Lock()
 	if f.closed {
 		f.mu.Unlock()
@@ -185,9 +188,6 @@ func (f *Fleet) place(ctx context.Context, owner string) (int, error) {
 		return i, nil
 	}
 	f.mu.Unlock()
-	if f.open != nil {
-		return f.openHost(ctx, owner)
-	}
 	var errs []error
 	for _, i := range f.byLoad() {
 		if _, err := f.hosts[i].e.current(ctx); err != nil {

@@ -15,6 +15,8 @@ import (
 
 	"github.com/dshgo/dsh/bash/remote/k8s"
 	"github.com/dshgo/dsh/internal/k8stest"
+	"github.com/dshgo/dsh/internal/testwait"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // TestMCPKubernetes: dsh-bash mcp --remote k8s://NS runs every tool in a
@@ -46,6 +48,13 @@ func TestMCPKubernetes(t *testing.T) {
 	cs, _ := mcpClient(t, flags...)
 	if init := cs.InitializeResult().Instructions; !strings.Contains(init, "Kubernetes pod of this session's own (namespace "+ns+")") {
 		t.Errorf("the instructions do not say where commands run: %s", init)
+	}
+	// The first call waits for the session's pod to start.
+	first, err := testwait.ReplyWithin(k8stest.StartLimit, "the first call", func(ctx context.Context) (*mcp.CallToolResult, error) {
+		return cs.CallTool(ctx, &mcp.CallToolParams{Name: "bash", Arguments: map[string]any{"command": "true", "description": "Start"}})
+	})
+	if err != nil || first.IsError {
+		t.Fatalf("the first call: %v %+v", err, first)
 	}
 	if got := callText(t, cs, "bash", map[string]any{"command": "grep -c kubepods /proc/self/cgroup >/dev/null && echo in a pod; pwd", "description": "Where"}); got != "in a pod\n"+ws+"\n" {
 		t.Errorf("bash: %q", got)

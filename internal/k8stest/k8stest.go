@@ -125,6 +125,11 @@ func unavailable(t testing.TB, format string, args ...any) {
 	t.Skip(msg)
 }
 
+// StartLimit bounds, in tests, what waits for a pod to start: on a loaded
+// machine (the whole suite running beside) that may take longer than
+// testwait.Limit allows a process.
+const StartLimit = 60 * time.Second
+
 // IgnoreIdleConnections is the goleak option for the TestMain of a package
 // whose tests use the cluster: client-go caches its transports for the
 // life of the process, so the read loop of its idle HTTP/2 connection to

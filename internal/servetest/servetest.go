@@ -5,8 +5,13 @@
 package servetest
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
+	"io"
+	"os"
 
+	"github.com/dshgo/dsh/bash"
 	"github.com/dshgo/dsh/bash/bashtest"
 	"github.com/dshgo/dsh/bash/local"
 )
@@ -42,3 +47,36 @@ func Decode(s string) (Config, error) {
 	err := json.Unmarshal([]byte(s), &c)
 	return c, err
 }
+
+// ServeFunc serves exec on stream, its handshake saying containment:
+// remote.Serve, which this package cannot name (bash/remote's own tests
+// use it).
+type ServeFunc func(ctx context.Context, stream io.ReadWriteCloser, exec bash.Executor, containment string) error
+
+// Main is a far side's main: it serves the local executor that cfg (as
+// Encode wrote it) describes on this process's stdin and stdout, with
+// serve, and returns the exit code.
+func Main(cfg string, serve ServeFunc) int {
+	c, err := Decode(cfg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	e, err := local.New(c.Options())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	if err := serve(context.Background(), stdio{}, e, e.Containment().String()); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+// stdio is this process's stdin and stdout as one stream.
+type stdio struct{}
+
+func (stdio) Read(p []byte) (int, error)  { return os.Stdin.Read(p) }
+func (stdio) Write(p []byte) (int, error) { return os.Stdout.Write(p) }
+func (stdio) Close() error                { return os.Stdin.Close() }

@@ -49,19 +49,30 @@ func Wait[T any](ch <-chan T, what string) (T, error) {
 // once that passed, the error says that what (a request: "tools/call
 // bash") got no reply in time.
 func Call(what string, call func(ctx context.Context) error) error {
-	ctx, cancel := context.WithTimeout(context.Background(), Limit)
+	return CallWithin(Limit, what, call)
+}
+
+// CallWithin is Call with a bound of its own, for what must wait on
+// something slower than a process (a pod's start, on a loaded machine).
+func CallWithin(limit time.Duration, what string, call func(ctx context.Context) error) error {
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	err := call(ctx)
 	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return fmt.Errorf("no reply to %s within %v: %w", what, Limit, err)
+		return fmt.Errorf("no reply to %s within %v: %w", what, limit, err)
 	}
 	return err
 }
 
 // Reply is Call for a call that returns a value.
 func Reply[T any](what string, call func(ctx context.Context) (T, error)) (T, error) {
+	return ReplyWithin(Limit, what, call)
+}
+
+// ReplyWithin is Reply with a bound of its own (see CallWithin).
+func ReplyWithin[T any](limit time.Duration, what string, call func(ctx context.Context) (T, error)) (T, error) {
 	var v T
-	err := Call(what, func(ctx context.Context) (err error) {
+	err := CallWithin(limit, what, func(ctx context.Context) (err error) {
 		v, err = call(ctx)
 		return err
 	})

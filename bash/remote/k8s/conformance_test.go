@@ -10,6 +10,7 @@ import (
 	"github.com/dshgo/dsh/bash"
 	"github.com/dshgo/dsh/bash/bashtest"
 	"github.com/dshgo/dsh/bash/remote"
+	"github.com/dshgo/dsh/internal/k8stest"
 	"github.com/dshgo/dsh/internal/testwait"
 	"github.com/dshgo/dsh/toolbash/toolbashtest"
 )
@@ -23,7 +24,7 @@ func TestExecConformance(t *testing.T) {
 	t.Parallel()
 	k := newCluster(t)
 	e := k.executor(t, bashtest.Config{}, nil)
-	r, err := testwait.Reply("a pod", func(ctx context.Context) (*ready, error) { return e.start(ctx, "conformance") })
+	r, err := testwait.ReplyWithin(k8stest.StartLimit, "a pod", func(ctx context.Context) (*ready, error) { return e.start(ctx, "conformance") })
 	if err != nil {
 		t.Fatal(err)
 	}

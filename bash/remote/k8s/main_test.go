@@ -4,7 +4,7 @@ package k8s
 
 import (
 	"context"
-	"fmt"
+	"io"
 	"os"
 	"testing"
 
@@ -14,7 +14,6 @@ import (
 
 	"github.com/dshgo/dsh/bash"
 	"github.com/dshgo/dsh/bash/bashtest"
-	"github.com/dshgo/dsh/bash/local"
 	"github.com/dshgo/dsh/bash/remote"
 	"github.com/dshgo/dsh/internal/k8stest"
 	"github.com/dshgo/dsh/internal/proctest"
@@ -37,29 +36,10 @@ func TestMain(m *testing.M) {
 }
 
 func serve(cfg string) int {
-	c, err := servetest.Decode(cfg)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
-	}
-	e, err := local.New(c.Options())
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
-	}
-	if err := remote.Serve(context.Background(), stdio{}, e, &remote.ServeOptions{Containment: e.Containment().String()}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return 0
+	return servetest.Main(cfg, func(ctx context.Context, rwc io.ReadWriteCloser, e bash.Executor, containment string) error {
+		return remote.Serve(ctx, rwc, e, &remote.ServeOptions{Containment: containment})
+	})
 }
-
-// stdio is this process's stdin and stdout as one stream.
-type stdio struct{}
-
-func (stdio) Read(p []byte) (int, error)  { return os.Stdin.Read(p) }
-func (stdio) Write(p []byte) (int, error) { return os.Stdout.Write(p) }
-func (stdio) Close() error                { return os.Stdin.Close() }
 
 // template is the test pods' template: the host's /usr and /tmp (where
 // this test binary and the suite's directories are), and its pid
@@ -107,9 +87,9 @@ func (k cluster) executor(t testing.TB, c bashtest.Config, edit func(*Options)) 
 	return e
 }
 
-// run runs cmd in owner's session.
+// run runs cmd in owner's session, which may wait for its pod to start.
 func run(e bash.Executor, owner, cmd string) (bash.RunResult, error) {
-	return testwait.Reply("a run of "+cmd, func(ctx context.Context) (bash.RunResult, error) {
+	return testwait.ReplyWithin(k8stest.StartLimit, "a run of "+cmd, func(ctx context.Context) (bash.RunResult, error) {
 		spec, err := e.Resolve(ctx, bash.ExecRequest{Command: cmd, Owner: owner})
 		if err != nil {
 			return bash.RunResult{}, err
