@@ -96,7 +96,14 @@ func (in *input) write(data []byte, eof bool, deadline time.Time) (int, error) {
 	if eof && in.term {
 		data, eof = append(data[:len(data):len(data)], 0x04), false // Ctrl-D; the terminal stays open
 	}
-	n, err := in.w.Write(data)
+	var n int
+	var err error
+	if len(data) > 0 {
+		// Not for an EOF alone: a write, even of nothing, fails at once
+		// once the deadline has passed (a wait that ran out while this
+		// waited its turn), and a close needs no reader.
+		n, err = in.w.Write(data)
+	}
 	switch {
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		return n, bash.ErrInputBlocked

@@ -4,6 +4,7 @@ package sandbox
 
 import (
 	"flag"
+	"sync"
 	"testing"
 
 	"github.com/dshgo/dsh/bash"
@@ -23,7 +24,11 @@ func conformant(t *testing.T, c bashtest.Config) bash.Executor {
 }
 
 // conformantIn makes conformant executors of one layer, whose jails start
-// agent ("": plainAgent).
+// agent ("": plainAgent). They skip New's check (Options.noCheck), each
+// made with the layer the check found here once (checkedLayer): the
+// check is a jail of its own, which would start with each of the
+// suite's hundred and fifty executors, and every other test's New runs
+// it.
 func conformantIn(layer Layer, agent string, deny ...string) func(*testing.T, bashtest.Config) bash.Executor {
 	return func(t *testing.T, c bashtest.Config) bash.Executor {
 		var rules *permission.ExecRules
@@ -33,7 +38,7 @@ func conformantIn(layer Layer, agent string, deny ...string) func(*testing.T, ba
 				t.Fatal(err)
 			}
 		}
-		e, err := newSandbox(t, &Options{Layer: layer, Agent: agent, Local: &local.Options{
+		e, err := newSandbox(t, &Options{Layer: checkedLayer(t, layer), noCheck: true, Agent: agent, Local: &local.Options{
 			Cwd: c.Cwd, Timeout: c.Timeout, MaxTimeout: c.MaxTimeout,
 			Grace: c.Grace, DrainDelay: c.DrainDelay, MaxOutputBytes: c.MaxOutputBytes,
 			MaxTasksPerOwner: c.MaxTasksPerOwner, MaxTasks: c.MaxTasks,
@@ -44,6 +49,35 @@ func conformantIn(layer Layer, agent string, deny ...string) func(*testing.T, ba
 		}
 		return e
 	}
+}
+
+// checkedLayers holds, for each Layer asked of checkedLayer, the layer
+// New's check found for it here.
+var checkedLayers = struct {
+	sync.Mutex
+	m map[Layer]Layer
+}{m: map[Layer]Layer{}}
+
+// checkedLayer is the layer an executor of layer has here, found by New's
+// check once per test process and layer (the test skips where there is
+// no sandbox, as newSandbox says).
+func checkedLayer(t *testing.T, layer Layer) Layer {
+	t.Helper()
+	checkedLayers.Lock()
+	defer checkedLayers.Unlock()
+	if l, ok := checkedLayers.m[layer]; ok {
+		return l
+	}
+	e, err := newSandbox(t, &Options{Layer: layer, TempDir: t.TempDir(), Local: &local.Options{Cwd: t.TempDir(), SpillDir: t.TempDir()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, _ := e.Layer()
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	checkedLayers.m[layer] = l
+	return l
 }
 
 // TestConformance runs the executor contract of package bash against the

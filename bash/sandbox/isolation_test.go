@@ -334,6 +334,20 @@ func (r *rig) findVictim() string {
 	return `v=$(grep -la ` + pattern + ` /proc/[0-9]*/cmdline 2>/dev/null | tail -1); v=${v#/proc/}; v=${v%/cmdline}; `
 }
 
+// searchTmp is shell that prints a line holding secret from a file under
+// /var/tmp or /tmp, where a session's spill files and temporary files
+// are, and nothing where none is found. It looks at the files directly
+// in both first, then through /var/tmp, then through /tmp, and stops at
+// the first match: the tests' files are in /var/tmp (newRig) or directly
+// in /tmp (the victim's file where TMPDIR is unset), and the host's
+// /tmp, which a rig without a sandbox sees, can hold gigabytes (build
+// caches) that a grep of it would read whole.
+func searchTmp(secret string) string {
+	grep := `f=$(grep -hs -m1 ` + secret + ` `
+	return grep + `/var/tmp/* /tmp/* 2>/dev/null | head -1); test -n "$f" || ` +
+		`for d in /var/tmp /tmp; do ` + strings.Replace(grep, "-hs", "-rhs", 1) + `$d 2>/dev/null | head -1); test -n "$f" && break; done; echo "$f"`
+}
+
 // attack is one attempt by session B (bob) to reach beyond its session;
 // succeeded reports, from its output and the host's state, whether it got
 // there.
@@ -372,12 +386,12 @@ var attacks = []attack{
 		func(t *testing.T, r *rig, out string) bool { return r.victimEnds(3 * time.Second) }},
 	{"read another session's spill file",
 		func(r *rig) string {
-			return `grep -rhs ` + r.secret("output") + ` /tmp /var/tmp 2>/dev/null | head -1`
+			return searchTmp(r.secret("output"))
 		},
 		func(t *testing.T, r *rig, out string) bool { return strings.Contains(out, r.secret("output")) }},
 	{"read another session's /tmp",
 		func(r *rig) string {
-			return `grep -rhs ` + r.secret("file") + ` /tmp /var/tmp 2>/dev/null | head -1`
+			return searchTmp(r.secret("file"))
 		},
 		func(t *testing.T, r *rig, out string) bool { return strings.Contains(out, r.secret("file")) }},
 	{"reach the cgroup file system",

@@ -74,6 +74,10 @@ type Options struct {
 	// afterStart, for tests, runs once a jail's agent has answered a
 	// spawn with the shell's pidfd, before the answer is taken up.
 	afterStart func(pidfd int)
+	// noCheck, for tests, makes New skip its check (a command in a
+	// throwaway jail), with Layer the one an earlier check found here:
+	// for the conformance suite's executors, made by the hundred.
+	noCheck bool
 }
 
 // Egress serves the connections the commands of a session make through
@@ -167,6 +171,9 @@ func New(ctx context.Context, opts *Options) (*Executor, error) {
 	if e.jails, err = newJails(&o, e.tempDirs, le.HoldSpillDir, admit); err != nil {
 		le.Close()
 		return nil, err
+	}
+	if o.noCheck {
+		return e, nil
 	}
 	err = e.check(ctx)
 	if err != nil && o.Policy.Network == NetworkAllowlist && o.Layer == LayerAuto && errors.Is(err, ErrUnavailable) {

@@ -21,7 +21,10 @@ import (
 	"github.com/dshgo/dsh/toolbash"
 )
 
-var binary string
+// binary is dsh-bash built as the tests are (with -race under go test
+// -race); plainBinary is dsh-bash built without the race detector
+// (binary itself when the tests are not race-built).
+var binary, plainBinary string
 
 // TestMain builds dsh-bash once; the tests run it as users do.
 func TestMain(m *testing.M) {
@@ -36,6 +39,20 @@ func TestMain(m *testing.M) {
 	if out, err := exec.Command("go", build...).CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "build dsh-bash: %v\n%s", err, out)
 		os.Exit(1)
+	}
+	// A race-built dsh-bash costs some 70 ms of CPU more at each start
+	// than a plain one. The tests that start it many times over only to
+	// read what it prints for its flags, rules and hints (a few hundred
+	// starts, single-threaded up to the answer) start the plain one
+	// (dshBashPlain); the servers, run's executor and the far side keep
+	// the race-built binary, which the same flag and rule code runs in.
+	plainBinary = binary
+	if proctest.Race {
+		plainBinary = filepath.Join(dir, "dsh-bash-plain")
+		if out, err := exec.Command("go", "build", "-o", plainBinary, ".").CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "build the plain dsh-bash: %v\n%s", err, out)
+			os.Exit(1)
+		}
 	}
 	// The jails of most tests start a plain agent: a race-built dsh-bash
 	// costs twice the CPU at each of some ninety jail starts. The agent's
@@ -85,7 +102,21 @@ func dshBash(t *testing.T, dir string, args ...string) (stdout, stderr string, c
 // dshBashEnv runs dsh-bash in dir with env added to the environment.
 func dshBashEnv(t *testing.T, dir string, env []string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	cmd := exec.Command(binary, args...)
+	return runBinary(t, binary, dir, env, args...)
+}
+
+// dshBashPlain is dshBash with plainBinary: for the tests that start
+// dsh-bash many times to read its usage errors, denials and hints.
+func dshBashPlain(t *testing.T, dir string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	return runBinary(t, plainBinary, dir, []string{"TMPDIR=" + t.TempDir()}, args...)
+}
+
+// runBinary runs bin, a build of dsh-bash, in dir with env added to the
+// environment.
+func runBinary(t *testing.T, bin, dir string, env []string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)
 	var o, e bytes.Buffer
@@ -175,7 +206,7 @@ func TestRunTruncatedKeepsSpill(t *testing.T) {
 func TestUsage(t *testing.T) {
 	t.Parallel()
 	for _, args := range [][]string{{}, {"nope"}, {"run"}, {"run", "--bogus", "x"}, {"schema", "extra"}} {
-		if _, stderr, code := dshBash(t, "", args...); code != 2 || stderr == "" {
+		if _, stderr, code := dshBashPlain(t, "", args...); code != 2 || stderr == "" {
 			t.Errorf("%q: exit %d, stderr %q", args, code, stderr)
 		}
 	}
@@ -267,12 +298,12 @@ func TestHelpExitsZero(t *testing.T) {
 	t.Parallel()
 	for _, args := range [][]string{{"-h"}, {"--help"}, {"help"}, {"mcp", "-h"}, {"mcp", "--help"}, {"acp", "-h"}, {"run", "-h"},
 		{"executor", "-h"}, {"doctor", "--help"}, {"schema", "-h"}} {
-		out, errOut, code := dshBash(t, t.TempDir(), args...)
+		out, errOut, code := dshBashPlain(t, t.TempDir(), args...)
 		if code != 0 || errOut != "" || !strings.HasPrefix(out, "usage") {
 			t.Errorf("%q: exit %d, stdout %q, stderr %q; want the usage on stdout, exit 0", args, code, out, errOut)
 		}
 	}
-	if out, _, _ := dshBash(t, t.TempDir(), "mcp", "-h"); !strings.HasPrefix(out, "usage of dsh-bash mcp:\n") || !strings.Contains(out, "-sandbox-memory") {
+	if out, _, _ := dshBashPlain(t, t.TempDir(), "mcp", "-h"); !strings.HasPrefix(out, "usage of dsh-bash mcp:\n") || !strings.Contains(out, "-sandbox-memory") {
 		t.Errorf("mcp -h: %q", out)
 	}
 }
@@ -281,10 +312,10 @@ func TestHelpExitsZero(t *testing.T) {
 // command, so that no flag is found only by reading a command's -h.
 func TestUsageNamesEveryFlag(t *testing.T) {
 	t.Parallel()
-	usageText, _, _ := dshBash(t, "", "-h")
+	usageText, _, _ := dshBashPlain(t, "", "-h")
 	flagLine := regexp.MustCompile(`(?m)^  -([a-z0-9-]+)`)
 	for _, cmd := range []string{"mcp", "acp", "run", "executor", "doctor"} {
-		help, _, _ := dshBash(t, "", cmd, "-h")
+		help, _, _ := dshBashPlain(t, "", cmd, "-h")
 		for _, m := range flagLine.FindAllStringSubmatch(help, -1) {
 			if !strings.Contains(usageText, "--"+m[1]) {
 				t.Errorf("dsh-bash %s has --%s, which the top-level help does not name", cmd, m[1])
@@ -318,7 +349,7 @@ func TestBadFlagValues(t *testing.T) {
 			if cmd[0] == "mcp" {
 				args = args[:len(args)-2]
 			}
-			out, errOut, code := dshBash(t, t.TempDir(), args...)
+			out, errOut, code := dshBashPlain(t, t.TempDir(), args...)
 			if code != 2 || out != "" || !strings.Contains(errOut, "dsh-bash "+cmd[0]+": "+tc.want) || strings.Contains(errOut, "invalid executor options") {
 				t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit 2 and %q", args, code, out, errOut, tc.want)
 			}
