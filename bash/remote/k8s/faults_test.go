@@ -261,3 +261,23 @@ func waitWarm(t *testing.T, e *Executor, n int) []string {
 		}
 	}
 }
+
+// TestCallDeadlineDuringStart: a call whose own deadline ends while its
+// pod starts says so, not that the pod did not start within StartTimeout.
+func TestCallDeadlineDuringStart(t *testing.T) {
+	t.Parallel()
+	k := newCluster(t)
+	e := k.executor(t, bashtest.Config{}, func(o *Options) {
+		o.Template.Spec.NodeSelector = map[string]string{"dsh-bash-test/none": "x"}
+		o.StartTimeout = time.Hour
+	})
+	defer e.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_, err := e.Resolve(ctx, bash.ExecRequest{Command: "true", Owner: "s"})
+	t.Logf("the call: %v", err)
+	var se *StartError
+	if errors.As(err, &se) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("err = %v, want the call's deadline, not a *StartError", err)
+	}
+}
