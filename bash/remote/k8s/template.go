@@ -20,9 +20,10 @@ const (
 	LabelSession = "dsh-bash/session"
 
 	// AnnotationOwner says which process made a pod:
-	// "HOST BOOT-ID PID START", START the process's start time in clock
-	// ticks after boot. A server starting on the same host deletes the
-	// pods of an owner that is gone (see Options.KeepOrphans).
+	// "HOST BOOT-ID PID START PID-NAMESPACE", START the process's start
+	// time in clock ticks after boot. A server starting on the same host,
+	// in the same pid namespace, deletes the pods of an owner that is gone
+	// (see Options.KeepOrphans).
 	AnnotationOwner = "dsh-bash/owner"
 	// AnnotationWorkspace, on a template, is the sessions' directory in the
 	// pod, where the URL names none.
