@@ -281,3 +281,24 @@ func TestCallDeadlineDuringStart(t *testing.T) {
 		t.Errorf("err = %v, want the call's deadline, not a *StartError", err)
 	}
 }
+
+// TestAPIServerGone: when the API server goes away mid-session, the
+// session's calls fail saying so, not that a program is missing.
+func TestAPIServerGone(t *testing.T) {
+	t.Parallel()
+	k := newCluster(t)
+	p := newCutProxy(t, k.config.Host)
+	k.config.Host = p.Host()
+	e := k.executor(t, bashtest.Config{Cwd: t.TempDir()}, nil)
+	defer e.Close()
+	if _, err := run(e, "s", "true"); err != nil {
+		t.Fatal(err)
+	}
+	p.Cut()
+	_, err := run(e, "s", "true")
+	t.Logf("the call as the API server went: %v", err)
+	if _, err = run(e, "s", "true"); err == nil || !strings.Contains(err.Error(), "API server") || strings.Contains(err.Error(), "installed") {
+		t.Errorf("the next call: err = %v, want one saying the API server does not answer", err)
+	}
+	t.Logf("the next call: %v", err)
+}

@@ -256,14 +256,18 @@ func (m *pods) delete(ctx context.Context, name string) error {
 }
 
 // gone explains the error that ended a stream to a session's pod: a
-// *GoneError when the pod is gone or ended, else err.
+// *GoneError when the pod is gone or ended, the API server not answering,
+// else err.
 func (m *pods) gone(name string, err error) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	p, gerr := m.client.Pods(m.ns).Get(ctx, name, metav1.GetOptions{})
+	var status apierrors.APIStatus
 	switch {
 	case apierrors.IsNotFound(gerr):
 		return &GoneError{Namespace: m.ns, Pod: name, Reason: "deleted", Err: err}
+	case gerr != nil && !errors.As(gerr, &status):
+		return fmt.Errorf("the Kubernetes API server does not answer: %w", err)
 	case gerr != nil:
 		return err
 	case p.DeletionTimestamp != nil:
