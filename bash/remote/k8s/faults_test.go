@@ -5,6 +5,7 @@ package k8s
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -301,4 +302,43 @@ func TestAPIServerGone(t *testing.T) {
 		t.Errorf("the next call: err = %v, want one saying the API server does not answer", err)
 	}
 	t.Logf("the next call: %v", err)
+}
+
+// TestWarmStreamFails: a warm pod that started but whose stream could not
+// be opened is deleted, not left running.
+func TestWarmStreamFails(t *testing.T) {
+	t.Parallel()
+	k := newCluster(t)
+	failed := make(chan string, 1)
+	e := k.executor(t, bashtest.Config{}, func(o *Options) {
+		o.Logf = func(format string, args ...any) {
+			select {
+			case failed <- fmt.Sprintf(format, args...):
+			default:
+			}
+		}
+	})
+	defer e.Close()
+	e.config.TLSClientConfig.CAData = []byte("no such CA") // exec streams fail; the client made already works
+	e.config.TLSClientConfig.CAFile = ""
+	e.pool.mu.Lock()
+	e.pool.n = 1
+	e.pool.mu.Unlock()
+	e.pool.fill()
+	msg, err := testwait.Wait(failed, "the warm pod's failure")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log(msg)
+	list, err := e.client.Pods(e.opts.Namespace).List(context.Background(), metav1.ListOptions{
+		LabelSelector: LabelInstance + "=" + e.opts.Instance,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range list.Items {
+		if p.DeletionTimestamp == nil {
+			t.Errorf("warm pod %s whose stream failed was not deleted", p.Name)
+		}
+	}
 }
