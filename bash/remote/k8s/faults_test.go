@@ -6,6 +6,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -18,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/rest"
 
 	"github.com/dshgo/dsh/bash"
 	"github.com/dshgo/dsh/bash/bashtest"
@@ -339,6 +344,62 @@ func TestWarmStreamFails(t *testing.T) {
 	for _, p := range list.Items {
 		if p.DeletionTimestamp == nil {
 			t.Errorf("warm pod %s whose stream failed was not deleted", p.Name)
+		}
+	}
+}
+
+// TestCreateCancelled: a call whose context ends while the API server is
+// making its pod leaves no pod behind.
+func TestCreateCancelled(t *testing.T) {
+	t.Parallel()
+	k := newCluster(t)
+	upstream, err := rest.TransportFor(k.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	target, _ := url.Parse(k.config.Host)
+	rp := httputil.NewSingleHostReverseProxy(target)
+	rp.Transport = upstream
+	created := make(chan struct{}, 1)
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/pods") {
+			rp.ServeHTTP(w, r)
+			return
+		}
+		// The pod is made, but the reply comes only once the client
+		// has given up.
+		req := r.Clone(context.WithoutCancel(r.Context()))
+		req.URL.Scheme, req.URL.Host, req.RequestURI = target.Scheme, target.Host, ""
+		resp, err := upstream.RoundTrip(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		created <- struct{}{}
+		<-r.Context().Done()
+	}))
+	defer srv.Close()
+	k.config.Host = srv.URL
+	k.config.TLSClientConfig = rest.TLSClientConfig{Insecure: true}
+	e := k.executor(t, bashtest.Config{}, nil)
+	defer e.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		if _, err := testwait.Wait(created, "the pod's creation"); err == nil {
+			cancel()
+		}
+	}()
+	_, err = e.Resolve(ctx, bash.ExecRequest{Command: "true", Owner: "s"})
+	cancel()
+	t.Logf("the call: %v", err)
+	list, err := k8stest.Client(t).Pods(k.ns).List(context.Background(), metav1.ListOptions{
+		LabelSelector: LabelInstance + "=" + e.opts.Instance,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range list.Items {
+		if p.DeletionTimestamp == nil {
+			t.Errorf("pod %s made for a call that gave up is still there", p.Name)
 		}
 	}
 }
