@@ -40,10 +40,10 @@ type Fleet struct {
 	open     OpenFunc   // nil: fixed hosts
 
 	mu      sync.Mutex
-	hosts   []*fleetHost             // nil where released
-	placed  map[string]int           // owner token -> host index
-	opening map[string]chan struct{} // owners whose host is being made
-	opens   sync.WaitGroup           // far sides being made
+	hosts   []*fleetHost        // nil where released
+	placed  map[string]int      // owner token -> host index
+	opening map[string]*opening // owners whose host is being made
+	opens   sync.WaitGroup      // far sides being made
 	closed  bool
 
 	maxTasks int // SessionOptions.MaxTasks
@@ -56,6 +56,12 @@ type fleetHost struct {
 	mu      sync.Mutex
 	running map[bash.TaskID]int  // the host's running tasks: the connection each runs on
 	ended   map[bash.TaskID]bool // tasks that ended before their start was tracked
+}
+
+// opening is a session's far side being made.
+type opening struct {
+	done  chan struct{} // closed once it is made, or failed
+	ended bool          // EndOwner came meanwhile: what is made is released
 }
 
 // OpenFunc makes the far side of a new session (owner token): how to
@@ -106,7 +112,7 @@ func NewPerSession(open OpenFunc, opts *SessionOptions) *Fleet {
 
 func newFleet(open OpenFunc) *Fleet {
 	return &Fleet{ids: newIDMap(), subs: newListeners(), waitSubs: newListeners(), open: open,
-		placed: map[string]int{}, opening: map[string]chan struct{}{}}
+		placed: map[string]int{}, opening: map[string]*opening{}}
 }
 
 // newHost makes the executor of host number i, its notices the fleet's.
@@ -218,20 +224,24 @@ func (f *Fleet) openHost(ctx context.Context, owner string) (int, error) {
 			f.mu.Unlock()
 			return i, nil
 		}
-		ch, ok := f.opening[owner]
+		o, ok := f.opening[owner]
 		if !ok {
 			break
 		}
 		f.mu.Unlock()
 		select {
-		case <-ch:
+		case <-o.done:
 		case <-ctx.Done():
 			return 0, ctx.Err()
 		}
 		f.mu.Lock()
+		if o.ended {
+			f.mu.Unlock()
+			return 0, bash.ErrClosed // the session ended meanwhile
+		}
 	}
-	ch := make(chan struct{})
-	f.opening[owner] = ch
+	o := &opening{done: make(chan struct{})}
+	f.opening[owner] = o
 	f.opens.Add(1)
 	f.mu.Unlock()
 	defer f.opens.Done()
@@ -239,13 +249,14 @@ func (f *Fleet) openHost(ctx context.Context, owner string) (int, error) {
 		f.mu.Lock()
 		delete(f.opening, owner)
 		f.mu.Unlock()
-		close(ch)
+		close(o.done)
 	}()
-	return f.openDial(ctx, owner)
+	return f.openDial(ctx, owner, o)
 }
 
-// openDial makes owner's far side, dials it and adds it as a host.
-func (f *Fleet) openDial(ctx context.Context, owner string) (int, error) {
+// openDial makes owner's far side, dials it and adds it as a host, unless
+// the session ended meanwhile.
+func (f *Fleet) openDial(ctx context.Context, owner string, o *opening) (int, error) {
 	h, release, err := f.open(ctx, owner)
 	if err != nil {
 		return 0, err
@@ -262,7 +273,7 @@ func (f *Fleet) openDial(ctx context.Context, owner string) (int, error) {
 	f.mu.Unlock()
 	if _, err = fh.e.current(ctx); err == nil {
 		f.mu.Lock()
-		if !f.closed {
+		if !f.closed && !o.ended {
 			f.placed[owner] = i
 			f.mu.Unlock()
 			return i, nil
@@ -591,9 +602,12 @@ func taskNumber(id bash.TaskID) int {
 
 // EndOwner ends the owner's session on its host and forgets its place; a
 // per-session fleet then closes the session's executor and releases its
-// far side.
+// far side (one being made is released once made).
 func (f *Fleet) EndOwner(ctx context.Context, owner string) error {
 	f.mu.Lock()
+	if o := f.opening[owner]; o != nil {
+		o.ended = true
+	}
 	i, ok := f.placed[owner]
 	delete(f.placed, owner)
 	h := (*fleetHost)(nil)

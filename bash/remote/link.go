@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -232,9 +231,21 @@ func whyEnded(rwc io.ReadWriteCloser, err error) error {
 		return err
 	}
 	hint := ""
-	if strings.Contains(end.Error(), "127") {
+	if notFound(end) {
 		hint = " (command not found: is dsh-bash installed there? --remote-upload copies this one)"
 	}
 	le.Err = fmt.Errorf("%w: %w%s", bash.ErrLinkLost, end, hint)
 	return le
+}
+
+// notFound reports whether err is a program's exit status 127, a shell's
+// "command not found" (os/exec's, x/crypto/ssh's and client-go's exit
+// errors say their status).
+func notFound(err error) bool {
+	var status interface{ ExitStatus() int }
+	if errors.As(err, &status) {
+		return status.ExitStatus() == 127
+	}
+	var code interface{ ExitCode() int }
+	return errors.As(err, &code) && code.ExitCode() == 127
 }

@@ -127,3 +127,48 @@ func TestPerSession(t *testing.T) {
 	}
 	sides.wait()
 }
+
+// TestEndOwnerDuringOpen: a session that ends while its far side is being
+// made does not keep it: the far side is released once made, and the
+// call that made it fails.
+func TestEndOwnerDuringOpen(t *testing.T) {
+	t.Parallel()
+	sides := &sessionSides{t: t, made: map[string]int{}}
+	entered, proceed := make(chan struct{}), make(chan struct{})
+	f := NewPerSession(func(ctx context.Context, owner string) (Host, func(context.Context) error, error) {
+		close(entered)
+		<-proceed
+		return sides.open(ctx, owner)
+	}, nil)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := f.Resolve(context.Background(), bash.ExecRequest{Command: "true", Owner: "s"})
+		errc <- err
+	}()
+	if _, err := testwait.Wait(entered, "the session's far side being made"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := testwait.Reply("end of s", func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, f.EndOwner(ctx, "s")
+	}); err != nil {
+		t.Fatal(err)
+	}
+	close(proceed)
+	err, werr := testwait.Wait(errc, "the call whose session ended")
+	if werr != nil {
+		t.Fatal(werr)
+	}
+	if !errors.Is(err, bash.ErrClosed) {
+		t.Errorf("the call whose session ended while its far side was made: err = %v, want ErrClosed", err)
+	}
+	if n := sides.released.Load(); n != 1 {
+		t.Errorf("far sides released after the session ended = %d, want 1 (the one made meanwhile)", n)
+	}
+	if len(f.Hosts()) != 0 {
+		t.Errorf("hosts of an ended session: %d, want none", len(f.Hosts()))
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	sides.wait()
+}

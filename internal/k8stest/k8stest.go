@@ -138,3 +138,11 @@ const StartLimit = 60 * time.Second
 func IgnoreIdleConnections() goleak.Option {
 	return goleak.IgnoreAnyFunction("golang.org/x/net/http2.(*ClientConn).readLoop")
 }
+
+// IgnoreCutHeartbeats is the goleak option for the heartbeat of an exec
+// stream whose connection was cut: client-go stops it only when its next
+// ping fails, up to its period (5 s) later. A stream left open still shows,
+// in goroutines of its own (its readDemuxLoop).
+func IgnoreCutHeartbeats() goleak.Option {
+	return goleak.IgnoreAnyFunction("k8s.io/client-go/tools/remotecommand.(*heartbeat).start")
+}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -208,15 +209,26 @@ func (e *Executor) start(ctx context.Context, session string) (*ready, error) {
 	for k, v := range e.labels {
 		labels[k] = v
 	}
-	p, err := e.pods.create(ctx, podFrom(e.opts.Template, e.opts.Container, "dsh-"+e.opts.Instance+"-", labels, e.owner))
+	// Named here, not by the API server: a create whose reply is lost (ctx
+	// ended, the connection cut) may have made the pod, which is then
+	// deleted by name.
+	name := "dsh-" + e.opts.Instance + "-" + randomName()
+	deleteIt := func(err error) error {
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		return errors.Join(err, e.pods.delete(dctx, name))
+	}
+	p, err := e.pods.create(ctx, podFrom(e.opts.Template, e.opts.Container, name, labels, e.owner))
 	if err != nil {
+		var status apierrors.APIStatus
+		if !errors.As(err, &status) {
+			return nil, deleteIt(err)
+		}
 		return nil, err
 	}
 	r, err := e.prepare(ctx, p)
 	if err != nil {
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		return nil, errors.Join(err, e.pods.delete(dctx, p.Name))
+		return nil, deleteIt(err)
 	}
 	return r, nil
 }

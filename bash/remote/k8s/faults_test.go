@@ -5,6 +5,11 @@ package k8s
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -17,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/rest"
 
 	"github.com/dshgo/dsh/bash"
 	"github.com/dshgo/dsh/bash/bashtest"
@@ -258,6 +264,142 @@ func waitWarm(t *testing.T, e *Executor, n int) []string {
 		case <-changed:
 		case <-timer.C:
 			t.Fatalf("warm pods after %v: %v, want %d", testwait.Limit, names, n)
+		}
+	}
+}
+
+// TestCallDeadlineDuringStart: a call whose own deadline ends while its
+// pod starts says so, not that the pod did not start within StartTimeout.
+func TestCallDeadlineDuringStart(t *testing.T) {
+	t.Parallel()
+	k := newCluster(t)
+	e := k.executor(t, bashtest.Config{}, func(o *Options) {
+		o.Template.Spec.NodeSelector = map[string]string{"dsh-bash-test/none": "x"}
+		o.StartTimeout = time.Hour
+	})
+	defer e.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_, err := e.Resolve(ctx, bash.ExecRequest{Command: "true", Owner: "s"})
+	t.Logf("the call: %v", err)
+	var se *StartError
+	if errors.As(err, &se) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("err = %v, want the call's deadline, not a *StartError", err)
+	}
+}
+
+// TestAPIServerGone: when the API server goes away mid-session, the
+// session's calls fail saying so, not that a program is missing.
+func TestAPIServerGone(t *testing.T) {
+	t.Parallel()
+	k := newCluster(t)
+	p := newCutProxy(t, k.config.Host)
+	k.config.Host = p.Host()
+	e := k.executor(t, bashtest.Config{Cwd: t.TempDir()}, nil)
+	defer e.Close()
+	if _, err := run(e, "s", "true"); err != nil {
+		t.Fatal(err)
+	}
+	p.Cut()
+	_, err := run(e, "s", "true")
+	t.Logf("the call as the API server went: %v", err)
+	if _, err = run(e, "s", "true"); err == nil || !strings.Contains(err.Error(), "API server") || strings.Contains(err.Error(), "installed") {
+		t.Errorf("the next call: err = %v, want one saying the API server does not answer", err)
+	}
+	t.Logf("the next call: %v", err)
+}
+
+// TestWarmStreamFails: a warm pod that started but whose stream could not
+// be opened is deleted, not left running.
+func TestWarmStreamFails(t *testing.T) {
+	t.Parallel()
+	k := newCluster(t)
+	failed := make(chan string, 1)
+	e := k.executor(t, bashtest.Config{}, func(o *Options) {
+		o.Logf = func(format string, args ...any) {
+			select {
+			case failed <- fmt.Sprintf(format, args...):
+			default:
+			}
+		}
+	})
+	defer e.Close()
+	e.config.TLSClientConfig.CAData = []byte("no such CA") // exec streams fail; the client made already works
+	e.config.TLSClientConfig.CAFile = ""
+	e.pool.mu.Lock()
+	e.pool.n = 1
+	e.pool.mu.Unlock()
+	e.pool.fill()
+	msg, err := testwait.Wait(failed, "the warm pod's failure")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log(msg)
+	list, err := e.client.Pods(e.opts.Namespace).List(context.Background(), metav1.ListOptions{
+		LabelSelector: LabelInstance + "=" + e.opts.Instance,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range list.Items {
+		if p.DeletionTimestamp == nil {
+			t.Errorf("warm pod %s whose stream failed was not deleted", p.Name)
+		}
+	}
+}
+
+// TestCreateCancelled: a call whose context ends while the API server is
+// making its pod leaves no pod behind.
+func TestCreateCancelled(t *testing.T) {
+	t.Parallel()
+	k := newCluster(t)
+	upstream, err := rest.TransportFor(k.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	target, _ := url.Parse(k.config.Host)
+	rp := httputil.NewSingleHostReverseProxy(target)
+	rp.Transport = upstream
+	created := make(chan struct{}, 1)
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/pods") {
+			rp.ServeHTTP(w, r)
+			return
+		}
+		// The pod is made, but the reply comes only once the client
+		// has given up.
+		req := r.Clone(context.WithoutCancel(r.Context()))
+		req.URL.Scheme, req.URL.Host, req.RequestURI = target.Scheme, target.Host, ""
+		resp, err := upstream.RoundTrip(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		created <- struct{}{}
+		<-r.Context().Done()
+	}))
+	defer srv.Close()
+	k.config.Host = srv.URL
+	k.config.TLSClientConfig = rest.TLSClientConfig{Insecure: true}
+	e := k.executor(t, bashtest.Config{}, nil)
+	defer e.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		if _, err := testwait.Wait(created, "the pod's creation"); err == nil {
+			cancel()
+		}
+	}()
+	_, err = e.Resolve(ctx, bash.ExecRequest{Command: "true", Owner: "s"})
+	cancel()
+	t.Logf("the call: %v", err)
+	list, err := k8stest.Client(t).Pods(k.ns).List(context.Background(), metav1.ListOptions{
+		LabelSelector: LabelInstance + "=" + e.opts.Instance,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range list.Items {
+		if p.DeletionTimestamp == nil {
+			t.Errorf("pod %s made for a call that gave up is still there", p.Name)
 		}
 	}
 }

@@ -19,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/dshgo/dsh/bash/bashtest"
+	"github.com/dshgo/dsh/internal/k8stest"
 	"github.com/dshgo/dsh/internal/servetest"
 	"github.com/dshgo/dsh/internal/testwait"
 )
@@ -161,4 +162,46 @@ func selfSum() (string, error) {
 	}
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:]), nil
+}
+
+// TestOrphansOtherPIDNamespace: a server in another pid namespace of this
+// host (a container sharing its hostname) is not judged by pids it cannot
+// see: the next start here leaves its pods alone.
+func TestOrphansOtherPIDNamespace(t *testing.T) {
+	t.Parallel()
+	if os.Getuid() != 0 {
+		t.Skip("unshare --pid needs root")
+	}
+	unshare, err := exec.LookPath("unshare")
+	if err != nil {
+		t.Skip(err)
+	}
+	k := newCluster(t)
+	cfg, _ := json.Marshal(holdConfig{Namespace: k.ns, Instance: randomName(), Cwd: t.TempDir(), SpillDir: t.TempDir()})
+	cmd := exec.Command(unshare, "--pid", "--fork", "--mount-proc", "--kill-child", os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), holdEnv+"="+string(cfg), heldTemplateEnv+"="+templateJSON(t))
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	line, err := testwait.Reply("the held server's pod", func(ctx context.Context) (string, error) {
+		return bufio.NewReader(out).ReadString('\n')
+	})
+	if err != nil || strings.TrimSpace(line) != "ready" {
+		t.Fatalf("held server: %q %v", line, err)
+	}
+	var h holdConfig
+	json.Unmarshal(cfg, &h)
+	held := &Executor{client: k8stest.Client(t), opts: Options{Namespace: k.ns, Instance: h.Instance}}
+	name := podOf(t, held, "held")
+	next := k.executor(t, bashtest.Config{}, nil)
+	defer next.Close()
+	if gone(t, next, name) {
+		t.Errorf("the next start deleted pod %s of a server running in another pid namespace", name)
+	}
 }

@@ -32,7 +32,7 @@ func TestMain(m *testing.M) {
 	}
 	proctest.QuickRaceExit()
 	proctest.RaiseParallel(4)
-	goleak.VerifyTestMain(m, k8stest.IgnoreIdleConnections())
+	goleak.VerifyTestMain(m, k8stest.IgnoreIdleConnections(), k8stest.IgnoreCutHeartbeats())
 }
 
 func serve(cfg string) int {

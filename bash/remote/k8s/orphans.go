@@ -12,24 +12,29 @@ import (
 )
 
 // ownerAnnotation is AnnotationOwner for this process: "HOST BOOT-ID PID
-// START".
+// START PID-NAMESPACE".
 func ownerAnnotation() string {
 	host, _ := os.Hostname()
 	pid := os.Getpid()
-	return fmt.Sprintf("%s %s %d %d", host, bootID(), pid, processStart(pid))
+	return fmt.Sprintf("%s %s %d %d %s", host, bootID(), pid, processStart(pid), pidNamespace())
 }
 
 // orphaned reports whether the process an AnnotationOwner names is gone:
-// it was on this host, and the host has been rebooted since, or no process
-// with that pid and start time runs. A pod of another host is not judged.
+// it was on this host, and the host has been rebooted since, or it was in
+// this pid namespace and no process with that pid and start time runs. A
+// pod of another host, or of another pid namespace of this one (a
+// container with the host's name), is not judged.
 func orphaned(owner string) bool {
 	f := strings.Fields(owner)
 	host, _ := os.Hostname()
-	if len(f) != 4 || f[0] != host || bootID() == "" {
+	if len(f) != 5 || f[0] != host || bootID() == "" {
 		return false
 	}
 	if f[1] != bootID() {
 		return true
+	}
+	if ns := pidNamespace(); ns == "" || f[4] != ns {
+		return false // its pids are not ours
 	}
 	pid, err1 := strconv.Atoi(f[2])
 	start, err2 := strconv.ParseUint(f[3], 10, 64)

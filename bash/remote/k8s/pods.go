@@ -76,10 +76,13 @@ func (m *pods) create(ctx context.Context, p *corev1.Pod) (*corev1.Pod, error) {
 	return made, nil
 }
 
+// errStartTimeout ends waitRunning's ctx at StartTimeout.
+var errStartTimeout = errors.New("the pod's start timed out")
+
 // waitRunning waits until the pod's container runs, at most StartTimeout;
 // a pod that cannot start fails at once with a *StartError.
 func (m *pods) waitRunning(ctx context.Context, p *corev1.Pod) (*corev1.Pod, error) {
-	ctx, cancel := context.WithTimeout(ctx, m.timeout)
+	ctx, cancel := context.WithTimeoutCause(ctx, m.timeout, errStartTimeout)
 	defer cancel()
 	rv := p.ResourceVersion
 	for {
@@ -131,10 +134,14 @@ func (m *pods) next(ctx context.Context, w watch.Interface, p *corev1.Pod, rv st
 }
 
 // startErr is the error of a pod not running when ctx ended or the API
-// failed: its reason, read again from the pod and its events.
+// failed: at StartTimeout, its reason, read again from the pod and its
+// events.
 func (m *pods) startErr(ctx context.Context, p *corev1.Pod, err error) error {
-	if !errors.Is(err, context.DeadlineExceeded) {
+	switch {
+	case ctx.Err() == nil:
 		return fmt.Errorf("waiting for pod %s/%s: %w", m.ns, p.Name, err)
+	case context.Cause(ctx) != errStartTimeout: // the caller's ctx ended first
+		return fmt.Errorf("pod %s/%s had not started when the call ended (%s): %w", m.ns, p.Name, pending(p), ctx.Err())
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
@@ -249,14 +256,18 @@ func (m *pods) delete(ctx context.Context, name string) error {
 }
 
 // gone explains the error that ended a stream to a session's pod: a
-// *GoneError when the pod is gone or ended, else err.
+// *GoneError when the pod is gone or ended, the API server not answering,
+// else err.
 func (m *pods) gone(name string, err error) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	p, gerr := m.client.Pods(m.ns).Get(ctx, name, metav1.GetOptions{})
+	var status apierrors.APIStatus
 	switch {
 	case apierrors.IsNotFound(gerr):
 		return &GoneError{Namespace: m.ns, Pod: name, Reason: "deleted", Err: err}
+	case gerr != nil && !errors.As(gerr, &status):
+		return fmt.Errorf("the Kubernetes API server does not answer: %w", err)
 	case gerr != nil:
 		return err
 	case p.DeletionTimestamp != nil:

@@ -31,3 +31,9 @@ func processStart(pid int) uint64 {
 	n, _ := strconv.ParseUint(f[19], 10, 64) // field 22: starttime
 	return n
 }
+
+// pidNamespace identifies this process's pid namespace ("pid:[INODE]").
+func pidNamespace() string {
+	ns, _ := os.Readlink("/proc/self/ns/pid")
+	return ns
+}

@@ -7,3 +7,6 @@ func bootID() string { return "" }
 
 // processStart is 0 where it cannot be read.
 func processStart(int) uint64 { return 0 }
+
+// pidNamespace is "" where it cannot be read.
+func pidNamespace() string { return "" }

@@ -20,9 +20,10 @@ const (
 	LabelSession = "dsh-bash/session"
 
 	// AnnotationOwner says which process made a pod:
-	// "HOST BOOT-ID PID START", START the process's start time in clock
-	// ticks after boot. A server starting on the same host deletes the
-	// pods of an owner that is gone (see Options.KeepOrphans).
+	// "HOST BOOT-ID PID START PID-NAMESPACE", START the process's start
+	// time in clock ticks after boot. A server starting on the same host,
+	// in the same pid namespace, deletes the pods of an owner that is gone
+	// (see Options.KeepOrphans).
 	AnnotationOwner = "dsh-bash/owner"
 	// AnnotationWorkspace, on a template, is the sessions' directory in the
 	// pod, where the URL names none.
@@ -82,13 +83,13 @@ func findContainer(p *corev1.Pod, name string) *corev1.Container {
 	return nil
 }
 
-// podFrom makes a pod of the template: generated name, our labels and
+// podFrom makes a pod of the template: its name, our labels and
 // annotations, and the defaults a session's pod needs where the template
 // sets none (see Options.Template).
-func podFrom(t *corev1.Pod, container, prefix string, labels map[string]string, owner string) *corev1.Pod {
+func podFrom(t *corev1.Pod, container, name string, labels map[string]string, owner string) *corev1.Pod {
 	p := t.DeepCopy()
 	p.TypeMeta = metaTypePod
-	p.Name, p.GenerateName, p.Namespace, p.ResourceVersion, p.UID = "", prefix, "", "", ""
+	p.Name, p.GenerateName, p.Namespace, p.ResourceVersion, p.UID = name, "", "", "", ""
 	p.OwnerReferences = nil
 	if p.Labels == nil {
 		p.Labels = map[string]string{}

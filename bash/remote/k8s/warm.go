@@ -52,7 +52,11 @@ func (p *pool) make() {
 	defer p.wg.Done()
 	r, err := p.e.start(p.ctx, warm)
 	if err == nil {
-		r.stream, err = p.open(r)
+		if r.stream, err = p.open(r); err != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			err = errors.Join(err, p.e.pods.delete(ctx, r.pod.Name))
+			cancel()
+		}
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
