@@ -6,8 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -47,7 +45,7 @@ func TestFleetOverSSH(t *testing.T) {
 	}
 	victim := servers[tagIndex(t, tags["s2"])]
 	victimTask := proctest.PidFromFIFO(t, fifo)
-	victim.kill()
+	victim.Kill()
 	if err := proctest.WaitExit(victimTask, 10*time.Second); err != nil {
 		t.Errorf("the dead host's task outlived its connection: %v", err)
 	}
@@ -72,7 +70,7 @@ func TestFleetOverSSH(t *testing.T) {
 			t.Errorf("session %s's task: %+v, %v", s, task, err)
 		}
 	}
-	victim.start()
+	victim.Restart()
 	if got := eventuallyRun(t, f, "s2", "echo $HOST_TAG"); got != tags["s2"] {
 		t.Errorf("the restarted host's session ran on %q, want %q", got, tags["s2"])
 	}
@@ -88,43 +86,6 @@ type fleetServer struct {
 }
 
 func (s *fleetServer) name() string { return s.d.Name() }
-
-// kill kills the host's sshd: the listener and every connection's
-// process, as a crash of the service would. The far side's executor, whose
-// stdin closes with them, stops its tasks.
-func (s *fleetServer) kill() {
-	pid := s.cmd.Process.Pid
-	for _, p := range append(descendants(pid), pid) {
-		if exe, _ := os.Readlink("/proc/" + strconv.Itoa(p) + "/exe"); exe == sshdPath {
-			_ = syscall.Kill(p, syscall.SIGKILL)
-		}
-	}
-	_ = s.cmd.Wait()
-	s.cmd = nil
-}
-
-// descendants lists the processes below pid.
-func descendants(pid int) []int {
-	children := map[int][]int{}
-	dirs, _ := filepath.Glob("/proc/[0-9]*")
-	for _, d := range dirs {
-		b, err := os.ReadFile(d + "/stat")
-		if err != nil {
-			continue
-		}
-		i := strings.LastIndexByte(string(b), ')')
-		f := strings.Fields(string(b[i+1:]))
-		ppid, _ := strconv.Atoi(f[1])
-		p, _ := strconv.Atoi(filepath.Base(d))
-		children[ppid] = append(children[ppid], p)
-	}
-	var out []int
-	for queue := children[pid]; len(queue) > 0; queue = queue[1:] {
-		out = append(out, queue[0])
-		queue = append(queue, children[queue[0]]...)
-	}
-	return out
-}
 
 // sshFleet starts n sshd hosts, each serving this test binary with
 // HOST_TAG=hN in its commands' environment, and a fleet over them.

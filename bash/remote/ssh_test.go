@@ -17,6 +17,7 @@ import (
 	"github.com/dshgo/dsh/bash"
 	"github.com/dshgo/dsh/bash/bashtest"
 	"github.com/dshgo/dsh/internal/proctest"
+	"github.com/dshgo/dsh/internal/sshdtest"
 	"github.com/dshgo/dsh/internal/testwait"
 	"github.com/dshgo/dsh/toolbash/toolbashtest"
 )
@@ -73,10 +74,10 @@ func TestSSHHostKeys(t *testing.T) {
 	empty := t.TempDir() + "/known_hosts"
 	os.WriteFile(empty, nil, 0o600)
 	other := t.TempDir() + "/known_hosts"
-	otherKey := writeKey(t, t.TempDir()+"/k")
-	os.WriteFile(other, []byte(fmt.Sprintf("[127.0.0.1]:%d %s", s.port, string(ssh.MarshalAuthorizedKey(otherKey.PublicKey())))), 0o600)
+	otherKey := sshdtest.WriteKey(t, t.TempDir()+"/k")
+	os.WriteFile(other, []byte(fmt.Sprintf("[127.0.0.1]:%d %s", s.Port, string(ssh.MarshalAuthorizedKey(otherKey.PublicKey())))), 0o600)
 	stranger := t.TempDir() + "/id"
-	writeKey(t, stranger)
+	sshdtest.WriteKey(t, stranger)
 	tests := []struct {
 		name string
 		edit func(*SSH)

@@ -82,7 +82,7 @@ func TestSSHAlias(t *testing.T) {
 	}
 	cfg := filepath.Join(t.TempDir(), "config")
 	os.WriteFile(cfg, []byte(fmt.Sprintf("Host devbox\n  HostName 127.0.0.1\n  Port %d\n  User %s\n  IdentityFile %s\n  UserKnownHostsFile %s\n",
-		srv.port, u.Username, srv.identity, srv.knownHosts)), 0o600)
+		srv.Port, u.Username, srv.Identity, srv.KnownHosts)), 0o600)
 	d, _, err := ParseURL("ssh://devbox")
 	if err != nil {
 		t.Fatal(err)

@@ -245,7 +245,7 @@ func TestWarmClaimedOnce(t *testing.T) {
 
 // waitWarm waits until the pool holds n warm pods, and returns their
 // names.
-func waitWarm(t *testing.T, e *Executor, n int) []string {
+func waitWarm(t testing.TB, e *Executor, n int) []string {
 	t.Helper()
 	timer := time.NewTimer(testwait.Limit)
 	defer timer.Stop()
