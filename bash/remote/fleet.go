@@ -18,6 +18,10 @@ type Host struct {
 	Dial DialFunc
 	// Options configure the host's Executor; Host names it in errors.
 	Options Options
+	// Dialled, for a per-session fleet, is the host's Executor already
+	// dialled with Dial and Options (a warm pod's, whose handshake is
+	// done), used instead of a new one. Nil: one is made on first use.
+	Dialled *Executor
 }
 
 // Fleet is a bash.Executor that spreads sessions over several far sides.
@@ -115,9 +119,14 @@ func newFleet(open OpenFunc) *Fleet {
 		placed: map[string]int{}, opening: map[string]*opening{}}
 }
 
-// newHost makes the executor of host number i, its notices the fleet's.
+// newHost makes the executor of host number i (or takes the one already
+// dialled), its notices the fleet's.
 func (f *Fleet) newHost(i int, h Host) *fleetHost {
-	fh := &fleetHost{e: newExecutor(&h.Options, h.Dial), running: map[bash.TaskID]int{}, ended: map[bash.TaskID]bool{}}
+	e := h.Dialled
+	if e == nil {
+		e = newExecutor(&h.Options, h.Dial)
+	}
+	fh := &fleetHost{e: e, running: map[bash.TaskID]int{}, ended: map[bash.TaskID]bool{}}
 	fh.e.OnTaskDone(func(t bash.Task) { f.taskDone(fh, i, t) })
 	fh.e.OnTaskWaiting(func(t bash.Task) {
 		t.ID = f.ids.local(ref{i, t.ID})

@@ -83,10 +83,8 @@ func BenchmarkFirstCall(b *testing.B) {
 		b.StopTimer()
 		waitWarm(b, warm, 1)
 		b.StartTimer()
-		// The fresh pod first: the warm pod's executor has then been up
-		// for a second or more, as a pool's are between sessions (a pod
-		// counts as warm once its exec stream is open, before the
-		// executor there can answer).
+		// A pod counts as warm once its executor has answered the
+		// handshake.
 		f, w := "fresh-"+randomName(), "warm-"+randomName()
 		df := first(fresh, f)
 		dw := first(warm, w)

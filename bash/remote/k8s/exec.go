@@ -184,16 +184,3 @@ func (x *Exec) Run(ctx context.Context, script string, stdin io.Reader) (string,
 	}
 	return out.String(), nil
 }
-
-// ended reports whether the stream has ended (nil: no stream, not ended).
-func (s *execStream) ended() bool {
-	if s == nil {
-		return false
-	}
-	select {
-	case <-s.done:
-		return true
-	default:
-		return false
-	}
-}

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -187,19 +186,25 @@ func (e *Executor) open(ctx context.Context, owner string) (remote.Host, func(co
 			return remote.Host{}, nil, err
 		}
 	}
-	opts := e.opts.Remote
-	opts.Host = "pod " + e.opts.Namespace + "/" + w.pod.Name
 	name := w.pod.Name
 	release := func(ctx context.Context) error { return e.pods.delete(ctx, name) }
-	return remote.Host{Dial: e.dialer(w), Options: opts}, release, nil
+	return remote.Host{Dial: e.dialer(w), Options: e.hostOptions(name), Dialled: w.ex}, release, nil
+}
+
+// hostOptions are the options of the executor of pod name's session.
+func (e *Executor) hostOptions(name string) remote.Options {
+	opts := e.opts.Remote
+	opts.Host = "pod " + e.opts.Namespace + "/" + name
+	return opts
 }
 
 // ready is a pod whose container runs, with the command that serves a
-// session there, and, for a warm pod, its stream already open.
+// session there, and, for a warm pod, its executor dialled (the handshake
+// done).
 type ready struct {
-	pod    *corev1.Pod
-	argv   []string
-	stream *execStream
+	pod  *corev1.Pod
+	argv []string
+	ex   *remote.Executor
 }
 
 // start makes a pod labelled session, waits until it runs, and finds (or
@@ -262,22 +267,9 @@ func (e *Executor) exec(pod string, argv []string) *Exec {
 	}
 }
 
-// dialer dials the session's executor in the pod: the warm pod's open
-// stream first, then new ones.
+// dialer dials the session's executor in the pod.
 func (e *Executor) dialer(r *ready) remote.DialFunc {
-	x := e.exec(r.pod.Name, r.argv)
-	var mu sync.Mutex
-	first := r.stream
-	return func(ctx context.Context) (io.ReadWriteCloser, error) {
-		mu.Lock()
-		s := first
-		first = nil
-		mu.Unlock()
-		if s != nil {
-			return s, nil
-		}
-		return x.Dial(ctx)
-	}
+	return e.exec(r.pod.Name, r.argv).Dial
 }
 
 // sessionLabel is the LabelSession value of owner's pod: a hash, as owner

@@ -4,16 +4,19 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"sync"
+
+	"github.com/dshgo/dsh/bash/remote"
 )
 
-// pool keeps warm pods: running, the executor found or uploaded, its
-// stream open, labelled LabelSession "warm" until a session claims one.
+// pool keeps warm pods: running, the executor found or uploaded and
+// dialled (its handshake done), labelled LabelSession "warm" until a
+// session claims one.
 type pool struct {
 	e      *Executor
 	n      int
@@ -52,7 +55,7 @@ func (p *pool) make() {
 	defer p.wg.Done()
 	r, err := p.e.start(p.ctx, warm)
 	if err == nil {
-		if r.stream, err = p.open(r); err != nil {
+		if r.ex, err = p.dial(r); err != nil {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			err = errors.Join(err, p.e.pods.delete(ctx, r.pod.Name))
 			cancel()
@@ -85,22 +88,21 @@ func (p *pool) make() {
 	}
 }
 
-// open opens the stream to a warm pod's executor.
-func (p *pool) open(r *ready) (*execStream, error) {
-	s, err := p.e.exec(r.pod.Name, r.argv).Dial(p.ctx)
-	if err != nil {
-		return nil, err
-	}
-	return s.(*execStream), nil
+// dial dials a warm pod's executor, so that its session's first call
+// waits for no handshake, nor for the executor there to start.
+func (p *pool) dial(r *ready) (*remote.Executor, error) {
+	opts := p.e.hostOptions(r.pod.Name)
+	return remote.Dial(p.ctx, p.e.dialer(r), &opts)
 }
 
-// discard closes a warm pod's stream and deletes it, in the background.
+// discard closes a warm pod's executor and deletes the pod, in the
+// background.
 func (p *pool) discard(r *ready) {
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
-		if r.stream != nil {
-			r.stream.Close()
+		if r.ex != nil {
+			r.ex.Close()
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -124,18 +126,14 @@ func (p *pool) claim(ctx context.Context, owner string) *ready {
 		r := p.ready[0]
 		p.ready = p.ready[1:]
 		p.mu.Unlock()
-		if r.stream.ended() {
-			p.discard(r)
-			continue
-		}
 		err := p.e.claimPod(ctx, r.pod.Name, sessionLabel(owner))
 		if err == nil {
 			return r
 		}
 		if !errors.Is(err, errClaimed) {
 			p.discard(r)
-		} else if r.stream != nil {
-			r.stream.Close() // its claimer has its own
+		} else {
+			r.ex.Close() // its claimer has its own
 		}
 		if ctx.Err() != nil {
 			return nil
