@@ -96,10 +96,15 @@ executor flags:
   --executor-cmd CMD       run commands on the far side of CMD's stdio, where
                            dsh-bash executor serves: 'ssh box dsh-bash executor'
   --remote URL             run commands on ssh://[user@]host[:port][/workspace]
-                           over built-in SSH (repeat either flag: a fleet)
+                           over built-in SSH (repeat either flag: a fleet), or
+                           in a Kubernetes pod per session: k8s://NAMESPACE
+  --k8s-template FILE      the pod template of a k8s:// remote (required)
+  --k8s-warm N             started pods kept ready for new sessions
+  --kubeconfig FILE        default $KUBECONFIG, ~/.kube/config, in-cluster
   --remote-workspace DIR   the sessions' directory on the far side
   --remote-command CMD     what --remote runs there (default 'dsh-bash executor')
-  --remote-upload          copy this binary to --remote hosts without dsh-bash
+  --remote-upload          copy this binary to --remote hosts (or pods) without
+                           dsh-bash
 
 sandbox flags (see README):
   --sandbox MODE           auto (a jail, else the Landlock layer, else none,
