@@ -12,7 +12,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/remotecommand"
 	"k8s.io/streaming/pkg/httpstream"
@@ -25,7 +24,7 @@ import (
 // usable: set Config, Client, Namespace, Pod and Command.
 type Exec struct {
 	// Config is how to reach the API server; Client is its core/v1 REST
-	// client (corev1client.CoreV1Client.RESTClient()).
+	// client.
 	Config *rest.Config
 	Client rest.Interface
 	// Namespace and Pod name the pod; Container its container ("": the
@@ -42,16 +41,6 @@ type Exec struct {
 	// reader sees it (saying the pod is gone, say).
 	Explain func(err error) error
 }
-
-// paramCodec encodes PodExecOptions as the exec request's query, knowing
-// core/v1 alone (client-go's scheme would link every API group).
-var paramCodec = func() runtime.ParameterCodec {
-	s := runtime.NewScheme()
-	if err := corev1.AddToScheme(s); err != nil {
-		panic(err)
-	}
-	return runtime.NewParameterCodec(s)
-}()
 
 // executor makes the stream of argv, with stdin when withStdin.
 func (x *Exec) executor(argv []string, withStdin bool) (remotecommand.Executor, error) {

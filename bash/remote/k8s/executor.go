@@ -14,7 +14,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -88,7 +87,7 @@ type Executor struct {
 	*remote.Fleet
 	opts   Options
 	config *rest.Config
-	client corev1client.CoreV1Interface
+	client *coreClient
 	pods   *pods
 	pool   *pool
 	owner  string            // AnnotationOwner of this process
@@ -145,7 +144,7 @@ func newExecutor(opts *Options) (*Executor, error) {
 	}
 	e.config = rest.CopyConfig(e.opts.Config)
 	e.config.UserAgent = cmp.Or(e.config.UserAgent, "dsh-bash")
-	client, err := corev1client.NewForConfig(e.config)
+	client, err := newCoreClient(e.config)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes: %w", err)
 	}

@@ -19,7 +19,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/dshgo/dsh/bash/bashtest"
-	"github.com/dshgo/dsh/internal/k8stest"
 	"github.com/dshgo/dsh/internal/servetest"
 	"github.com/dshgo/dsh/internal/testwait"
 )
@@ -197,10 +196,10 @@ func TestOrphansOtherPIDNamespace(t *testing.T) {
 	}
 	var h holdConfig
 	json.Unmarshal(cfg, &h)
-	held := &Executor{client: k8stest.Client(t), opts: Options{Namespace: k.ns, Instance: h.Instance}}
-	name := podOf(t, held, "held")
 	next := k.executor(t, bashtest.Config{}, nil)
 	defer next.Close()
+	held := &Executor{client: next.client, opts: Options{Namespace: k.ns, Instance: h.Instance}}
+	name := podOf(t, held, "held")
 	if gone(t, next, name) {
 		t.Errorf("the next start deleted pod %s of a server running in another pid namespace", name)
 	}

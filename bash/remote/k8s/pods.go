@@ -14,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/dshgo/dsh/bash"
 )
@@ -61,7 +60,7 @@ func (e *GoneError) Is(target error) bool { return target == bash.ErrGone }
 
 // pods makes, watches and deletes pods in one namespace.
 type pods struct {
-	client    corev1client.CoreV1Interface
+	client    *coreClient
 	ns        string
 	container string
 	timeout   time.Duration // StartTimeout
