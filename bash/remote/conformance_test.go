@@ -35,7 +35,9 @@ func TestMain(m *testing.M) {
 	}
 	proctest.QuickRaceExit()
 	proctest.RaiseParallel(4)
-	os.Exit(m.Run())
+	code := m.Run()
+	servetest.RemoveFarside()
+	os.Exit(code)
 }
 
 func serveForTest(cfg string) int {

@@ -17,13 +17,15 @@ import (
 	"github.com/dshgo/dsh/bash"
 	"github.com/dshgo/dsh/bash/bashtest"
 	"github.com/dshgo/dsh/internal/proctest"
+	"github.com/dshgo/dsh/internal/servetest"
 	"github.com/dshgo/dsh/internal/sshdtest"
 	"github.com/dshgo/dsh/internal/testwait"
 	"github.com/dshgo/dsh/toolbash/toolbashtest"
 )
 
-// serveCommand is the shell command that runs this test binary as a
-// server with the suite's knobs.
+// serveCommand is the shell command that runs a far side with the
+// suite's knobs: servetest.Farside, built without the race detector
+// (TestConformance serves in this race-built process, over pipes).
 func serveCommand(t testing.TB, c bashtest.Config) string {
 	cfg, err := json.Marshal(serverConfig{Config: c, SpillDir: t.TempDir()})
 	if err != nil {
@@ -36,7 +38,7 @@ func serveCommand(t testing.TB, c bashtest.Config) string {
 		}
 		return out
 	}
-	return fmt.Sprintf("exec env %s=%s %s", serveEnv, q(string(cfg)), q(os.Args[0]))
+	return fmt.Sprintf("exec %s executor %s", q(servetest.Farside(t)), q(string(cfg)))
 }
 
 // overSSH serves from this test binary on the far side of a real sshd,

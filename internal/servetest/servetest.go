@@ -10,6 +10,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
 
 	"github.com/dshgo/dsh/bash"
 	"github.com/dshgo/dsh/bash/bashtest"
@@ -80,3 +84,39 @@ type stdio struct{}
 func (stdio) Read(p []byte) (int, error)  { return os.Stdin.Read(p) }
 func (stdio) Write(p []byte) (int, error) { return os.Stdout.Write(p) }
 func (stdio) Close() error                { return os.Stdin.Close() }
+
+// Farside is the path of internal/servetest/farside, a far side built
+// without the race detector, built once per test process in a
+// directory of its own (where pods see it: the host's /tmp) that
+// RemoveFarside removes. A race-built test binary as the far side costs
+// several times its CPU at each start; the tests that serve in-process
+// (over pipes) still check the far side's code for races.
+func Farside(t testing.TB) string {
+	t.Helper()
+	path, err := buildFarside()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+var buildFarside = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "farside-")
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "farside")
+	out, err := exec.Command("go", "build", "-o", path, "github.com/dshgo/dsh/internal/servetest/farside").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("build the far side: %v\n%s", err, out)
+	}
+	return path, nil
+})
+
+// RemoveFarside removes what Farside built, if it did; TestMain calls it
+// once the tests have run.
+func RemoveFarside() {
+	if path, err := buildFarside(); err == nil {
+		os.RemoveAll(filepath.Dir(path))
+	}
+}

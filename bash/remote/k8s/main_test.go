@@ -32,7 +32,11 @@ func TestMain(m *testing.M) {
 	}
 	proctest.QuickRaceExit()
 	proctest.RaiseParallel(4)
-	goleak.VerifyTestMain(m, k8stest.IgnoreIdleConnections(), k8stest.IgnoreCutHeartbeats())
+	goleak.VerifyTestMain(m, k8stest.IgnoreIdleConnections(), k8stest.IgnoreCutHeartbeats(),
+		goleak.Cleanup(func(code int) {
+			servetest.RemoveFarside()
+			os.Exit(code)
+		}))
 }
 
 func serve(cfg string) int {
@@ -52,10 +56,12 @@ func template(t testing.TB) *corev1.Pod {
 	return p
 }
 
-// serveArgv runs this test binary in a pod as a far side with the suite's
-// knobs.
+// serveArgv runs a far side with the suite's knobs in a pod: the plain
+// build of internal/servetest/farside, which starts for a fraction of the
+// CPU of this race-built test binary (bash/remote's own tests check the
+// far side's code for races).
 func serveArgv(t testing.TB, c bashtest.Config) []string {
-	return []string{os.Args[0], "executor", servetest.Config{Config: c, SpillDir: t.TempDir()}.Encode()}
+	return []string{servetest.Farside(t), "executor", servetest.Config{Config: c, SpillDir: t.TempDir()}.Encode()}
 }
 
 // cluster is a test's cluster and a namespace of its own.
