@@ -105,7 +105,9 @@ func TestOrphansDeleted(t *testing.T) {
 }
 
 // TestUpload: with Upload, an image without dsh-bash gets this binary,
-// copied over the exec stream into the cache directory, once.
+// copied over the exec stream into the cache directory. (Its reuse from
+// the cache, which a pod's own file system rarely keeps, is
+// bash/remote's TestUpload's: the same Bootstrap, over SSH.)
 func TestUpload(t *testing.T) {
 	t.Parallel()
 	k := newCluster(t)
@@ -116,10 +118,8 @@ func TestUpload(t *testing.T) {
 		o.Command = append([]string{"dsh-bash"}, serveArgv(t, c)[1:]...)
 	})
 	defer e.Close()
-	for _, owner := range []string{"a", "b"} {
-		if res, err := run(e, owner, "echo ok"); err != nil || res.Stdout.Text != "ok\n" {
-			t.Fatalf("run of %s: %v %+v", owner, err, res)
-		}
+	if res, err := run(e, "a", "echo ok"); err != nil || res.Stdout.Text != "ok\n" {
+		t.Fatalf("run: %v %+v", err, res)
 	}
 	sum, err := selfSum()
 	if err != nil {
