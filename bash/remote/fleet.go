@@ -194,15 +194,11 @@ func (f *Fleet) place(ctx context.Context, owner string) (int, error) {
 		return f.openHost(ctx, owner)
 	}
 	f.mu.Lock()
-	if f.closed {
-		f.mu.Unlock()
-		return 0, bash.ErrClosed
-	}
-	if i, ok := f.placed[owner]; ok {
-		f.mu.Unlock()
-		return i, nil
-	}
+	i, ok, err := f.placedLocked(owner)
 	f.mu.Unlock()
+	if ok {
+		return i, err
+	}
 	var errs []error
 	for _, i := range f.byLoad() {
 		if _, err := f.hosts[i].e.current(ctx); err != nil {
@@ -220,18 +216,24 @@ func (f *Fleet) place(ctx context.Context, owner string) (int, error) {
 	return 0, errors.Join(errs...)
 }
 
+// placedLocked returns owner's host if placed (ok), or ErrClosed (ok)
+// once the fleet is closed. f.mu is held.
+func (f *Fleet) placedLocked(owner string) (i int, ok bool, err error) {
+	if f.closed {
+		return 0, true, bash.ErrClosed
+	}
+	i, ok = f.placed[owner]
+	return i, ok, nil
+}
+
 // openHost makes and dials the far side of owner's new session; calls of
 // the same session meanwhile wait for it.
 func (f *Fleet) openHost(ctx context.Context, owner string) (int, error) {
 	f.mu.Lock()
 	for {
-		if f.closed {
+		if i, ok, err := f.placedLocked(owner); ok {
 			f.mu.Unlock()
-			return 0, bash.ErrClosed
-		}
-		if i, ok := f.placed[owner]; ok {
-			f.mu.Unlock()
-			return i, nil
+			return i, err
 		}
 		o, ok := f.opening[owner]
 		if !ok {

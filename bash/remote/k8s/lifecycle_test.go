@@ -19,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/dshgo/dsh/bash/bashtest"
+	"github.com/dshgo/dsh/internal/k8stest"
 	"github.com/dshgo/dsh/internal/servetest"
 	"github.com/dshgo/dsh/internal/testwait"
 )
@@ -66,27 +67,7 @@ func TestOrphansDeleted(t *testing.T) {
 	if _, err := run(alive, "alive", "true"); err != nil {
 		t.Fatal(err)
 	}
-	cfg, _ := json.Marshal(holdConfig{Namespace: k.ns, Instance: randomName(), Cwd: t.TempDir(), SpillDir: t.TempDir()})
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), holdEnv+"="+string(cfg), heldTemplateEnv+"="+templateJSON(t))
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	line, err := testwait.Reply("the held server's pod", func(ctx context.Context) (string, error) {
-		return bufio.NewReader(out).ReadString('\n')
-	})
-	if err != nil || strings.TrimSpace(line) != "ready" {
-		cmd.Process.Kill()
-		cmd.Wait()
-		t.Fatalf("held server: %q %v", line, err)
-	}
-	var h holdConfig
-	json.Unmarshal(cfg, &h)
+	cmd, h := startHeld(t, k, os.Args[0], "-test.run=^$")
 	held := &Executor{client: alive.client, opts: Options{Namespace: k.ns, Instance: h.Instance}}
 	name := podOf(t, held, "held")
 	cmd.Process.Kill()
@@ -102,6 +83,34 @@ func TestOrphansDeleted(t *testing.T) {
 	if gone(t, next, podOf(t, alive, "alive")) {
 		t.Error("the next start deleted the pod of a server still running")
 	}
+}
+
+// startHeld starts argv, which runs this test binary as a held server
+// (hold) in k's namespace, and waits until its session's pod serves. The
+// caller kills it.
+func startHeld(t *testing.T, k cluster, argv ...string) (*exec.Cmd, holdConfig) {
+	t.Helper()
+	h := holdConfig{Namespace: k.ns, Instance: randomName(), Cwd: t.TempDir(), SpillDir: t.TempDir()}
+	cfg, _ := json.Marshal(h)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), holdEnv+"="+string(cfg), heldTemplateEnv+"="+templateJSON(t))
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := testwait.ReplyWithin(k8stest.StartLimit, "the held server's pod", func(ctx context.Context) (string, error) {
+		return bufio.NewReader(out).ReadString('\n')
+	})
+	if err != nil || strings.TrimSpace(line) != "ready" {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("held server: %q %v", line, err)
+	}
+	return cmd, h
 }
 
 // TestUpload: with Upload, an image without dsh-bash gets this binary,
@@ -176,26 +185,8 @@ func TestOrphansOtherPIDNamespace(t *testing.T) {
 		t.Skip(err)
 	}
 	k := newCluster(t)
-	cfg, _ := json.Marshal(holdConfig{Namespace: k.ns, Instance: randomName(), Cwd: t.TempDir(), SpillDir: t.TempDir()})
-	cmd := exec.Command(unshare, "--pid", "--fork", "--mount-proc", "--kill-child", os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), holdEnv+"="+string(cfg), heldTemplateEnv+"="+templateJSON(t))
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, h := startHeld(t, k, unshare, "--pid", "--fork", "--mount-proc", "--kill-child", os.Args[0], "-test.run=^$")
 	defer func() { cmd.Process.Kill(); cmd.Wait() }()
-	line, err := testwait.Reply("the held server's pod", func(ctx context.Context) (string, error) {
-		return bufio.NewReader(out).ReadString('\n')
-	})
-	if err != nil || strings.TrimSpace(line) != "ready" {
-		t.Fatalf("held server: %q %v", line, err)
-	}
-	var h holdConfig
-	json.Unmarshal(cfg, &h)
 	next := k.executor(t, bashtest.Config{}, nil)
 	defer next.Close()
 	held := &Executor{client: next.client, opts: Options{Namespace: k.ns, Instance: h.Instance}}
