@@ -35,11 +35,6 @@ func TestMain(m *testing.M) {
 	binary = filepath.Join(dir, "dsh-bash")
 	proctest.QuickRaceExit()
 	proctest.RaiseParallel(4)
-	build := append(append([]string{"build"}, proctest.BuildFlags()...), "-o", binary, ".")
-	if out, err := exec.Command("go", build...).CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build dsh-bash: %v\n%s", err, out)
-		os.Exit(1)
-	}
 	// A race-built dsh-bash costs some 70 ms of CPU more at each start
 	// than a plain one. The tests that start it many times over only to
 	// read what it prints for its flags, rules and hints (a few hundred
@@ -49,18 +44,21 @@ func TestMain(m *testing.M) {
 	plainBinary = binary
 	if proctest.Race {
 		plainBinary = filepath.Join(dir, "dsh-bash-plain")
-		if out, err := exec.Command("go", "build", "-o", plainBinary, ".").CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "build the plain dsh-bash: %v\n%s", err, out)
-			os.Exit(1)
-		}
 	}
 	// The jails of most tests start a plain agent: a race-built dsh-bash
 	// costs twice the CPU at each of some ninety jail starts. The agent's
 	// code is checked for races by bash/sandbox's tests, and dsh-bash as
 	// its own agent by TestSelfAgent.
 	agent := filepath.Join(dir, "agent")
-	if out, err := exec.Command("go", "build", "-o", agent, "../../bash/sandbox/internal/agent").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build the plain agent: %v\n%s", err, out)
+	builds := map[string][]string{
+		"dsh-bash":  append(append([]string{"build"}, proctest.BuildFlags()...), "-o", binary, "."),
+		"the agent": {"build", "-o", agent, "../../bash/sandbox/internal/agent"},
+	}
+	if plainBinary != binary {
+		builds["the plain dsh-bash"] = []string{"build", "-o", plainBinary, "."}
+	}
+	if err := buildAll(builds); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	os.Setenv("DSH_BASH_AGENT", agent)
@@ -74,6 +72,26 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// buildAll runs the go builds at once (each links a binary of tens of
+// megabytes, mostly on one core), and says which failed and why.
+func buildAll(builds map[string][]string) error {
+	errs := make(chan error, len(builds))
+	for what, args := range builds {
+		go func() {
+			out, err := exec.Command("go", args...).CombinedOutput()
+			if err != nil {
+				err = fmt.Errorf("build %s: %v\n%s", what, err, out)
+			}
+			errs <- err
+		}()
+	}
+	var all []error
+	for range builds {
+		all = append(all, <-errs)
+	}
+	return errors.Join(all...)
 }
 
 // placeBinary puts dsh-bash at path, as a hard link where it can: a copy
