@@ -13,19 +13,9 @@ import (
 	"time"
 
 	"github.com/dshgo/dsh/bash"
-	"github.com/dshgo/dsh/bash/bashtest"
 	"github.com/dshgo/dsh/bash/local"
+	"github.com/dshgo/dsh/internal/servetest"
 )
-
-// benchConfig is the far sides' executor configuration in benchmarks: the
-// defaults, with spill files in a directory of the benchmark's.
-func benchConfig(b *testing.B) bashtest.Config { return benchConfigT(b) }
-
-func benchConfigT(b testing.TB) bashtest.Config {
-	return bashtest.Config{Cwd: b.TempDir(), Timeout: 2 * time.Minute, MaxTimeout: 10 * time.Minute,
-		Grace: 3 * time.Second, DrainDelay: 250 * time.Millisecond, MaxOutputBytes: 64000,
-		MaxTasksPerOwner: 16, MaxTasks: 64}
-}
 
 // BenchmarkCallTrue measures one bash call of `true` (Resolve and Run, as
 // the tool makes them) in one loop that alternates the local executor, a
@@ -35,7 +25,7 @@ func benchConfigT(b testing.TB) bashtest.Config {
 // median overheads over the local executor, per call.
 func BenchmarkCallTrue(b *testing.B) {
 	ctx := context.Background()
-	c := benchConfig(b)
+	c := servetest.Defaults(b)
 	le, err := local.New(serverConfig{Config: c, SpillDir: b.TempDir()}.Options())
 	if err != nil {
 		b.Fatal(err)
@@ -91,7 +81,7 @@ const gigabyte = "head -c 1000000000 /dev/zero | tr '\\0' x"
 func BenchmarkGigabyteOverSSH(b *testing.B) {
 	ctx := context.Background()
 	s := startSSHD(b)
-	c := benchConfig(b)
+	c := servetest.Defaults(b)
 	le, err := local.New(serverConfig{Config: c, SpillDir: b.TempDir()}.Options())
 	if err != nil {
 		b.Fatal(err)

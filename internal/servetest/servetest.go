@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/dshgo/dsh/bash"
 	"github.com/dshgo/dsh/bash/bashtest"
@@ -34,6 +35,15 @@ func (c Config) Options() *local.Options {
 		MaxTasksPerOwner: c.MaxTasksPerOwner, MaxTasks: c.MaxTasks,
 		Env: c.Env, SpillDir: c.SpillDir,
 	}
+}
+
+// Defaults is the suite's Config with a local executor's defaults, in a
+// directory of t's: the far sides' (and local baselines') configuration in
+// benchmarks.
+func Defaults(t testing.TB) bashtest.Config {
+	return bashtest.Config{Cwd: t.TempDir(), Timeout: 2 * time.Minute, MaxTimeout: 10 * time.Minute,
+		Grace: 3 * time.Second, DrainDelay: 250 * time.Millisecond, MaxOutputBytes: 64000,
+		MaxTasksPerOwner: 16, MaxTasks: 64}
 }
 
 // Encode is c as the far side's command line takes it.

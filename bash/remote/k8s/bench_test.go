@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/dshgo/dsh/bash"
 	"github.com/dshgo/dsh/bash/bashtest"
@@ -20,17 +20,6 @@ import (
 	"github.com/dshgo/dsh/internal/testwait"
 )
 
-// benchConfig is the far sides' (and the local baseline's) executor
-// configuration in benchmarks: the defaults, in a directory of the
-// benchmark's.
-func benchConfig(b *testing.B) bashtest.Config { return benchConfigT(b) }
-
-func benchConfigT(b testing.TB) bashtest.Config {
-	return bashtest.Config{Cwd: b.TempDir(), Timeout: 2 * time.Minute, MaxTimeout: 10 * time.Minute,
-		Grace: 3 * time.Second, DrainDelay: 250 * time.Millisecond, MaxOutputBytes: 64000,
-		MaxTasksPerOwner: 16, MaxTasks: 64}
-}
-
 // benchExecutor is k.executor for a benchmark: closed with it, after which
 // none of its pods may be left but those being deleted.
 func (k cluster) benchExecutor(b *testing.B, c bashtest.Config, edit func(*Options)) *Executor {
@@ -39,14 +28,8 @@ func (k cluster) benchExecutor(b *testing.B, c bashtest.Config, edit func(*Optio
 		if err := e.Close(); err != nil {
 			b.Errorf("Close: %v", err)
 		}
-		list, err := e.client.Pods(e.opts.Namespace).List(context.Background(), metav1.ListOptions{LabelSelector: LabelInstance + "=" + e.opts.Instance})
-		if err != nil {
-			b.Fatal(err)
-		}
-		for _, p := range list.Items {
-			if p.DeletionTimestamp == nil {
-				b.Errorf("pod %s outlived Close", p.Name)
-			}
+		for _, name := range livePods(b, e.client.Pods(e.opts.Namespace).List, labels.Set{LabelInstance: e.opts.Instance}) {
+			b.Errorf("pod %s outlived Close", name)
 		}
 	})
 	return e
@@ -66,7 +49,7 @@ func endOwner(b *testing.B, e *Executor, owner string) {
 // ratio of the medians. Each session ends (its pod deleted) untimed.
 func BenchmarkFirstCall(b *testing.B) {
 	k := newCluster(b)
-	c := benchConfig(b)
+	c := servetest.Defaults(b)
 	fresh := k.benchExecutor(b, c, nil)
 	warm := k.benchExecutor(b, c, func(o *Options) { o.Warm = 1 })
 	first := func(e *Executor, owner string) time.Duration {
@@ -112,7 +95,7 @@ func BenchmarkFirstCall(b *testing.B) {
 // over the first and of the pod over the second.
 func BenchmarkCall(b *testing.B) {
 	ctx := context.Background()
-	c := benchConfig(b)
+	c := servetest.Defaults(b)
 	le, err := local.New(servetest.Config{Config: c, SpillDir: b.TempDir()}.Options())
 	if err != nil {
 		b.Fatal(err)

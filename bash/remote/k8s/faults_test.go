@@ -30,21 +30,30 @@ import (
 	"github.com/dshgo/dsh/internal/testwait"
 )
 
-// podOf is the name of the pod serving owner's session.
-func podOf(t *testing.T, e *Executor, owner string) string {
-	t.Helper()
-	list, err := e.client.Pods(e.opts.Namespace).List(context.Background(), metav1.ListOptions{
-		LabelSelector: labels.SelectorFromSet(labels.Set{LabelInstance: e.opts.Instance, LabelSession: sessionLabel(owner)}).String(),
-	})
+// podLister lists pods: podClient.List, or client-go's.
+type podLister func(context.Context, metav1.ListOptions) (*corev1.PodList, error)
+
+// livePods are the names of the pods labelled sel, but those being
+// deleted.
+func livePods(tb testing.TB, list podLister, sel labels.Set) []string {
+	tb.Helper()
+	pods, err := list(context.Background(), metav1.ListOptions{LabelSelector: labels.SelectorFromSet(sel).String()})
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	var names []string
-	for _, p := range list.Items {
+	for _, p := range pods.Items {
 		if p.DeletionTimestamp == nil {
 			names = append(names, p.Name)
 		}
 	}
+	return names
+}
+
+// podOf is the name of the pod serving owner's session.
+func podOf(t *testing.T, e *Executor, owner string) string {
+	t.Helper()
+	names := livePods(t, e.client.Pods(e.opts.Namespace).List, labels.Set{LabelInstance: e.opts.Instance, LabelSession: sessionLabel(owner)})
 	if len(names) != 1 {
 		t.Fatalf("pods of session %s: %v, want one", owner, names)
 	}
@@ -190,13 +199,8 @@ func TestPodCannotStart(t *testing.T) {
 			case !errors.As(err, &se) || !strings.Contains(se.Reason, tt.want) || (se.Timeout > 0) != tt.timeout:
 				t.Fatalf("err = %v, want a *StartError saying %s (timeout %v)", err, tt.want, tt.timeout)
 			}
-			list, _ := e.client.Pods(e.opts.Namespace).List(context.Background(), metav1.ListOptions{
-				LabelSelector: LabelInstance + "=" + e.opts.Instance,
-			})
-			for _, p := range list.Items {
-				if p.DeletionTimestamp == nil {
-					t.Errorf("pod %s that could not start was not deleted", p.Name)
-				}
+			for _, name := range livePods(t, e.client.Pods(e.opts.Namespace).List, labels.Set{LabelInstance: e.opts.Instance}) {
+				t.Errorf("pod %s that could not start was not deleted", name)
 			}
 		})
 	}
@@ -335,16 +339,8 @@ func TestWarmStreamFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Log(msg)
-	list, err := e.client.Pods(e.opts.Namespace).List(context.Background(), metav1.ListOptions{
-		LabelSelector: LabelInstance + "=" + e.opts.Instance,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range list.Items {
-		if p.DeletionTimestamp == nil {
-			t.Errorf("warm pod %s whose stream failed was not deleted", p.Name)
-		}
+	for _, name := range livePods(t, e.client.Pods(e.opts.Namespace).List, labels.Set{LabelInstance: e.opts.Instance}) {
+		t.Errorf("warm pod %s whose stream failed was not deleted", name)
 	}
 }
 
@@ -391,15 +387,7 @@ func TestCreateCancelled(t *testing.T) {
 	_, err = e.Resolve(ctx, bash.ExecRequest{Command: "true", Owner: "s"})
 	cancel()
 	t.Logf("the call: %v", err)
-	list, err := k8stest.Client(t).Pods(k.ns).List(context.Background(), metav1.ListOptions{
-		LabelSelector: LabelInstance + "=" + e.opts.Instance,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range list.Items {
-		if p.DeletionTimestamp == nil {
-			t.Errorf("pod %s made for a call that gave up is still there", p.Name)
-		}
+	for _, name := range livePods(t, k8stest.Client(t).Pods(k.ns).List, labels.Set{LabelInstance: e.opts.Instance}) {
+		t.Errorf("pod %s made for a call that gave up is still there", name)
 	}
 }
