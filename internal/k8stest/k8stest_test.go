@@ -23,8 +23,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/httpstream"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/scheme"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
@@ -185,16 +187,40 @@ func TestNamespaceDeleted(t *testing.T) {
 		StartPod(t, ns, pod)
 	})
 	start := time.Now()
-	ok := testwait.Until(func() bool {
-		time.Sleep(20 * time.Millisecond) // API calls, not a read of memory
-		_, err := client.Namespaces().Get(context.Background(), ns, metav1.GetOptions{})
-		return apierrors.IsNotFound(err)
-	})
-	if !ok {
-		n, err := client.Namespaces().Get(context.Background(), ns, metav1.GetOptions{})
-		t.Fatalf("namespace %s was not deleted within %v: %v %+v", ns, testwait.Limit, err, n.Status)
+	if err := waitGone(client, ns); err != nil {
+		n, gerr := client.Namespaces().Get(context.Background(), ns, metav1.GetOptions{})
+		t.Fatalf("namespace %s was not deleted within %v: %v (now: %v %+v)", ns, testwait.Limit, err, gerr, n.Status)
 	}
 	t.Logf("namespace with a running pod: delete → gone %v", time.Since(start).Round(time.Millisecond))
+}
+
+// waitGone watches namespace ns until it is gone, within testwait.Limit.
+func waitGone(client corev1client.CoreV1Interface, ns string) error {
+	return testwait.Call("the deletion of namespace "+ns, func(ctx context.Context) error {
+		n, err := client.Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		w, err := client.Namespaces().Watch(ctx, metav1.ListOptions{
+			FieldSelector:   fields.OneTermEqualSelector("metadata.name", ns).String(),
+			ResourceVersion: n.ResourceVersion,
+		})
+		if err != nil {
+			return err
+		}
+		defer w.Stop()
+		for ev := range w.ResultChan() {
+			if ev.Type == watch.Deleted {
+				return nil
+			}
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		return errors.New("the watch ended before the namespace was deleted")
+	})
 }
 
 // TestNamespaceName checks that namespace names are DNS labels, made from

@@ -9,12 +9,12 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -52,7 +52,7 @@ func hold(cfg string) int {
 		return 1
 	}
 	fmt.Println("ready")
-	time.Sleep(time.Hour) // until killed
+	io.Copy(io.Discard, os.Stdin) // until killed, or its test is gone
 	return 0
 }
 
@@ -87,7 +87,7 @@ func TestOrphansDeleted(t *testing.T) {
 
 // startHeld starts argv, which runs this test binary as a held server
 // (hold) in k's namespace, and waits until its session's pod serves. The
-// caller kills it.
+// caller kills it; its stdin, open until the test ends, keeps it there.
 func startHeld(t *testing.T, k cluster, argv ...string) (*exec.Cmd, holdConfig) {
 	t.Helper()
 	h := holdConfig{Namespace: k.ns, Instance: randomName(), Cwd: t.TempDir(), SpillDir: t.TempDir()}
@@ -99,6 +99,11 @@ func startHeld(t *testing.T, k cluster, argv ...string) (*exec.Cmd, holdConfig) 
 	if err != nil {
 		t.Fatal(err)
 	}
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { in.Close() })
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
