@@ -48,7 +48,7 @@ func (x *Exec) executor(argv []string, withStdin bool) (remotecommand.Executor, 
 		VersionedParams(&corev1.PodExecOptions{
 			Container: x.Container, Command: argv,
 			Stdin: withStdin, Stdout: true, Stderr: true,
-		}, paramCodec)
+		}, paramCodec())
 	ws, err := remotecommand.NewWebSocketExecutor(x.Config, "GET", req.URL().String())
 	if err != nil {
 		return nil, err
