@@ -784,3 +784,11 @@ func TestFenceSlotsFull(t *testing.T) {
 		t.Errorf("got %q", got)
 	}
 }
+
+// result is how a call ended.
+func result(err error) string {
+	if err != nil {
+		return err.Error()
+	}
+	return "succeeded"
+}

@@ -33,13 +33,10 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	}
 	Main()
-	if len(os.Args) > 1 && os.Args[1] == probeArg {
-		os.Exit(probe(os.Args[2:], os.Stdout))
-	}
 	proctest.QuickRaceExit()
 	proctest.RaiseParallel(4)
 	code := m.Run()
-	for _, dir := range append(probeDirs, agentDir) {
+	for _, dir := range []string{agentDir, probeDir} {
 		if dir != "" {
 			os.RemoveAll(dir)
 		}
@@ -137,45 +134,49 @@ func newRig(t *testing.T, layer Layer) *rig {
 	return r
 }
 
-// probe is the command that runs the system call probe: a copy of the test
-// binary in session B's workspace (the jail does not see the build's /tmp).
+// probe is the command that runs the system call probe
+// (internal/probe) with args from session B's workspace (the jail does
+// not see the build's /tmp).
 func (r *rig) probe(args ...string) string { return probeIn(r.wsB, args...) }
 
-// probeIn is the command that runs the system call probe from a copy of
-// the test binary in dir (which a jail sees).
+// probeIn is the command that runs the system call probe with args from
+// a link (else a copy) in dir, which a jail sees: never the build itself,
+// which a command could then change.
 func probeIn(dir string, args ...string) string {
 	bin := filepath.Join(dir, "probe")
 	if _, err := os.Stat(bin); err != nil {
-		// A link to one copy of the test binary, made once (never to the
-		// running binary itself, which a command could then change); a
-		// copy where a link cannot be made.
-		if copied := probeCopy(); copied == "" || os.Link(copied, bin) != nil {
-			exe, _ := os.Executable()
-			b, _ := os.ReadFile(exe)
+		built, err := buildProbe()
+		if err != nil {
+			panic(err) // the tests cannot probe: none of them can tell
+		}
+		if os.Link(built, bin) != nil {
+			b, _ := os.ReadFile(built)
 			os.WriteFile(bin, b, 0o755)
 		}
 	}
-	return strings.Join(append([]string{bin, probeArg}, args...), " ")
+	return strings.Join(append([]string{bin}, args...), " ")
 }
 
-// probeCopy is a copy of the test binary in a directory of its own, made
-// once per test process ("" if it cannot be made); TestMain removes it.
-var probeCopy = sync.OnceValue(func() string {
+// buildProbe builds internal/probe once per test process, without the
+// race detector, into probeDir (which TestMain removes).
+var buildProbe = sync.OnceValues(func() (string, error) {
 	dir, err := os.MkdirTemp("", "dsh-probe-")
 	if err != nil {
-		return ""
+		return "", err
 	}
-	probeDirs = append(probeDirs, dir)
-	exe, _ := os.Executable()
-	b, err := os.ReadFile(exe)
-	if err != nil || os.WriteFile(filepath.Join(dir, "probe"), b, 0o755) != nil {
-		return ""
+	probeDir = dir
+	bin := filepath.Join(dir, "probe")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/dshgo/dsh/bash/sandbox/internal/probe")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build the probe: %w\n%s", err, out)
 	}
-	return filepath.Join(dir, "probe")
+	return bin, nil
 })
 
-// probeDirs are the directories probeCopy made.
-var probeDirs []string
+// probeDir is the directory buildProbe made, if any.
+var probeDir string
 
 // listenUnix listens on a unix socket at path until the test ends.
 func listenUnix(t *testing.T, path string) string {

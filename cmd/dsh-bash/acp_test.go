@@ -98,7 +98,7 @@ func TestACPUsage(t *testing.T) {
 		{[]string{"acp", "--model", "m", "--api-key=sk-secret"}, "dsh-bash acp: --api-key is not accepted: every user can read a command line; use --api-key-file PATH or OPENAI_API_KEY\n"},
 		{[]string{"acp", "--model", "m", "--api-key-file", open}, fmt.Sprintf("dsh-bash acp: API key file %s is open to other users (mode 0644): chmod 600 %s\n", open, open)},
 	} {
-		if _, stderr, code := dshBashPlain(t, "", tc.args...); code != 2 || stderr != tc.want {
+		if _, stderr, code := dshBash(t, "", tc.args...); code != 2 || stderr != tc.want {
 			t.Errorf("%q: exit %d, stderr %q", tc.args, code, stderr)
 		}
 	}

@@ -141,11 +141,11 @@ func TestACPDefaultAsks(t *testing.T) {
 func TestDefaultSetting(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	_, errOut, code := dshBashPlain(t, dir, "run", "--default", "never", "--", "true")
+	_, errOut, code := dshBash(t, dir, "run", "--default", "never", "--", "true")
 	if code != 2 || !strings.Contains(errOut, `invalid value "never" for flag -default: must be allow or ask`) {
 		t.Errorf("--default never: exit %d, %q", code, errOut)
 	}
-	out, _, code := dshBashPlain(t, dir, "run", "--default", "ask", "--", "ls; mkdir asked")
+	out, _, code := dshBash(t, dir, "run", "--default", "ask", "--", "ls; mkdir asked")
 	if code != 1 || !strings.HasPrefix(out, "this command needs the user's approval (no rule allows `mkdir asked`)") {
 		t.Errorf("--default ask alone: %q (exit %d)", out, code)
 	}
@@ -168,7 +168,7 @@ func TestDefaultSetting(t *testing.T) {
 			"permissions: 0 allow, 1 ask and 0 deny rules; the built-in read-only rules off; a workspace's .dsh/permissions.json not read\n" +
 				"unmatched commands: run (\"default\" in " + cfg + ")\n" + unknowable},
 	} {
-		out, errOut, code := dshBashPlain(t, dir, append([]string{"doctor"}, tc.args...)...)
+		out, errOut, code := dshBash(t, dir, append([]string{"doctor"}, tc.args...)...)
 		if _, got, _ := strings.Cut(out, "\npermissions: "); code != 0 || "permissions: "+got != tc.want {
 			t.Errorf("doctor %q: exit %d, stdout %q (stderr %q)\nwant the end %q", tc.args, code, out, errOut, tc.want)
 		}

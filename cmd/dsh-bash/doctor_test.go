@@ -17,12 +17,12 @@ func TestDoctorHomeWorkspace(t *testing.T) {
 	requireBwrap(t)
 	home := t.TempDir()
 	env := []string{"HOME=" + home, "DSH_BASH_SANDBOX=on"}
-	out, errOut, code := runBinary(t, plainBinary, home, env, "doctor")
+	out, errOut, code := runBinary(t, binary, home, env, "doctor")
 	want := "workspace: " + home + ": REFUSED, a session there gets an error: it is or holds your home directory " + home
 	if code != 0 || !strings.Contains(out, want) || !strings.Contains(out, "give --cwd DIR") {
 		t.Errorf("doctor: exit %d, stdout %q, stderr %q; want %q", code, out, errOut, want)
 	}
-	if out, _, _ := runBinary(t, plainBinary, home, env, "doctor", "--cwd", t.TempDir()); strings.Contains(out, "REFUSED") {
+	if out, _, _ := runBinary(t, binary, home, env, "doctor", "--cwd", t.TempDir()); strings.Contains(out, "REFUSED") {
 		t.Errorf("doctor --cwd elsewhere: %q", out)
 	}
 }
@@ -57,7 +57,7 @@ func TestDoctorSaysWhy(t *testing.T) {
 	t.Parallel()
 	cfg := filepath.Join(t.TempDir(), "config.json")
 	os.WriteFile(cfg, []byte(`{"sandbox": {"mode": "bogus"}}`), 0o600)
-	out, errOut, code := dshBashPlain(t, t.TempDir(), "doctor", "--config", cfg)
+	out, errOut, code := dshBash(t, t.TempDir(), "doctor", "--config", cfg)
 	want := "executor: cannot be made with these settings: config " + cfg + `: line 1: sandbox.mode must be auto, on, off (got "bogus")` + "\n"
 	if code != 2 || !strings.HasSuffix(out, want) || errOut != "" {
 		t.Errorf("exit %d, stdout %q, stderr %q; want exit 2 and stdout ending %q", code, out, errOut, want)
@@ -75,7 +75,7 @@ func TestDoctorPaths(t *testing.T) {
 	os.MkdirAll(dir, 0o700)
 	os.WriteFile(filepath.Join(dir, "config.json"), []byte(`{"sandbox": {"hidden": ["~/nowhere"], "writable": ["/nonexistent/dsh-w"]}}`), 0o600)
 	env := []string{"HOME=" + home, "XDG_CONFIG_HOME=" + filepath.Join(home, ".config"), "DSH_BASH_SANDBOX=on"}
-	out, errOut, code := runBinary(t, plainBinary, t.TempDir(), env, "doctor")
+	out, errOut, code := runBinary(t, binary, t.TempDir(), env, "doctor")
 	if code != 0 || strings.Count(out, "  "+dir+"\n") != 1 || strings.Contains(out, "config.json") {
 		t.Errorf("exit %d, stdout %q (stderr %q); want %s listed once, and not its file", code, out, errOut, dir)
 	}

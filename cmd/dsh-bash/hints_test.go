@@ -67,8 +67,7 @@ func hintDir(t *testing.T) string {
 
 // TestRunHintsWork: for each command, the hint printed where nobody can be
 // asked is followed as printed, as flags and as the configuration file's
-// strings, and the command then runs. The hints are the rules' texts,
-// so the plain build prints them (some 75 starts).
+// strings, and the command then runs (some 75 starts).
 func TestRunHintsWork(t *testing.T) {
 	t.Parallel()
 	if len(hintedCommands) < 30 {
@@ -80,7 +79,7 @@ func TestRunHintsWork(t *testing.T) {
 			dir := hintDir(t)
 			// The hints are the rules', whatever holds the commands: no jail
 			// to start for each of the runs.
-			out, _, code := dshBashPlain(t, dir, "run", "--sandbox=off", "--deny", "rm -rf", "--default", "ask", "--", cmd)
+			out, _, code := dshBash(t, dir, "run", "--sandbox=off", "--deny", "rm -rf", "--default", "ask", "--", cmd)
 			flags, strs := parseHint(t, out)
 			if code != 1 || len(flags) == 0 {
 				t.Fatalf("%s: no hint: %q (exit %d)", cmd, out, code)
@@ -89,7 +88,7 @@ func TestRunHintsWork(t *testing.T) {
 			for _, f := range flags {
 				args = append(args, "--allow", f)
 			}
-			if out, _, code := dshBashPlain(t, dir, append(args, "--", cmd)...); code != 0 || strings.Contains(out, "approval") {
+			if out, _, code := dshBash(t, dir, append(args, "--", cmd)...); code != 0 || strings.Contains(out, "approval") {
 				t.Errorf("%s: with %q: %q (exit %d)", cmd, flags, out, code)
 			}
 			if i%3 != 0 {
@@ -97,7 +96,7 @@ func TestRunHintsWork(t *testing.T) {
 			}
 			cfg := filepath.Join(t.TempDir(), "config.json")
 			os.WriteFile(cfg, []byte(`{"permissions": {"deny": ["rm -rf"], "default": "ask", "allow": [`+strings.Join(strs, ", ")+`]}}`), 0o600)
-			if out, errOut, code := dshBashPlain(t, hintDir(t), "run", "--sandbox=off", "--config", cfg, "--", cmd); code != 0 || strings.Contains(out, "approval") {
+			if out, errOut, code := dshBash(t, hintDir(t), "run", "--sandbox=off", "--config", cfg, "--", cmd); code != 0 || strings.Contains(out, "approval") {
 				t.Errorf("%s: with the configuration's allow %s: %q %s (exit %d)", cmd, strs, out, errOut, code)
 			}
 		})

@@ -40,7 +40,13 @@ type httpServer struct {
 // test's) and waits until it serves.
 func startHTTP(t *testing.T, env []string, args ...string) *httpServer {
 	t.Helper()
-	cmd := execCommand(append([]string{"mcp"}, args...)...)
+	return startHTTPCmd(t, execCommand(append([]string{"mcp"}, args...)...), env)
+}
+
+// startHTTPCmd starts cmd, a dsh-bash mcp --http, with env added to the
+// test's, and waits until it serves.
+func startHTTPCmd(t *testing.T, cmd *exec.Cmd, env []string) *httpServer {
+	t.Helper()
 	cmd.Env = append(os.Environ(), env...)
 	pr, pw, err := os.Pipe()
 	if err != nil {
@@ -175,7 +181,7 @@ func writeFile(t *testing.T, content string, mode os.FileMode) string {
 // and its tasks.
 func TestMCPHTTPBinary(t *testing.T) {
 	t.Parallel()
-	s := startHTTP(t, nil, "--http", "127.0.0.1:0")
+	s := startHTTPCmd(t, raceCommand("mcp", "--http", "127.0.0.1:0"), nil) // its wiring checked for races
 	if !strings.HasPrefix(s.where, "http://127.0.0.1:") {
 		t.Fatalf("serving on %q", s.where)
 	}

@@ -21,10 +21,10 @@ import (
 	"github.com/dshgo/dsh/toolbash"
 )
 
-// binary is dsh-bash built as the tests are (with -race under go test
-// -race); plainBinary is dsh-bash built without the race detector
-// (binary itself when the tests are not race-built).
-var binary, plainBinary string
+// binary is dsh-bash built without the race detector, which most tests
+// start; raceBinary is dsh-bash built as the tests are (with -race under
+// go test -race; binary itself otherwise), which a few start.
+var binary, raceBinary string
 
 // TestMain builds dsh-bash once; the tests run it as users do.
 func TestMain(m *testing.M) {
@@ -35,27 +35,30 @@ func TestMain(m *testing.M) {
 	binary = filepath.Join(dir, "dsh-bash")
 	proctest.QuickRaceExit()
 	proctest.RaiseParallel(4)
-	// A race-built dsh-bash costs some 70 ms of CPU more at each start
-	// than a plain one. The tests that start it many times over only to
-	// read what it prints for its flags, rules and hints (a few hundred
-	// starts, single-threaded up to the answer) start the plain one
-	// (dshBashPlain); the servers, run's executor and the far side keep
-	// the race-built binary, which the same flag and rule code runs in.
-	plainBinary = binary
+	// A race-built dsh-bash costs some 70 ms of CPU more at each of the
+	// hundreds of starts of these tests, and several times the CPU for
+	// the work a server does; built so, the package's tests took 122
+	// CPU-seconds against 72 with a plain build. The code a server runs
+	// is checked for races in its own packages (mcpserver, toolbash, the
+	// executors), under the tests' own race detector; here a few tests
+	// start the race-built binary (raceCommand) to check its wiring: an
+	// HTTP server with its sessions and a stdio session with tasks and
+	// input.
+	raceBinary = binary
 	if proctest.Race {
-		plainBinary = filepath.Join(dir, "dsh-bash-plain")
+		raceBinary = filepath.Join(dir, "dsh-bash-race")
 	}
-	// The jails of most tests start a plain agent: a race-built dsh-bash
-	// costs twice the CPU at each of some ninety jail starts. The agent's
-	// code is checked for races by bash/sandbox's tests, and dsh-bash as
-	// its own agent by TestSelfAgent.
+	// The jails start a plain agent: a race-built dsh-bash costs twice
+	// the CPU at each of some ninety jail starts. The agent's code is
+	// checked for races by bash/sandbox's tests, and dsh-bash as its own
+	// agent by TestSelfAgent.
 	agent := filepath.Join(dir, "agent")
 	builds := map[string][]string{
-		"dsh-bash":  append(append([]string{"build"}, proctest.BuildFlags()...), "-o", binary, "."),
+		"dsh-bash":  {"build", "-o", binary, "."},
 		"the agent": {"build", "-o", agent, "../../bash/sandbox/internal/agent"},
 	}
-	if plainBinary != binary {
-		builds["the plain dsh-bash"] = []string{"build", "-o", plainBinary, "."}
+	if raceBinary != binary {
+		builds["the race-built dsh-bash"] = append(append([]string{"build"}, proctest.BuildFlags()...), "-o", raceBinary, ".")
 	}
 	if err := buildAll(builds); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -121,13 +124,6 @@ func dshBash(t *testing.T, dir string, args ...string) (stdout, stderr string, c
 func dshBashEnv(t *testing.T, dir string, env []string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	return runBinary(t, binary, dir, env, args...)
-}
-
-// dshBashPlain is dshBash with plainBinary: for the tests that start
-// dsh-bash many times to read its usage errors, denials and hints.
-func dshBashPlain(t *testing.T, dir string, args ...string) (stdout, stderr string, code int) {
-	t.Helper()
-	return runBinary(t, plainBinary, dir, []string{"TMPDIR=" + t.TempDir()}, args...)
 }
 
 // runBinary runs bin, a build of dsh-bash, in dir with env added to the
@@ -224,7 +220,7 @@ func TestRunTruncatedKeepsSpill(t *testing.T) {
 func TestUsage(t *testing.T) {
 	t.Parallel()
 	for _, args := range [][]string{{}, {"nope"}, {"run"}, {"run", "--bogus", "x"}, {"schema", "extra"}} {
-		if _, stderr, code := dshBashPlain(t, "", args...); code != 2 || stderr == "" {
+		if _, stderr, code := dshBash(t, "", args...); code != 2 || stderr == "" {
 			t.Errorf("%q: exit %d, stderr %q", args, code, stderr)
 		}
 	}
@@ -316,12 +312,12 @@ func TestHelpExitsZero(t *testing.T) {
 	t.Parallel()
 	for _, args := range [][]string{{"-h"}, {"--help"}, {"help"}, {"mcp", "-h"}, {"mcp", "--help"}, {"acp", "-h"}, {"run", "-h"},
 		{"executor", "-h"}, {"doctor", "--help"}, {"schema", "-h"}} {
-		out, errOut, code := dshBashPlain(t, t.TempDir(), args...)
+		out, errOut, code := dshBash(t, t.TempDir(), args...)
 		if code != 0 || errOut != "" || !strings.HasPrefix(out, "usage") {
 			t.Errorf("%q: exit %d, stdout %q, stderr %q; want the usage on stdout, exit 0", args, code, out, errOut)
 		}
 	}
-	if out, _, _ := dshBashPlain(t, t.TempDir(), "mcp", "-h"); !strings.HasPrefix(out, "usage of dsh-bash mcp:\n") || !strings.Contains(out, "-sandbox-memory") {
+	if out, _, _ := dshBash(t, t.TempDir(), "mcp", "-h"); !strings.HasPrefix(out, "usage of dsh-bash mcp:\n") || !strings.Contains(out, "-sandbox-memory") {
 		t.Errorf("mcp -h: %q", out)
 	}
 }
@@ -330,10 +326,10 @@ func TestHelpExitsZero(t *testing.T) {
 // command, so that no flag is found only by reading a command's -h.
 func TestUsageNamesEveryFlag(t *testing.T) {
 	t.Parallel()
-	usageText, _, _ := dshBashPlain(t, "", "-h")
+	usageText, _, _ := dshBash(t, "", "-h")
 	flagLine := regexp.MustCompile(`(?m)^  -([a-z0-9-]+)`)
 	for _, cmd := range []string{"mcp", "acp", "run", "executor", "doctor"} {
-		help, _, _ := dshBashPlain(t, "", cmd, "-h")
+		help, _, _ := dshBash(t, "", cmd, "-h")
 		for _, m := range flagLine.FindAllStringSubmatch(help, -1) {
 			if !strings.Contains(usageText, "--"+m[1]) {
 				t.Errorf("dsh-bash %s has --%s, which the top-level help does not name", cmd, m[1])
@@ -367,7 +363,7 @@ func TestBadFlagValues(t *testing.T) {
 			if cmd[0] == "mcp" {
 				args = args[:len(args)-2]
 			}
-			out, errOut, code := dshBashPlain(t, t.TempDir(), args...)
+			out, errOut, code := dshBash(t, t.TempDir(), args...)
 			if code != 2 || out != "" || !strings.Contains(errOut, "dsh-bash "+cmd[0]+": "+tc.want) || strings.Contains(errOut, "invalid executor options") {
 				t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit 2 and %q", args, code, out, errOut, tc.want)
 			}

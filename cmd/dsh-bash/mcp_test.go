@@ -37,7 +37,19 @@ func mcpClientWith(t *testing.T, copts *mcp.ClientOptions, args ...string) (*mcp
 // mcpClientOn is mcpClientWith on that protocol version ("": the newest).
 func mcpClientOn(t *testing.T, protocol string, copts *mcp.ClientOptions, args ...string) (*mcp.ClientSession, *exec.Cmd) {
 	t.Helper()
-	cmd := execCommand(append([]string{"mcp"}, args...)...)
+	return connectMCP(t, execCommand(append([]string{"mcp"}, args...)...), protocol, copts)
+}
+
+// mcpClientRace is mcpClient with the race-built dsh-bash.
+func mcpClientRace(t *testing.T, args ...string) (*mcp.ClientSession, *exec.Cmd) {
+	t.Helper()
+	return connectMCP(t, raceCommand(append([]string{"mcp"}, args...)...), "", nil)
+}
+
+// connectMCP starts cmd, a dsh-bash mcp, and connects a client of copts
+// to it on that protocol version ("": the newest).
+func connectMCP(t *testing.T, cmd *exec.Cmd, protocol string, copts *mcp.ClientOptions) (*mcp.ClientSession, *exec.Cmd) {
+	t.Helper()
 	// The SDK sends SIGTERM when the server has not exited 5 s after stdin
 	// closed: wait far longer, so that only the server's own handling of
 	// stdin EOF can pass TestMCPStdioClientGone (which bounds the wait).
@@ -82,6 +94,9 @@ func closeMCP(t *testing.T, cs *mcp.ClientSession, cmd *exec.Cmd) {
 
 // execCommand is the built dsh-bash with args.
 func execCommand(args ...string) *exec.Cmd { return exec.Command(binary, args...) }
+
+// raceCommand is execCommand with the race-built dsh-bash (see TestMain).
+func raceCommand(args ...string) *exec.Cmd { return exec.Command(raceBinary, args...) }
 
 func callText(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]any) string {
 	t.Helper()
@@ -203,7 +218,7 @@ func TestMCPInteractive(t *testing.T) {
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Skip("no python3")
 	}
-	cs, _ := mcpClient(t)
+	cs, _ := mcpClientRace(t)
 	start := callText(t, cs, "bash", map[string]any{"command": "python3 -u -i -q", "description": "Start a Python REPL", "input": true})
 	// The start waits for the REPL's first prompt (on a loaded machine it
 	// may come later, with the first answer).

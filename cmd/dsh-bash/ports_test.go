@@ -122,7 +122,7 @@ func TestHostServiceRules(t *testing.T) {
 		{[]string{"--allow-domain", "127.0.0.1:5432", "--allow-domain", "localhost:5432"}, "--allow-domain localhost:5432 (or allowDomains in the config file): forwarded twice"},
 		{[]string{"--allow-domain", "127.0.0.1:5432", "--deny-domain", "127.0.0.0/8"}, "--allow-domain 127.0.0.1:5432: the rule --deny-domain 127.0.0.0/8 refuses it"},
 	} {
-		out, errOut, code := dshBashPlain(t, ws, append(allowlist, tc.args...)...)
+		out, errOut, code := dshBash(t, ws, append(allowlist, tc.args...)...)
 		if code != 2 || !strings.Contains(out, "executor: cannot be made with these settings: "+tc.want) {
 			t.Errorf("%q: exit %d, stdout %q, stderr %q; want a usage error saying %q", tc.args, code, out, errOut, tc.want)
 		}

@@ -181,7 +181,7 @@ func TestInapplicableFlagsRefused(t *testing.T) {
 		{[]string{"--remote", "k8s://agents", "--k8s-template", "/nonexistent/pod.yaml"}, "pod template: open /nonexistent/pod.yaml"},
 	} {
 		args := append(append([]string{"run"}, tt.args...), "--", "true")
-		_, errOut, code := dshBashPlain(t, t.TempDir(), args...)
+		_, errOut, code := dshBash(t, t.TempDir(), args...)
 		if code != 2 || !strings.Contains(errOut, tt.want) {
 			t.Errorf("%q: exit %d, stderr %q; want %q", tt.args, code, errOut, tt.want)
 		}

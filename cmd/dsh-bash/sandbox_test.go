@@ -181,7 +181,7 @@ func TestBadCwdIsUsageError(t *testing.T) {
 	os.WriteFile(file, nil, 0o600)
 	for _, cmd := range []string{"mcp", "executor"} {
 		for _, cwd := range []string{"/nonexistent", file} {
-			out, errOut, code := dshBashPlain(t, t.TempDir(), cmd, "--cwd", cwd)
+			out, errOut, code := dshBash(t, t.TempDir(), cmd, "--cwd", cwd)
 			if code != 2 || !strings.HasPrefix(errOut, "dsh-bash "+cmd+": --cwd "+cwd+": ") || out != "" {
 				t.Errorf("%s --cwd %s: exit %d, stdout %q, stderr %q; want a usage error", cmd, cwd, code, out, errOut)
 			}

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/dshgo/dsh/internal/testwait"
@@ -15,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
 )
 
 // Label marks what this package makes in the cluster (its value is
@@ -29,28 +32,80 @@ const Label = "dsh.test/k8stest"
 // It returns once the namespace's default ServiceAccount exists: the API
 // server refuses pods in a namespace that lacks the ServiceAccount they
 // run as, even those that mount no token.
+//
+// A namespace costs the cluster some half a CPU-second to make and
+// delete: tests whose pods need no namespace alone (no quota in it, no
+// cleanup of every orphan in it) share one (SharedNamespace).
 func Namespace(t testing.TB) string {
 	t.Helper()
-	client := Client(t)
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
-		Name:        namespaceName(t.Name()),
-		Labels:      map[string]string{Label: "true"},
-		Annotations: map[string]string{"dsh.test/name": t.Name()},
-	}}
-	ns, err := testwait.Reply("create namespace", func(ctx context.Context) (*corev1.Namespace, error) {
-		return client.Namespaces().Create(ctx, ns, metav1.CreateOptions{})
-	})
+	name, err := makeNamespace(t.Name())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		err := testwait.Call("delete namespace "+ns.Name, func(ctx context.Context) error {
-			return client.Namespaces().Delete(ctx, ns.Name, metav1.DeleteOptions{})
-		})
-		if err != nil && !apierrors.IsNotFound(err) {
+		if err := deleteNamespace(name); err != nil {
 			t.Error(err)
 		}
 	})
+	return name
+}
+
+// shared is the namespace of SharedNamespace.
+var shared struct {
+	mu   sync.Mutex
+	name string
+	err  error
+}
+
+// SharedNamespace is a namespace that the tests of this process share,
+// made on the first call (as Namespace makes one) and deleted by
+// RemoveSharedNamespace, which TestMain calls after the tests. Tests in
+// it tell their pods apart by their own labels.
+func SharedNamespace(t testing.TB) string {
+	t.Helper()
+	Config(t) // skips without a cluster, as Namespace does
+	shared.mu.Lock()
+	defer shared.mu.Unlock()
+	if shared.name == "" && shared.err == nil {
+		shared.name, shared.err = makeNamespace("shared")
+	}
+	if shared.err != nil {
+		t.Fatal(shared.err)
+	}
+	return shared.name
+}
+
+// RemoveSharedNamespace deletes the namespace of SharedNamespace, if one
+// was made, without waiting until it is gone.
+func RemoveSharedNamespace() error {
+	shared.mu.Lock()
+	defer shared.mu.Unlock()
+	if shared.name == "" {
+		return nil
+	}
+	err := deleteNamespace(shared.name)
+	shared.name, shared.err = "", nil
+	return err
+}
+
+// makeNamespace creates a namespace named after test and waits for its
+// default ServiceAccount.
+func makeNamespace(test string) (string, error) {
+	client, err := clusterClient()
+	if err != nil {
+		return "", err
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+		Name:        namespaceName(test),
+		Labels:      map[string]string{Label: "true"},
+		Annotations: map[string]string{"dsh.test/name": test},
+	}}
+	ns, err = testwait.Reply("create namespace", func(ctx context.Context) (*corev1.Namespace, error) {
+		return client.Namespaces().Create(ctx, ns, metav1.CreateOptions{})
+	})
+	if err != nil {
+		return "", err
+	}
 	sas := client.ServiceAccounts(ns.Name)
 	err = testwait.Call("the default ServiceAccount of namespace "+ns.Name, func(ctx context.Context) error {
 		return until(ctx, func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
@@ -60,9 +115,35 @@ func Namespace(t testing.TB) string {
 		}, "default", func(runtime.Object) (bool, error) { return true, nil })
 	})
 	if err != nil {
-		t.Fatal(err)
+		deleteNamespace(ns.Name)
+		return "", err
 	}
-	return ns.Name
+	return ns.Name, nil
+}
+
+// deleteNamespace deletes namespace name, without waiting until it is
+// gone; one already gone is no error.
+func deleteNamespace(name string) error {
+	client, err := clusterClient()
+	if err != nil {
+		return err
+	}
+	err = testwait.Call("delete namespace "+name, func(ctx context.Context) error {
+		return client.Namespaces().Delete(ctx, name, metav1.DeleteOptions{})
+	})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// clusterClient is a core/v1 client of the test cluster.
+func clusterClient() (corev1client.CoreV1Interface, error) {
+	cfg, err := cluster()
+	if err != nil {
+		return nil, err
+	}
+	return corev1client.NewForConfig(rest.CopyConfig(cfg))
 }
 
 // namespaceName makes a namespace's name (a DNS label: at most 63 lower

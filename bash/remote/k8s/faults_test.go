@@ -179,6 +179,7 @@ func TestPodCannotStart(t *testing.T) {
 			t.Parallel()
 			k := newCluster(t)
 			if tt.quota {
+				k = ownCluster(t) // where the quota stops no other test's pods
 				noPods(t, k.ns)
 			}
 			e := k.executor(t, bashtest.Config{}, func(o *Options) {

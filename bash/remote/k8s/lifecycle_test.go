@@ -61,7 +61,7 @@ func hold(cfg string) int {
 // server still running alone.
 func TestOrphansDeleted(t *testing.T) {
 	t.Parallel()
-	k := newCluster(t)
+	k := ownCluster(t) // where no other test's start deletes the orphan first
 	alive := k.executor(t, bashtest.Config{Cwd: t.TempDir()}, nil)
 	defer alive.Close()
 	if _, err := run(alive, "alive", "true"); err != nil {

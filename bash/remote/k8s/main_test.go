@@ -4,6 +4,7 @@ package k8s
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"testing"
@@ -35,6 +36,9 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m, k8stest.IgnoreIdleConnections(), k8stest.IgnoreCutHeartbeats(),
 		goleak.Cleanup(func(code int) {
 			servetest.RemoveFarside()
+			if err := k8stest.RemoveSharedNamespace(); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+			}
 			os.Exit(code)
 		}))
 }
@@ -70,7 +74,17 @@ type cluster struct {
 	ns     string
 }
 
+// newCluster is the cluster and the namespace the package's tests share
+// (k8stest.SharedNamespace): their executors' instances tell their pods
+// apart.
 func newCluster(t testing.TB) cluster {
+	return cluster{config: k8stest.Config(t), ns: k8stest.SharedNamespace(t)}
+}
+
+// ownCluster is the cluster and a namespace of the test's own: for a
+// quota, and for orphans, which an executor's start deletes from every
+// instance in its namespace.
+func ownCluster(t testing.TB) cluster {
 	return cluster{config: k8stest.Config(t), ns: k8stest.Namespace(t)}
 }
 

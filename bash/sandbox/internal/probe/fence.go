@@ -1,6 +1,6 @@
 //go:build linux
 
-package sandbox
+package main
 
 import (
 	"encoding/binary"
@@ -434,7 +434,8 @@ func fenceBench(n int) string {
 	if err != nil {
 		return "bench: " + err.Error()
 	}
-	defer closeFDs(pair[:])
+	defer unix.Close(pair[0])
+	defer unix.Close(pair[1])
 	msg, buf := make([]byte, 64), make([]byte, 64)
 	start := time.Now()
 	for range n {

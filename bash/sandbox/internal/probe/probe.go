@@ -1,6 +1,15 @@
 //go:build linux
 
-package sandbox
+// Command probe is the system call probe that bash/sandbox's tests run
+// inside jails: each of its commands makes a system call, or a race of
+// them, that the jail must refuse, and prints what came of it. The tests
+// build it without the race detector (a race-built test binary costs
+// several times the CPU at each of its starts), and its attacks on the
+// socket fence run at full speed.
+//
+// It lives under bash/sandbox/internal because it is the sandbox tests'
+// own: nothing else builds or starts it.
+package main
 
 import (
 	"bytes"
@@ -17,22 +26,21 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// probeArg makes the test binary the system call probe.
-const probeArg = "dsh-sandbox-probe"
-
 func init() {
-	if len(os.Args) > 1 && os.Args[1] == probeArg {
-		// PTRACE_TRACEME makes the calling thread a tracee of the probe's
-		// parent, which without the sandbox is the test itself. Made from
-		// a thread other than the main one, that thread's end is a zombie
-		// only its tracer may reap, which the test never does, and the
-		// probe could then never be reaped: the kill after the timeout
-		// hung. Locked in init, main runs on the main thread.
-		runtime.LockOSThread()
-	}
+	// PTRACE_TRACEME makes the calling thread a tracee of the probe's
+	// parent, which without the sandbox is the test itself. Made from a
+	// thread other than the main one, that thread's end is a zombie only
+	// its tracer may reap, which the test never does, and the probe could
+	// then never be reaped: the kill after the timeout hung. Locked in
+	// init, main runs on the main thread.
+	runtime.LockOSThread()
 }
 
-// probe is the test binary run as probeArg with args: no more, the system
+func main() {
+	os.Exit(probe(os.Args[1:], os.Stdout))
+}
+
+// probe runs the command args: none, the system
 // call probe; "x32", a system call of the x32 ABI (which the filter
 // answers by killing the process: what it prints shows it lived); or
 // "abstract NAME", a connection to the abstract unix socket @NAME.
