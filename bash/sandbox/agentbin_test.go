@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -51,9 +50,8 @@ var buildPlainAgent = sync.OnceValues(func() (string, error) {
 	bin := filepath.Join(dir, "agent")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/dshgo/dsh/bash/sandbox/internal/agent")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build the agent: %w\n%s", err, out)
+	if err := proctest.Build(ctx, bin, "github.com/dshgo/dsh/bash/sandbox/internal/agent"); err != nil {
+		return "", fmt.Errorf("the agent: %w", err)
 	}
 	return bin, nil
 })

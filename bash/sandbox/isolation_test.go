@@ -168,9 +168,8 @@ var buildProbe = sync.OnceValues(func() (string, error) {
 	bin := filepath.Join(dir, "probe")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/dshgo/dsh/bash/sandbox/internal/probe")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build the probe: %w\n%s", err, out)
+	if err := proctest.Build(ctx, bin, "github.com/dshgo/dsh/bash/sandbox/internal/probe"); err != nil {
+		return "", fmt.Errorf("the probe: %w", err)
 	}
 	return bin, nil
 })

@@ -4,6 +4,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/dshgo/dsh/internal/proctest"
 	"github.com/dshgo/dsh/internal/testwait"
@@ -53,12 +55,12 @@ func TestMain(m *testing.M) {
 	// checked for races by bash/sandbox's tests, and dsh-bash as its own
 	// agent by TestSelfAgent.
 	agent := filepath.Join(dir, "agent")
-	builds := map[string][]string{
-		"dsh-bash":  {"build", "-o", binary, "."},
-		"the agent": {"build", "-o", agent, "../../bash/sandbox/internal/agent"},
+	builds := map[string]build{
+		binary: {pkg: "."},
+		agent:  {pkg: "../../bash/sandbox/internal/agent"},
 	}
 	if raceBinary != binary {
-		builds["the race-built dsh-bash"] = append(append([]string{"build"}, proctest.BuildFlags()...), "-o", raceBinary, ".")
+		builds[raceBinary] = build{pkg: ".", flags: proctest.BuildFlags()}
 	}
 	if err := buildAll(builds); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -77,18 +79,21 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// buildAll runs the go builds at once (each links a binary of tens of
-// megabytes, mostly on one core), and says which failed and why.
-func buildAll(builds map[string][]string) error {
+// build is a program to build: its package and go build flags.
+type build struct {
+	pkg   string
+	flags []string
+}
+
+// buildAll builds the programs at once (each a link of tens of megabytes,
+// mostly on one core, where the build cache does not have it), each at
+// its path, and says which failed and why.
+func buildAll(builds map[string]build) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
 	errs := make(chan error, len(builds))
-	for what, args := range builds {
-		go func() {
-			out, err := exec.Command("go", args...).CombinedOutput()
-			if err != nil {
-				err = fmt.Errorf("build %s: %v\n%s", what, err, out)
-			}
-			errs <- err
-		}()
+	for path, b := range builds {
+		go func() { errs <- proctest.Build(ctx, path, b.pkg, b.flags...) }()
 	}
 	var all []error
 	for range builds {

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -19,6 +18,7 @@ import (
 	"github.com/dshgo/dsh/bash"
 	"github.com/dshgo/dsh/bash/bashtest"
 	"github.com/dshgo/dsh/bash/local"
+	"github.com/dshgo/dsh/internal/proctest"
 )
 
 // Config is the suite's Config for a far side, with the spill directory.
@@ -116,9 +116,10 @@ var buildFarside = sync.OnceValues(func() (string, error) {
 		return "", err
 	}
 	path := filepath.Join(dir, "farside")
-	out, err := exec.Command("go", "build", "-o", path, "github.com/dshgo/dsh/internal/servetest/farside").CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("build the far side: %v\n%s", err, out)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if err := proctest.Build(ctx, path, "github.com/dshgo/dsh/internal/servetest/farside"); err != nil {
+		return "", fmt.Errorf("the far side: %w", err)
 	}
 	return path, nil
 })
