@@ -42,11 +42,13 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/coder/acp-go-sdk"
 	"github.com/dshgo/dsh/bash"
 	"github.com/dshgo/dsh/egress"
 	"github.com/dshgo/dsh/internal/chatapi"
+	"github.com/dshgo/dsh/observe"
 	"github.com/dshgo/dsh/toolbash"
 	"github.com/dshgo/dsh/tools"
 )
@@ -109,6 +111,14 @@ type Options struct {
 	// connections it refuses, in its next request, until Serve returns.
 	// Nil: no allowlist.
 	Egress *egress.Proxy
+	// Observe, if set, is told what the agent does, for its operators
+	// (package observe): each session's start and end, each tool call
+	// (filled on its way by the permission gate and the tools), and the
+	// end of each background task. Nil: nothing is told, at no cost.
+	Observe observe.Sink
+	// Containment says where the sessions' commands run and fenced how,
+	// for the events of their starts (observe.SessionStart).
+	Containment string
 }
 
 const defaultSystemPrompt = `You are a coding agent working in the directory %s on the user's machine.
@@ -134,8 +144,9 @@ type Agent struct {
 	prompts sync.WaitGroup // running prompt turns
 
 	mu       sync.Mutex
-	closed   bool // shutdown has begun: no new prompt starts
-	terminal bool // the latest initialize announced Zed terminal cards
+	closed   bool               // shutdown has begun: no new prompt starts
+	terminal bool               // the latest initialize announced Zed terminal cards
+	client   acp.Implementation // what the latest initialize said the client is
 	sessions map[acp.SessionId]*agentSession
 }
 
@@ -162,7 +173,7 @@ func New(exec bash.Executor, opts *Options) (*Agent, error) {
 	if a.opts.SystemPrompt == "" {
 		a.opts.SystemPrompt = defaultSystemPrompt
 	}
-	to := &toolbash.Options{MaxResultChars: opts.MaxResultChars, Sandbox: opts.Sandbox}
+	to := &toolbash.Options{MaxResultChars: opts.MaxResultChars, Sandbox: opts.Sandbox, Observe: opts.Observe}
 	if opts.Unsandboxed {
 		to.AskUnsandboxed = a.askUnsandboxed
 	}
@@ -209,11 +220,13 @@ func (a *Agent) Serve(ctx context.Context, w io.Writer, r io.Reader) error {
 	a.conn.SetLogger(a.logger)
 	close(gate.open)
 	close(a.ready)
+	reason := endClosed
 	select {
 	case <-a.conn.Done():
 	case <-ctx.Done():
+		reason = endShutdown
 	}
-	a.shutdown()
+	a.shutdown(reason)
 	return nil
 }
 
@@ -228,8 +241,9 @@ func (g *gatedReader) Read(p []byte) (int, error) {
 	return g.r.Read(p)
 }
 
-// shutdown cancels every prompt and kills every session's tasks.
-func (a *Agent) shutdown() {
+// shutdown cancels every prompt and kills every session's tasks; the
+// sessions end for reason (see observe.SessionEnd).
+func (a *Agent) shutdown(reason string) {
 	a.mu.Lock()
 	a.closed = true
 	var all []*agentSession
@@ -243,7 +257,7 @@ func (a *Agent) shutdown() {
 	}
 	a.prompts.Wait()
 	for _, s := range all {
-		a.endSession(s)
+		a.endSession(s, reason)
 	}
 	if a.opts.Egress != nil {
 		a.opts.Egress.SetFront(nil, nil)
@@ -266,6 +280,10 @@ func (a *Agent) Initialize(ctx context.Context, p acp.InitializeRequest) (acp.In
 	terminal, _ := p.ClientCapabilities.Meta["terminal_output"].(bool)
 	a.mu.Lock()
 	a.terminal = terminal
+	a.client = acp.Implementation{}
+	if p.ClientInfo != nil {
+		a.client = *p.ClientInfo
+	}
 	a.mu.Unlock()
 	name, version := a.opts.Name, a.opts.Version
 	if name == "" {
@@ -301,8 +319,10 @@ func (a *Agent) NewSession(ctx context.Context, p acp.NewSessionRequest) (acp.Ne
 	s.history = []chatapi.Message{chatapi.SystemMessage(systemPrompt(a.opts.SystemPrompt, s.cwd, a.opts.Instructions))}
 	a.mu.Lock()
 	s.terminal = a.terminal
+	client := a.client
 	a.sessions[id] = s
 	a.mu.Unlock()
+	a.announce(s, client, p.AdditionalDirectories)
 	return acp.NewSessionResponse{SessionId: id}, nil
 }
 
@@ -333,7 +353,7 @@ func (a *Agent) CloseSession(ctx context.Context, p acp.CloseSessionRequest) (ac
 	a.mu.Unlock()
 	if s != nil {
 		s.cancelPrompt()
-		a.endSession(s)
+		a.endSession(s, endClosed)
 	}
 	return acp.CloseSessionResponse{}, nil
 }
@@ -378,6 +398,8 @@ type agentSession struct {
 	owner    string
 	cwd      string
 	terminal bool
+	name     string    // for the operators' events: observe.SessionName(owner)
+	started  time.Time // when the session started
 
 	mu      sync.Mutex
 	history []chatapi.Message
@@ -405,10 +427,12 @@ func (s *agentSession) messages() []chatapi.Message {
 	return append([]chatapi.Message(nil), s.history...)
 }
 
-// endSession kills the session's tasks and forgets what its user allowed.
-func (a *Agent) endSession(s *agentSession) {
+// endSession kills the session's tasks and forgets what its user
+// allowed; the session ended for reason (see observe.SessionEnd).
+func (a *Agent) endSession(s *agentSession, reason string) {
 	a.tb.EndSession(context.Background(), s.owner)
 	if a.gate != nil {
 		a.gate.EndSession(s.owner)
 	}
+	a.announceEnd(s, reason)
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/dshgo/dsh/internal/acptest"
 	"github.com/dshgo/dsh/internal/fakellm"
 	"github.com/dshgo/dsh/internal/testwait"
+	"github.com/dshgo/dsh/observe"
 	"github.com/dshgo/dsh/toolbash"
 	"go.uber.org/goleak"
 )
@@ -55,6 +56,8 @@ type rigOptions struct {
 	unsandboxed bool
 	// egress, if set, is the agent's network allowlist.
 	egress *egress.Proxy
+	// observe, if set, is told the agent's events.
+	observe observe.Sink
 }
 
 func newRig(t testing.TB, terminal bool, yolo bool, turns ...fakellm.Turn) *rig {
@@ -74,7 +77,7 @@ func newRigWith(t testing.TB, o rigOptions, turns ...fakellm.Turn) *rig {
 	}
 	agent, err := New(exec, &Options{Model: "fake-model", Yolo: o.yolo, Permissions: o.permissions,
 		BaseURL: o.baseURL, APIKey: map[bool]string{false: "test-key", true: ""}[o.noKey], MaxRetries: -1,
-		Unsandboxed: o.unsandboxed, Egress: o.egress})
+		Unsandboxed: o.unsandboxed, Egress: o.egress, Observe: o.observe, Containment: "none"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -76,7 +76,7 @@ func (a *Agent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptResp
 				s.append(chatapi.ToolMessage(cancelledText, tc.ID))
 				continue
 			}
-			res := bridge.RunToolCall(ctx, s.id, s.cwd, &tools.Call{
+			res := a.runToolCall(ctx, bridge, s, &tools.Call{
 				ID: tc.ID, Tool: tc.Function.Name, Args: json.RawMessage(tc.Function.Arguments),
 				Session: session.Session{ID: s.owner, Cwd: s.cwd},
 			})
@@ -172,22 +172,28 @@ func (a *Agent) permission(next tools.Handler) tools.Handler {
 			acp.PermissionOption{OptionId: rejectOnce, Name: "Reject", Kind: acp.PermissionOptionKindRejectOnce})
 		switch {
 		case ctx.Err() != nil:
+			notePermission(ctx, "unanswered")
 			return tools.ErrorResult("command aborted")
 		case errors.Is(err, toolbash.ErrNoAnswer):
-			return tools.ErrorResult(unansweredText)
+			notePermission(ctx, "unanswered")
+			return denied(ctx, unansweredText)
 		case err != nil:
-			return tools.ErrorResult("could not ask the user for permission: " + err.Error())
+			notePermission(ctx, "cannot ask")
+			return denied(ctx, "could not ask the user for permission: "+err.Error())
 		}
 		switch chosen {
 		case allowAlways:
+			notePermission(ctx, "allowed for the session")
 			s.mu.Lock()
 			s.allowed[call.Tool] = true
 			s.mu.Unlock()
-			fallthrough
+			return next(ctx, call)
 		case allowOnce:
+			notePermission(ctx, "allowed once")
 			return next(ctx, call)
 		}
-		return tools.ErrorResult(declinedText)
+		notePermission(ctx, "denied")
+		return denied(ctx, declinedText)
 	}
 }
 

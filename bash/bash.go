@@ -253,6 +253,10 @@ type Output struct {
 	// available (a stream gets one once it passes the executor's memory, or
 	// ExecSpec.SpillAfter), also when nothing was cut; empty otherwise.
 	SpillPath string
+	// Bytes is the length of the whole stream so far in raw bytes, read
+	// or not, kept or cut (what a complete spill file holds); zero from
+	// an executor that does not count them.
+	Bytes int64 `json:",omitempty"`
 }
 
 // TaskID names a task: "bash-1", "bash-2", …

@@ -66,6 +66,7 @@ func (p *Proxy) ask(ctx context.Context, ref *Refusal) Reason {
 	}
 	select {
 	case <-q.done:
+		ref.Asked = q.why != Unlisted // else nobody could be asked, or answered
 		return q.why
 	case <-ctx.Done():
 		p.leave(q)

@@ -62,6 +62,14 @@ type Refusal struct {
 	// status, and a Busy one as a closed connection: a front end that
 	// tells the model of refusals need not repeat a Shown one.
 	Shown bool
+	// Asked reports that the session's user answered a question about
+	// the destination (put for this connection, or for another that this
+	// one waited with), whatever the answer; not where nobody could be
+	// asked, or nobody answered in time (Unlisted).
+	Asked bool
+
+	allowRule string // the allow rule that let the destination through
+	told      bool   // the decision on the connection was observed already
 }
 
 // Error is a short account of the refusal, in the proxy's own words
@@ -117,8 +125,15 @@ const (
 // check decides whether the owner's commands may reach host:port and
 // returns the addresses to connect to, or why not.
 func (p *Proxy) check(ctx context.Context, owner, host string, port int) ([]netip.Addr, *Refusal) {
-	host = normalize(host)
-	ref := &Refusal{Owner: owner, Host: host, Port: port}
+	return p.checkRef(ctx, &Refusal{Owner: owner, Host: host, Port: port})
+}
+
+// checkRef is check on ref's owner, host and port. It fills ref: why not,
+// or (where it returns no refusal) the allow rule that let the
+// destination through; and whether the user was asked.
+func (p *Proxy) checkRef(ctx context.Context, ref *Refusal) ([]netip.Addr, *Refusal) {
+	host, port := normalize(ref.Host), ref.Port
+	ref.Host = host
 	if a, err := netip.ParseAddr(host); err == nil {
 		if a.Zone() != "" {
 			// A zone means nothing to a global address (the kernel drops
@@ -139,11 +154,11 @@ func (p *Proxy) check(ctx context.Context, owner, host string, port int) ([]neti
 		ref.Reason, ref.Rule = Denied, r.text
 		return nil, ref
 	}
-	if _, ok := p.allow.matchName(host, port); !ok {
-		if why := p.ask(ctx, ref); why != 0 {
-			ref.Reason = why
-			return nil, ref
-		}
+	if r, ok := p.allow.matchName(host, port); ok {
+		ref.allowRule = r.text
+	} else if why := p.ask(ctx, ref); why != 0 {
+		ref.Reason = why
+		return nil, ref
 	}
 	return p.resolve(ctx, ref)
 }
@@ -158,14 +173,16 @@ func (p *Proxy) checkAddr(ctx context.Context, ref *Refusal, a netip.Addr) ([]ne
 		ref.Reason, ref.Rule = Denied, r.text
 		return nil, ref
 	}
-	if _, ok := p.allow.matchAddr(a, ref.Port); ok {
+	if r, ok := p.allow.matchAddr(a, ref.Port); ok {
+		ref.allowRule = r.text
 		return []netip.Addr{a}, nil
 	}
 	if p.local(a) {
 		ref.Reason, ref.Addr = LocalAddress, a
 		return nil, ref
 	}
-	if _, ok := p.allow.hasAny(); ok {
+	if r, ok := p.allow.hasAny(); ok {
+		ref.allowRule = r.text
 		return []netip.Addr{a}, nil
 	}
 	if why := p.ask(ctx, ref); why != 0 {

@@ -111,7 +111,7 @@ func (s *session) forward(req *http.Request) {
 		if cause == ResponseTooLarge {
 			err = fmt.Errorf("the response header is longer than %d bytes", maxHeader)
 		}
-		s.refuseHTTP(s.refused(&Refusal{Owner: s.owner, Host: normalize(host), Port: port, Reason: Unreachable, Cause: cause, Err: err}), http.StatusBadGateway)
+		s.refuseHTTP(s.refused(&Refusal{Owner: s.owner, Host: normalize(host), Port: port, Reason: Unreachable, Cause: cause, Err: err, told: true}), http.StatusBadGateway)
 		return
 	}
 	ulr.N = 1 << 62

@@ -163,6 +163,8 @@ func (p *Proxy) dialForward(owner string, to []netip.AddrPort) (net.Conn, *Refus
 		if !p.track(up, nil) {
 			return nil, &Refusal{Owner: owner, Host: a.String(), Port: port, Reason: Unreachable, Err: ErrClosed}
 		}
+		r, _ := p.allow.matchAddr(a, port)
+		p.observe(&Refusal{Owner: owner, Host: a.String(), Port: port, allowRule: r.text}, "allow")
 		return &trackedConn{Conn: up, p: p}, nil
 	}
 	if len(errs) > 0 {

@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/dshgo/dsh/observe"
 )
 
 // Options configure a Proxy. A nil *Options, and each zero field, means
@@ -74,6 +76,11 @@ type Options struct {
 	IdleTimeout time.Duration
 	// HeaderTimeout bounds the reading of a client's request. Default 30 s.
 	HeaderTimeout time.Duration
+	// Observe, if set, is told of the proxy's decision on each
+	// connection (an *observe.Network), for the operators: allowed, with
+	// the rule that allowed it, or refused, and why; and whether the user
+	// was asked. It is called on the connection's goroutine.
+	Observe observe.Sink
 }
 
 // Defaults of Options.
@@ -350,22 +357,25 @@ func (s *session) connect(host string, port int) (net.Conn, *Refusal) {
 	// connection.
 	ctx, cancel := context.WithTimeout(p.ctx, time.Duration(p.askQueue+1)*p.askTimeout+2*p.dialTimeout)
 	defer cancel()
-	addrs, ref := p.check(ctx, s.owner, host, port)
+	checked := &Refusal{Owner: s.owner, Host: host, Port: port}
+	addrs, ref := p.checkRef(ctx, checked)
 	if ref != nil {
 		return nil, s.refused(ref)
 	}
+	// Allowed: whatever happens now is no decision of the allowlist's.
+	p.observe(checked, "allow")
 	var errs []error
 	for _, a := range addrs {
 		up, err := p.dial(ctx, netip.AddrPortFrom(a, uint16(port)))
 		if err == nil && !p.track(up, nil) {
-			return nil, s.refused(&Refusal{Owner: s.owner, Host: normalize(host), Port: port, Reason: Unreachable, Cause: ConnectFailed, Err: ErrClosed})
+			return nil, s.refused(&Refusal{Owner: s.owner, Host: normalize(host), Port: port, Reason: Unreachable, Cause: ConnectFailed, Err: ErrClosed, told: true})
 		}
 		if err == nil {
 			return &trackedConn{Conn: up, p: p}, nil
 		}
 		errs = append(errs, err)
 	}
-	return nil, s.refused(&Refusal{Owner: s.owner, Host: normalize(host), Port: port, Reason: Unreachable, Cause: dialCause(errs), Err: errors.Join(errs...)})
+	return nil, s.refused(&Refusal{Owner: s.owner, Host: normalize(host), Port: port, Reason: Unreachable, Cause: dialCause(errs), Err: errors.Join(errs...), told: true})
 }
 
 // refused marks r as shown to the command where it is, and tells
@@ -420,8 +430,12 @@ func (p *Proxy) SetFront(ask func(ctx context.Context, q Question) (Decision, er
 	p.front.Store(&front{ask: ask, refused: refused})
 }
 
-// refused tells the front end's refused hook and returns r.
+// refused tells the front end's refused hook, and Options.Observe of
+// the refusal (unless the connection was allowed already), and returns r.
 func (p *Proxy) refused(r *Refusal) *Refusal {
+	if !r.told {
+		p.observe(r, "deny")
+	}
 	if f := p.front.Load().refused; f != nil {
 		f(r)
 	}

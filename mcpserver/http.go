@@ -41,6 +41,9 @@ type HTTPOptions struct {
 	// session a place under the cap). Default DefaultBodyTimeout; negative:
 	// no bound.
 	BodyTimeout time.Duration
+	// Metrics, if set, is served at /metrics (GET), behind the token as
+	// every other path: the operators' Prometheus metrics.
+	Metrics http.Handler
 
 	// The fields below are used by ServeStreamable only.
 
@@ -99,6 +102,7 @@ type HTTPHandler struct {
 	haveAuth bool              // a token or NoAuth was configured
 	sessions *httpSessions
 	bodyWait time.Duration // see HTTPOptions.BodyTimeout
+	metrics  http.Handler  // HTTPOptions.Metrics
 }
 
 // HTTPHandler makes the streamable HTTP handler of s. It refuses
@@ -125,6 +129,7 @@ func (s *Server) HTTPHandler(opts *HTTPOptions) *HTTPHandler {
 		haveAuth: o.NoAuth || o.Token != "",
 		sessions: newHTTPSessions(s, o.SessionGrace, o.MaxSessions),
 		bodyWait: o.BodyTimeout,
+		metrics:  o.Metrics,
 	}
 	return h
 }
@@ -133,6 +138,10 @@ func (s *Server) HTTPHandler(opts *HTTPOptions) *HTTPHandler {
 func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !h.authorized(r) {
 		unauthorized(w, r)
+		return
+	}
+	if h.metrics != nil && r.URL.Path == "/metrics" {
+		h.metrics.ServeHTTP(w, r)
 		return
 	}
 	bodyDeadline(w, r, h.bodyWait)

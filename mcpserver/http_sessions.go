@@ -81,6 +81,7 @@ func (hs *httpSessions) serve(w http.ResponseWriter, r *http.Request, sdk http.H
 	if r.Method == http.MethodDelete {
 		// The SDK's DELETE closes the session, but closing waits for the
 		// calls in flight: abort them (and kill the tasks) first.
+		hs.s.endReason(t.ss, endClosed)
 		hs.stop(t.ss)
 	}
 	var calls []json.RawMessage
@@ -216,6 +217,7 @@ func (hs *httpSessions) acquire(id string, adopt bool) *tracked {
 		hs.wg.Add(1)
 		go hs.watch(t)
 		if hs.closed {
+			hs.s.endReason(t.ss, endShutdown)
 			hs.endLocked(t)
 		}
 	}
@@ -262,6 +264,7 @@ func (hs *httpSessions) expire(t *tracked, gen int) {
 	if t.gen != gen || t.ending || hs.closed {
 		return
 	}
+	hs.s.endReason(t.ss, endIdle)
 	hs.endLocked(t)
 }
 
@@ -322,6 +325,7 @@ func (hs *httpSessions) close() {
 	hs.closed = true
 	for _, t := range hs.byID {
 		if !t.ending {
+			hs.s.endReason(t.ss, endShutdown)
 			hs.endLocked(t)
 		}
 	}

@@ -37,6 +37,7 @@ import (
 	"github.com/dshgo/dsh/bash"
 	"github.com/dshgo/dsh/egress"
 	"github.com/dshgo/dsh/internal/coalesce"
+	"github.com/dshgo/dsh/observe"
 	"github.com/dshgo/dsh/session"
 	"github.com/dshgo/dsh/toolbash"
 	"github.com/dshgo/dsh/tools"
@@ -88,6 +89,14 @@ type Options struct {
 	// their models of the connections it refuses, beside their next tool
 	// result, until Close. Nil: no allowlist.
 	Egress *egress.Proxy
+	// Observe, if set, is told what the server does, for its operators
+	// (package observe): each session's start and end, each tool call
+	// (filled on its way by the permission gate and the tools), and the
+	// end of each background task. Nil: nothing is told, at no cost.
+	Observe observe.Sink
+	// Containment says where the sessions' commands run and fenced how,
+	// for the events of their starts (observe.SessionStart).
+	Containment string
 }
 
 // Server is an MCP server for the shell tools over one executor. Make it with
@@ -103,6 +112,8 @@ type Server struct {
 	mcp         *mcp.Server
 	cwd         string
 	logger      *slog.Logger
+	observe     observe.Sink // Options.Observe
+	containment string       // Options.Containment
 
 	mu       sync.Mutex
 	sessions map[*mcp.ServerSession]*sessionState
@@ -121,6 +132,7 @@ func New(exec bash.Executor, opts *Options) (*Server, error) {
 		reg:      &tools.Registry{},
 		cwd:      opts.Cwd,
 		logger:   opts.Logger,
+		observe:  opts.Observe,
 		sessions: map[*mcp.ServerSession]*sessionState{},
 		owners:   map[string]*sessionState{},
 	}
@@ -134,7 +146,7 @@ func New(exec bash.Executor, opts *Options) (*Server, error) {
 		}
 		s.cwd = wd
 	}
-	s.unsandboxed, s.mute = opts.Unsandboxed, opts.CannotAskInstructions
+	s.unsandboxed, s.mute, s.containment = opts.Unsandboxed, opts.CannotAskInstructions, opts.Containment
 	if err := s.makeTools(exec, opts); err != nil {
 		return nil, err
 	}
@@ -165,7 +177,7 @@ func New(exec bash.Executor, opts *Options) (*Server, error) {
 // permission gate where opts has rules; the server asks its users by
 // elicitation.
 func (s *Server) makeTools(exec bash.Executor, opts *Options) error {
-	to := &toolbash.Options{Notify: s.notify, MaxResultChars: opts.MaxResultChars, Sandbox: opts.Sandbox}
+	to := &toolbash.Options{Notify: s.notify, MaxResultChars: opts.MaxResultChars, Sandbox: opts.Sandbox, Observe: opts.Observe}
 	if opts.Unsandboxed {
 		to.AskUnsandboxed = s.elicit
 	}
@@ -237,6 +249,7 @@ func (s *Server) serve(ctx context.Context, t mcp.Transport, gone, broken <-chan
 			err = <-done
 		case <-ctx.Done():
 			stopWrites()
+			s.endReason(ss, endShutdown)
 			s.closeSession(ss)
 			<-done
 			err = ctx.Err()
@@ -264,6 +277,7 @@ func (s *Server) Close() error {
 	s.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, ss := range all {
+		s.endReason(ss, endShutdown)
 		wg.Go(func() { s.closeSession(ss) })
 	}
 	wg.Wait()
@@ -327,45 +341,61 @@ func (s *Server) handler(name string) mcp.ToolHandler {
 		}
 		ctx, stop := st.callContext(ctx)
 		defer stop()
-		cs := &callState{req: req}
-		var err error
-		if cs.answers, err = st.inputs.answersFor(name, req.Params); err != nil {
-			return errorResult(unaskedText(err)), nil
+		obs := st.observeCall(name)
+		if obs != nil {
+			ctx = observe.WithCall(ctx, obs)
 		}
-		cwd, need := st.cwdFor(ctx, req, cs.answers)
-		if need != nil {
-			return st.askInput(name, req, need, cs.answers), nil // the client answers with its roots and calls again
-		}
-		call := &tools.Call{Tool: name, Args: req.Params.Arguments, Session: session.Session{ID: st.owner, Cwd: cwd}}
-		var progress *coalesce.Sender
-		if tok := req.Params.GetProgressToken(); tok != nil {
-			progress = progressSender(ctx, req.Session, tok)
-			call.Output = progress.Add
-		}
-		res := s.reg.Execute(context.WithValue(ctx, callStateKey{}, cs), call)
-		if progress != nil {
-			progress.Close() // every progress notification precedes the result
-		}
-		if need, ok := errors.AsType[*inputNeeded](res.Err); ok {
-			// The user's answers come with the client's next call.
-			return st.askInput(name, req, need.requests, cs.answers), nil
-		}
-		out := &mcp.CallToolResult{IsError: res.IsError}
-		for _, c := range res.Content {
-			out.Content = append(out.Content, &mcp.TextContent{Text: c.Text})
-		}
-		if st.calls.Err() != nil {
-			return out, nil // the session is ending: its tasks' deaths are ours, not news
-		}
-		// Within the result's budget: clients cut a long result, losing
-		// its own text. Each after a blank line, in a block of its own: a
-		// client that joins a result's blocks without a separator (Codex
-		// does) still shows the notices apart from the result.
-		for _, n := range s.tb.TakeNotices(st.owner, utf8.RuneCountInString(res.Text())) {
-			out.Content = append(out.Content, &mcp.TextContent{Text: "\n\n" + n})
+		out, asking := s.callTool(ctx, st, name, req)
+		if !asking {
+			s.finishCall(ctx, obs, out)
 		}
 		return out, nil
 	}
+}
+
+// callTool runs a tools/call of the named tool through the registry, and
+// adds the session's notices to its result; asking says the result only
+// asks the client for answers, with which it calls again.
+func (s *Server) callTool(ctx context.Context, st *sessionState, name string, req *mcp.CallToolRequest) (_ *mcp.CallToolResult, asking bool) {
+	cs := &callState{req: req}
+	var err error
+	if cs.answers, err = st.inputs.answersFor(name, req.Params); err != nil {
+		observe.CallFrom(ctx).Fail(observe.OutcomeInvalid, unaskedText(err))
+		return errorResult(unaskedText(err)), false
+	}
+	cwd, need := st.cwdFor(ctx, req, cs.answers)
+	if need != nil {
+		return st.askInput(name, req, need, cs.answers), true // the client answers with its roots and calls again
+	}
+	call := &tools.Call{Tool: name, Args: req.Params.Arguments, Session: session.Session{ID: st.owner, Cwd: cwd}}
+	var progress *coalesce.Sender
+	if tok := req.Params.GetProgressToken(); tok != nil {
+		progress = progressSender(ctx, req.Session, tok)
+		call.Output = progress.Add
+	}
+	res := s.reg.Execute(context.WithValue(ctx, callStateKey{}, cs), call)
+	if progress != nil {
+		progress.Close() // every progress notification precedes the result
+	}
+	if need, ok := errors.AsType[*inputNeeded](res.Err); ok {
+		// The user's answers come with the client's next call.
+		return st.askInput(name, req, need.requests, cs.answers), true
+	}
+	out := &mcp.CallToolResult{IsError: res.IsError}
+	for _, c := range res.Content {
+		out.Content = append(out.Content, &mcp.TextContent{Text: c.Text})
+	}
+	if st.calls.Err() != nil {
+		return out, false // the session is ending: its tasks' deaths are ours, not news
+	}
+	// Within the result's budget: clients cut a long result, losing
+	// its own text. Each after a blank line, in a block of its own: a
+	// client that joins a result's blocks without a separator (Codex
+	// does) still shows the notices apart from the result.
+	for _, n := range s.tb.TakeNotices(st.owner, utf8.RuneCountInString(res.Text())) {
+		out.Content = append(out.Content, &mcp.TextContent{Text: "\n\n" + n})
+	}
+	return out, false
 }
 
 // askInput is the result of a call that needs the client's answers
@@ -412,7 +442,9 @@ func lastLine(text string) string {
 func (s *Server) trackSessions(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		if ss, ok := req.GetSession().(*mcp.ServerSession); ok {
-			s.session(ss)
+			if st := s.session(ss); st != nil && method != methodDiscover {
+				st.announce(req)
+			}
 		}
 		return next(ctx, method, req)
 	}
@@ -459,6 +491,7 @@ func (s *Server) endSession(ss *mcp.ServerSession) {
 	if s.gate != nil {
 		s.gate.EndSession(st.owner)
 	}
+	st.announceEnd()
 }
 
 // notify sends a completion notice as a log notification, which reaches

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dshgo/dsh/observe"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -37,14 +38,26 @@ type sessionState struct {
 
 	mu  sync.Mutex
 	cwd string // "" until known
+
+	// For the operators' events (Options.Observe): the session's name,
+	// when its start was told (zero: not yet), whether its end was, and
+	// why it ends ("" until something says).
+	name    string
+	started time.Time
+	ended   bool
+	reason  string
 }
 
 func newSessionState(s *Server, ss *mcp.ServerSession) *sessionState {
 	b := make([]byte, 16)
 	_, _ = rand.Read(b)
 	calls, abort := context.WithCancel(context.Background())
-	return &sessionState{s: s, ss: ss, owner: "mcp-" + hex.EncodeToString(b),
+	st := &sessionState{s: s, ss: ss, owner: "mcp-" + hex.EncodeToString(b),
 		calls: calls, abort: abort, endTasks: make(chan struct{})}
+	if s.observe != nil {
+		st.name = observe.SessionName(st.owner)
+	}
+	return st
 }
 
 // callContext is the context of one tool call of the session: it is done

@@ -16,7 +16,9 @@ package observe
 
 import (
 	"context"
+	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // A Sink receives events. It is called on the path of the work it
@@ -72,8 +74,8 @@ type SessionStart struct {
 	// Roots are the client's roots (paths), as far as known at start.
 	Roots []string
 	// Containment says where the session's commands run and fenced how:
-	// "sandbox (jail)", "sandbox (landlock layer)", "none", "pod NS/NAME",
-	// "ssh HOST".
+	// "sandbox (jail)", "sandbox (landlock layer)", "none", "pods in
+	// namespace NS", "remote HOST (sandbox)" (see setup.Containment).
 	Containment string
 }
 
@@ -81,6 +83,7 @@ type SessionStart struct {
 type SessionEnd struct {
 	Time    time.Time
 	Session string
+	Front   string // as the SessionStart's
 	// Reason: "closed" (the client ended it), "idle" (its client was
 	// gone for the grace period), "shutdown" (the server stopped).
 	Reason   string
@@ -118,6 +121,8 @@ type Call struct {
 	// of the spill files kept of them.
 	StdoutBytes, StderrBytes int64
 	Spills                   []string
+	// SpilledBytes are the bytes of the streams kept in those files.
+	SpilledBytes int64
 	// Limit names the resource limit that ended the command ("memory
 	// limit 2 GiB"), empty when none did.
 	Limit string
@@ -130,6 +135,40 @@ type Call struct {
 	Error string
 }
 
+// The outcomes of a Call (and a TaskEnd).
+const (
+	OutcomeOK      = "ok"
+	OutcomeExit    = "exit"
+	OutcomeSignal  = "signal"
+	OutcomeTimeout = "timeout"
+	OutcomeAborted = "aborted"
+	OutcomeLimit   = "limit"
+	OutcomeDenied  = "denied"
+	OutcomeInvalid = "invalid"
+	OutcomeError   = "error"
+)
+
+// Fail sets the call's Outcome, and its Error to the first line of text
+// (at most 200 characters), unless a layer closer to the work set an
+// outcome already. A nil c (a call nobody observes) is left alone.
+func (c *Call) Fail(outcome, text string) {
+	if c == nil || c.Outcome != "" {
+		return
+	}
+	c.Outcome, c.Error = outcome, FirstLine(text)
+}
+
+// FirstLine is the first line of s, cut at 200 characters.
+func FirstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if utf8.RuneCountInString(s) > 200 {
+		s = string([]rune(s)[:199]) + "…"
+	}
+	return s
+}
+
 // Permission is the permission rules' verdict on a call.
 type Permission struct {
 	// Verdict is "allow", "deny" or "ask".
@@ -138,10 +177,12 @@ type Permission struct {
 	// was written (a file, "allowed by the user in this session"); both
 	// empty for a verdict of the built-in read-only list or the mode.
 	Rule, Source string
-	// Reason is the verdict's own words when no rule decided.
+	// Reason is the verdict's own words, which name the rule when one
+	// decided.
 	Reason string
 	// Answer is the user's answer to an "ask": "allowed once",
-	// "allowed for the session", "denied", "unanswered", "cannot ask".
+	// "allowed for the session", "denied", "unanswered", "cannot ask";
+	// empty for another verdict.
 	Answer string
 }
 
@@ -166,7 +207,8 @@ type Network struct {
 	// Host and Port are where the command tried to connect.
 	Host string
 	Port int
-	// Verdict is "allow" or "deny"; Asked says the user was asked, and
+	// Verdict is "allow" or "deny"; Asked says the user was asked and
+	// answered (not where nobody could be asked, or answered in time),
 	// Rule is the allowlist entry that decided (empty when the user or a
 	// default did), Reason the refusal's words.
 	Verdict      string

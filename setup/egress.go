@@ -26,7 +26,7 @@ func (s *Setup) AllowlistRules() (allow, deny []string) {
 // why.
 func (s *Setup) makeProxy() (*egress.Proxy, error) {
 	allow, deny := s.AllowlistRules()
-	p, err := egress.New(&egress.Options{Allow: allow, Deny: deny,
+	p, err := egress.New(&egress.Options{Allow: allow, Deny: deny, Observe: s.observe,
 		RefusalText: func(r *egress.Refusal) string { return toolbash.EgressRefusal(r, howToAllowDomain) }})
 	if err != nil {
 		return nil, configErr(fmt.Errorf("--allow-domain/--deny-domain: %w", err))

@@ -21,6 +21,7 @@ import (
 	"github.com/dshgo/dsh/bash/local"
 	"github.com/dshgo/dsh/bash/sandbox"
 	"github.com/dshgo/dsh/egress"
+	"github.com/dshgo/dsh/observe"
 )
 
 // Config is what to build. The zero Config is a local executor with
@@ -45,6 +46,11 @@ type Options struct {
 	// Stderr receives the far sides' stderr (an --executor-cmd program's,
 	// an SSH host's); nil discards it.
 	Stderr io.Writer
+	// Observe, if set, is told what what New builds does, for the
+	// operators (package observe): the network allowlist's decisions.
+	// Hand the same sink to the front end (mcpserver.Options.Observe,
+	// acpagent.Options.Observe).
+	Observe observe.Sink
 }
 
 // Setup is what New built. Close it when done.
@@ -60,6 +66,7 @@ type Setup struct {
 	reason   string // why the auto mode runs without the sandbox
 	warnings []string
 	hosts    []string
+	observe  observe.Sink // Options.Observe
 }
 
 // ConfigError is an error in the configuration (a value no setting takes,
@@ -83,7 +90,7 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Setup, error) {
 	if opts == nil {
 		opts = &Options{}
 	}
-	s := &Setup{cfg: *cfg}
+	s := &Setup{cfg: *cfg, observe: opts.Observe}
 	if s.cfg.Local == nil {
 		s.cfg.Local = &local.Options{}
 	}

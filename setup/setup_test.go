@@ -23,6 +23,9 @@ func TestOff(t *testing.T) {
 	if got := s.Instructions(true); got != "" {
 		t.Errorf("off: instructions %q", got)
 	}
+	if got := s.Containment(); got != "none" {
+		t.Errorf("off: containment %q", got)
+	}
 }
 
 // TestConfigErrors: what no configuration can mean is a *ConfigError.
@@ -79,5 +82,8 @@ func TestFactsFromExecutor(t *testing.T) {
 	}
 	if tmp := se.Limits().Tmp; layer == sandbox.LayerJail && tmp > 0 && f.TmpSize != sandbox.ByteSize(tmp) {
 		t.Errorf("facts' /tmp %q, the jails' %d bytes", f.TmpSize, tmp)
+	}
+	if want := map[sandbox.Layer]string{sandbox.LayerJail: "sandbox (jail)", sandbox.LayerLandlock: "sandbox (landlock layer)"}[layer]; s.Containment() != want {
+		t.Errorf("containment %q, want %q", s.Containment(), want)
 	}
 }

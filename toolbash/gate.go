@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/dshgo/dsh/observe"
 	"github.com/dshgo/dsh/permission"
 	"github.com/dshgo/dsh/tools"
 )
@@ -117,15 +118,17 @@ func (g *Gate) Middleware(next tools.Handler) tools.Handler {
 		if err := json.Unmarshal(call.Args, &a); err != nil {
 			return next(ctx, call) // the tool says what is wrong
 		}
+		noteBash(ctx, a)
 		workdir := callWorkdir(a, call)
 		v := g.policyFor(call).Check(a.Command, workdir, call.Session.Cwd)
+		noted := notePermission(ctx, v)
 		switch v.Decision {
 		case permission.Allow:
 			return next(ctx, call)
 		case permission.Deny:
-			return tools.ErrorResult(deniedText(v))
+			return denied(ctx, deniedText(v))
 		}
-		return g.ask(ctx, next, call, Question{Call: call, Command: a.Command, Workdir: workdir, Description: a.Description, Verdict: v})
+		return g.ask(ctx, next, call, noted, Question{Call: call, Command: a.Command, Workdir: workdir, Description: a.Description, Verdict: v})
 	}
 }
 
@@ -155,23 +158,30 @@ func (g *Gate) policyFor(call *tools.Call) *permission.Policy {
 	return &p
 }
 
-func (g *Gate) ask(ctx context.Context, next tools.Handler, call *tools.Call, q Question) *tools.Result {
+// ask asks the user about the call, noting the answer in the call's
+// event (noted, nil when nobody observes the call).
+func (g *Gate) ask(ctx context.Context, next tools.Handler, call *tools.Call, noted *observe.Permission, q Question) *tools.Result {
 	if g.opts.Ask == nil {
-		return tools.ErrorResult(unapprovedText(q.Verdict, "this client cannot ask the user", g.opts.HowToAllow))
+		noteAnswer(noted, answerCannotAsk)
+		return denied(ctx, unapprovedText(q.Verdict, "this client cannot ask the user", g.opts.HowToAllow))
 	}
 	ans, err := g.opts.Ask(ctx, q)
 	switch {
 	case err != nil || ctx.Err() != nil:
-		res := tools.ErrorResult(g.unansweredText(ctx, q, err))
+		noteAnswer(noted, unanswered(ctx, err))
+		res := denied(ctx, g.unansweredText(ctx, q, err))
 		res.Err = err
 		return res
 	case ans == AllowPrefixes:
+		noteAnswer(noted, answerSession)
 		g.allow(call.Session.ID, q.Verdict.Prefixes)
 		return next(ctx, call)
 	case ans == AllowOnce:
+		noteAnswer(noted, answerOnce)
 		return next(ctx, call)
 	}
-	return tools.ErrorResult(RejectedText)
+	noteAnswer(noted, answerDenied)
+	return denied(ctx, RejectedText)
 }
 
 // unansweredText is what the model reads of a call whose question got no

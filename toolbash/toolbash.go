@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/dshgo/dsh/bash"
+	"github.com/dshgo/dsh/observe"
 	"github.com/dshgo/dsh/tools"
 	"github.com/google/jsonschema-go/jsonschema"
 )
@@ -70,6 +71,11 @@ type Options struct {
 	// result holds the program's banner and first prompt. Zero means
 	// bash.DefaultInputWait; negative means the call returns at once.
 	StartWait time.Duration
+	// Observe, if set, is told of the end of every background task of
+	// the executor (an *observe.TaskEnd), once. Each call's event, if its
+	// context carries one (observe.WithCall), is filled whether or not
+	// it is set.
+	Observe observe.Sink
 }
 
 // Tools is the five shell tools over one executor. Make it with New and
@@ -86,6 +92,7 @@ type Tools struct {
 	outDesc   string    // the unsandboxed argument's description, where askOut is set
 	sandbox   bool      // Options.Sandbox is set
 	startWait time.Duration
+	observe   observe.Sink // Options.Observe
 }
 
 // Executor is what the tools need of an executor. Every bash.Executor is
@@ -113,7 +120,8 @@ func New(exec Executor, opts *Options) *Tools {
 	if opts == nil {
 		opts = &Options{}
 	}
-	t := &Tools{exec: exec, maxChars: opts.MaxResultChars, notify: opts.Notify, askOut: opts.AskUnsandboxed, sandbox: opts.Sandbox != nil}
+	t := &Tools{exec: exec, maxChars: opts.MaxResultChars, notify: opts.Notify, askOut: opts.AskUnsandboxed, sandbox: opts.Sandbox != nil,
+		observe: opts.Observe}
 	if t.askOut != nil {
 		t.outDesc = describeUnsandboxed(opts.Sandbox)
 	}
@@ -148,8 +156,10 @@ func (t *Tools) taskWaiting(task bash.Task) {
 	}
 }
 
-// taskDone queues the notice of an ended task for its owner.
+// taskDone queues the notice of an ended task for its owner, and tells
+// the operators.
 func (t *Tools) taskDone(task bash.Task) {
+	t.taskEnded(task)
 	// Unowned tasks have nobody to tell; a task that failed to start was
 	// reported by the call that started it.
 	if task.Owner == "" || task.Status == bash.StatusFailed {
@@ -312,6 +322,7 @@ func (t *Tools) bash(ctx context.Context, call *tools.Call) (*tools.Result, erro
 	if err := json.Unmarshal(call.Args, &a); err != nil {
 		return nil, err
 	}
+	noteBash(ctx, a)
 	req := bash.ExecRequest{Command: a.Command, Workdir: callWorkdir(a, call), Owner: call.Session.ID, Workspace: call.Session.Cwd}
 	if a.TimeoutMs != nil {
 		req.Timeout = msDuration(*a.TimeoutMs)
@@ -339,6 +350,7 @@ func (t *Tools) bash(ctx context.Context, call *tools.Call) (*tools.Result, erro
 		if err != nil {
 			return nil, errors.New(errorText(err))
 		}
+		noteStart(ctx, task.ID)
 		if !spec.Input || t.startWait < 0 {
 			return tools.TextResult(startText(task)), nil
 		}
@@ -349,11 +361,12 @@ func (t *Tools) bash(ctx context.Context, call *tools.Call) (*tools.Result, erro
 	}
 	res, err := t.exec.Run(ctx, spec)
 	if errors.Is(err, bash.ErrAborted) {
-		return tools.ErrorResult("command aborted"), nil
+		return aborted(ctx), nil
 	}
 	if err != nil {
 		return nil, errors.New(errorText(err))
 	}
+	noteRun(ctx, res)
 	out := tools.TextResult(runText(res, t.maxChars))
 	out.Meta = exitMeta(res)
 	return out, nil
@@ -382,6 +395,7 @@ func (t *Tools) ownedTask(ctx context.Context, call *tools.Call) (bash.TaskID, e
 		return "", err
 	}
 	id := bash.TaskID(a.TaskID)
+	noteTask(ctx, id)
 	owner, err := t.exec.OwnerOf(ctx, id)
 	if err != nil {
 		return "", errors.New(errorText(err))

@@ -67,12 +67,16 @@ func (t *Tools) askUnsandboxed(ctx context.Context, call *tools.Call, a bashArgs
 		Unsandboxed: true, Background: a.Background})
 	switch {
 	case err != nil || ctx.Err() != nil:
-		res := tools.ErrorResult(unsandboxedUnansweredText(ctx, err))
+		answer := unanswered(ctx, err)
+		noteUnsandboxed(ctx, answer != answerCannotAsk, answer)
+		res := denied(ctx, unsandboxedUnansweredText(ctx, err))
 		res.Err = err
 		return res
 	case ans != AllowOnce:
-		return tools.ErrorResult(UnsandboxedDeclinedText) // an "always" is no answer to this question
+		noteUnsandboxed(ctx, true, answerDenied)
+		return denied(ctx, UnsandboxedDeclinedText) // an "always" is no answer to this question
 	}
+	noteUnsandboxed(ctx, true, answerAllowed)
 	return nil
 }
 

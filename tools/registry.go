@@ -7,6 +7,8 @@ import (
 	"runtime/debug"
 	"slices"
 	"sync"
+
+	"github.com/dshgo/dsh/observe"
 )
 
 // Registry holds tools and runs calls through the execute pipeline. The
@@ -84,21 +86,23 @@ func (r *Registry) Tools() []*Tool {
 // Execute runs a call: it validates the arguments against the tool's
 // schema (exactly: see Tool.InputSchema) and its Validate, passes the call through the middleware, then runs the tool. It
 // always returns a result: an unknown tool, invalid arguments, a tool's
-// error or panic all become error results.
+// error or panic all become error results. An unknown tool and invalid
+// arguments are the outcome "invalid" of the call's event, if ctx carries
+// one (observe.WithCall).
 func (r *Registry) Execute(ctx context.Context, call *Call) *Result {
 	r.mu.RLock()
 	t := r.lookupLocked(call.Tool)
 	mw := slices.Clone(r.middleware)
 	r.mu.RUnlock()
 	if t == nil {
-		return ErrorResult(fmt.Sprintf("unknown tool %q", call.Tool))
+		return invalid(ctx, fmt.Sprintf("unknown tool %q", call.Tool))
 	}
 	if err := t.args.validate(call.Args); err != nil {
-		return ErrorResult(err.Error())
+		return invalid(ctx, err.Error())
 	}
 	if t.tool.Validate != nil {
 		if err := t.tool.Validate(call.Args); err != nil {
-			return ErrorResult(err.Error())
+			return invalid(ctx, err.Error())
 		}
 	}
 	h := Handler(func(ctx context.Context, call *Call) *Result {
@@ -114,6 +118,13 @@ func (r *Registry) Execute(ctx context.Context, call *Call) *Result {
 }
 
 // runTool calls the tool's Execute and turns its error into a result.
+// invalid is the error result of a call whose arguments (or tool) are
+// wrong, noted as such in the call's event.
+func invalid(ctx context.Context, text string) *Result {
+	observe.CallFrom(ctx).Fail(observe.OutcomeInvalid, text)
+	return ErrorResult(text)
+}
+
 func runTool(ctx context.Context, t *Tool, call *Call) *Result {
 	res, err := t.Execute(ctx, call)
 	if err != nil {

@@ -120,6 +120,9 @@ func (s *suite) runSpill(t *testing.T) {
 			t.Errorf("%s: %d bytes, Truncated %v; want the stream's tail of at most 1000 bytes, Truncated",
 				o.name, len(o.out.Text), o.out.Truncated)
 		}
+		if o.out.Bytes != int64(len(want)) {
+			t.Errorf("%s: Bytes %d; want the whole stream's, %d", o.name, o.out.Bytes, len(want))
+		}
 		if !filepath.IsAbs(o.out.SpillPath) {
 			t.Errorf("%s: SpillPath %q is not an absolute path", o.name, o.out.SpillPath)
 			continue
@@ -184,6 +187,9 @@ func (s *suite) readSpill(t *testing.T) {
 		!strings.HasSuffix(want, r.Stdout.Text) || !r.Task.Done() {
 		t.Errorf("read after the end: %d bytes, Truncated %v, task %+v; want the tail, at most 1000 bytes, lossy",
 			len(r.Stdout.Text), r.Stdout.Truncated, r.Task)
+	}
+	if r.Stdout.Bytes != int64(len("first\n"+want)) {
+		t.Errorf("read after the end: Bytes %d; want the whole stream's, %d", r.Stdout.Bytes, len("first\n"+want))
 	}
 	h.checkSpill("stdout", r.Stdout.SpillPath, "first\n"+want)
 	if again := h.read(task.ID); again.Stdout.Text != "" || again.Stderr.Text != "" || again.Lossy() {

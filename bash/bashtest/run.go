@@ -66,7 +66,8 @@ func (s *suite) streamsApart(t *testing.T) {
 	} {
 		res := h.runCmd(tc.cmd)
 		checkResult(t, tc.cmd, res, 0, "", false)
-		want := bash.RunResult{Stdout: bash.Output{Text: tc.stdout}, Stderr: bash.Output{Text: tc.stderr}}
+		want := bash.RunResult{Stdout: bash.Output{Text: tc.stdout, Bytes: int64(len(tc.stdout))},
+			Stderr: bash.Output{Text: tc.stderr, Bytes: int64(len(tc.stderr))}}
 		if res.Stdout != want.Stdout || res.Stderr != want.Stderr {
 			t.Errorf("%q: stdout %+v, stderr %+v; want %+v, %+v", tc.cmd, res.Stdout, res.Stderr, want.Stdout, want.Stderr)
 		}

@@ -156,7 +156,7 @@ func (s *stream) tail(hold bool) bash.Output {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	b, start := s.window()
-	out := bash.Output{Truncated: start > 0, SpillPath: s.spillPath()}
+	out := bash.Output{Truncated: start > 0, SpillPath: s.spillPath(), Bytes: s.total}
 	if out.Truncated {
 		b = dropPartialHead(b)
 	}
@@ -169,7 +169,7 @@ func (s *stream) next() bash.Output {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	b, start := s.window()
-	out := bash.Output{SpillPath: s.spillPath()}
+	out := bash.Output{SpillPath: s.spillPath(), Bytes: s.total}
 	if s.read < start {
 		out.Truncated = true
 		b = dropPartialHead(b)

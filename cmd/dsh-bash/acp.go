@@ -55,7 +55,7 @@ func acpCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	// The agent asks its user about other hosts (Options.Egress).
 	agent, err := acpagent.New(s.Executor(), &acpagent.Options{Instructions: s.Instructions(true), Model: *model, BaseURL: *baseURL, APIKey: key, Yolo: *yolo,
 		MaxResultChars: ef.maxResultChars, Logger: warnLogger(stderr), Version: version(), Permissions: perm,
-		Unsandboxed: s.OffersEscape(), Sandbox: s.Facts(), Egress: s.Proxy()})
+		Unsandboxed: s.OffersEscape(), Sandbox: s.Facts(), Egress: s.Proxy(), Observe: s.Observe(), Containment: s.Containment()})
 	if err != nil {
 		fmt.Fprintf(stderr, "dsh-bash acp: %v\n", err)
 		return 2

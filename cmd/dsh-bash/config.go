@@ -23,6 +23,7 @@ type config struct {
 	Sandbox     sandboxConfig    `json:"sandbox"`
 	Remote      remoteConfig     `json:"remote"`
 	Permissions permissionConfig `json:"permissions"`
+	Metrics     metricsConfig    `json:"metrics"`
 }
 
 // remoteConfig is the file's "remote" object: hosts where commands run

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -88,7 +89,8 @@ func TestMCPNetworkAllowlist(t *testing.T) {
 	})
 	t.Run("cannot ask", func(t *testing.T) {
 		t.Parallel()
-		cs, _ := mcpClient(t, allowlistFlags(port)...)
+		sock := filepath.Join(t.TempDir(), "metrics.sock")
+		cs, _ := mcpClient(t, append(allowlistFlags(port), "--metrics", "unix:"+sock)...)
 		got := callText(t, cs, "bash", curl)
 		want := "is not on the network allowlist, and the user could not be asked; the connection is refused. The user can allow it: restart dsh-bash with --allow-domain localhost"
 		if !strings.Contains(got, want) {
@@ -99,6 +101,10 @@ func TestMCPNetworkAllowlist(t *testing.T) {
 		got = callText(t, cs, "bash", map[string]any{"command": "curl --noproxy '' -sS https" + strings.TrimPrefix(url, "http"), "description": "Fetch"})
 		if !strings.Contains(got, "CONNECT tunnel failed, response 403") || !strings.Contains(got, "[sandbox network: connections refused by the proxy]\ndsh sandbox: localhost:") {
 			t.Errorf("a refused CONNECT: %q, want curl's error and the note", got)
+		}
+		// The proxy's decisions are the operators' metrics.
+		if m := scrapeUnix(t, sock); !strings.Contains(m, `dsh_bash_network_decisions_total{asked="false",verdict="deny"} 2`) {
+			t.Errorf("the metrics do not count the two refusals:\n%s", m)
 		}
 	})
 }

@@ -35,6 +35,9 @@ type execFlags struct {
 	// file's remote hosts are for clients: a far side that read them
 	// would pass commands on (to itself, even).
 	serving bool
+	// observing, for dsh-bash mcp, is what it tells its operators: the
+	// configuration completes it, and it makes the sink of setup's.
+	observing *observeFlags
 }
 
 func (f *execFlags) register(fs *flag.FlagSet) {
@@ -73,6 +76,12 @@ func (f *execFlags) loadConfig() error {
 	f.permissions.file, f.permissions.configPath = c.Permissions, path
 	if err := f.sandbox.merge(&c.Sandbox); err != nil {
 		return err
+	}
+	if f.observing != nil {
+		if err := f.observing.merge(&c.Metrics); err != nil {
+			return fmt.Errorf("config %s: %w", path, err)
+		}
+		f.sandbox.hidden = append(f.sandbox.hidden, f.observing.serverPaths()...)
 	}
 	// A jail must not read, or change, what configures its server: its
 	// permission rules, its remote hosts, its sandbox.
@@ -128,7 +137,11 @@ func (f *execFlags) newExecutor(ctx context.Context, name string, opts *local.Op
 	if err != nil {
 		return nil, err
 	}
-	s, err := setup.New(ctx, cfg, &setup.Options{Stderr: stderr})
+	so := &setup.Options{Stderr: stderr}
+	if f.observing != nil {
+		so.Observe = f.observing.sink()
+	}
+	s, err := setup.New(ctx, cfg, so)
 	if err != nil {
 		return nil, err
 	}

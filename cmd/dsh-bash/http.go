@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -34,6 +35,8 @@ type httpFlags struct {
 	idle        time.Duration
 	grace       time.Duration
 	maxSessions int
+
+	metrics http.Handler // served at /metrics, behind the token (nil: none)
 
 	token string // the token given, once checked, or generated
 	// tokenPath is the file that holds the token: the one given, or the
@@ -269,6 +272,7 @@ func serveHTTP(ctx context.Context, srv *mcpserver.Server, hf *httpFlags, stderr
 	return srv.ServeStreamable(ctx, ln, &mcpserver.HTTPOptions{
 		Token: hf.token, NoAuth: hf.noAuth, SessionTimeout: max(hf.idle, 0),
 		SessionGrace: never(hf.grace), MaxSessions: int(never(time.Duration(hf.maxSessions))),
+		Metrics: hf.metrics,
 	})
 }
 

@@ -1,7 +1,7 @@
 // Command dsh-bash serves the model-facing shell tools bash, bash_output,
 // bash_kill, bash_input and bash_tasks.
 //
-//	dsh-bash mcp [--cwd DIR] [--http ADDR [--token-file PATH | --no-auth]] [executor flags]
+//	dsh-bash mcp [--cwd DIR] [--http ADDR [--token-file PATH | --no-auth]] [--metrics ADDR] [executor flags]
 //	dsh-bash acp --model MODEL [--base-url URL] [--api-key-file PATH] [--yolo] [executor flags]
 //	dsh-bash run [--cwd DIR] [--workdir DIR] [--timeout-ms N] [executor flags] -- COMMAND
 //	dsh-bash executor [executor flags]
@@ -65,7 +65,7 @@ func main() {
 }
 
 const usage = `usage:
-  dsh-bash mcp [--cwd DIR] [--http ADDR [HTTP flags]] [executor flags]
+  dsh-bash mcp [--cwd DIR] [--http ADDR [HTTP flags]] [--metrics ADDR] [executor flags]
   dsh-bash acp --model MODEL [--base-url URL] [--api-key-file PATH] [--yolo] [executor flags]
   dsh-bash run [--cwd DIR] [--workdir DIR] [--timeout-ms N] [executor flags] -- COMMAND
   dsh-bash executor [executor flags]
@@ -81,6 +81,11 @@ HTTP flags (ADDR is HOST:PORT, loopback unless a token guards it, or unix:PATH):
   --idle-timeout D         end a session idle this long (default 1h)
   --session-grace D        end a session whose client has gone (default 2m)
   --max-sessions N         cap on open sessions (default 64)
+
+operator flags (mcp; see docs/operations.md):
+  --metrics ADDR           serve Prometheus metrics at /metrics on ADDR, without
+                           a token: loopback HOST:PORT or unix:PATH (--http
+                           serves them too, behind its token)
 
 executor flags:
   --default-timeout-ms N   timeout of a call that sets none (default 120000)

@@ -16,15 +16,17 @@ func mcpCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	fs, ef := newFlags("mcp", stderr)
 	cwd := fs.String("cwd", "", "working directory of sessions whose client has no roots (default: the current directory)")
 	hf := registerHTTPFlags(fs)
+	of := registerObserveFlags(fs)
 	if !refuseTokenArg(args, stderr) {
 		return 2
 	}
 	if code, done := parseNoArgs(fs, args, stdout, stderr); done {
 		return code
 	}
-	if !hf.check(fs, stderr) || !checkCwd("mcp", *cwd, stderr) {
+	if !hf.check(fs, stderr) || !of.check(stderr) || !checkCwd("mcp", *cwd, stderr) {
 		return 2
 	}
+	of.http, ef.observing = hf.addr != "", of
 	if err := hf.prepare(); err != nil {
 		fmt.Fprintf(stderr, "dsh-bash mcp: %v\n", err)
 		return 1
@@ -50,12 +52,20 @@ func mcpCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	// The server asks its users about other hosts (Options.Egress).
 	srv, err := mcpserver.New(s.Executor(), &mcpserver.Options{Cwd: *cwd, MaxResultChars: ef.maxResultChars, Logger: warnLogger(stderr), Version: version(),
 		Instructions: s.Instructions(true), CannotAskInstructions: s.Instructions(false),
-		Permissions: perm, Unsandboxed: s.OffersEscape(), Sandbox: s.Facts(), Egress: s.Proxy()})
+		Permissions: perm, Unsandboxed: s.OffersEscape(), Sandbox: s.Facts(), Egress: s.Proxy(),
+		Observe: s.Observe(), Containment: s.Containment()})
 	if err != nil {
 		fmt.Fprintf(stderr, "dsh-bash mcp: %v\n", err)
 		return 2
 	}
 	defer srv.Close()
+	stopMetrics, err := of.serveMetrics(ctx, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "dsh-bash mcp: %v\n", err)
+		return 1
+	}
+	defer stopMetrics()
+	hf.metrics = of.handler()
 	if hf.addr == "" {
 		sayStdio(stdin, stderr)
 		err = srv.ServeStdio(ctx, stdin, pollable(stdout), nil)
