@@ -93,7 +93,8 @@ func TestMCPHTTPProbes(t *testing.T) {
 // call is in flight the server exits 0 and no command of it survives.
 func TestMCPHTTPDrain(t *testing.T) {
 	t.Parallel()
-	s := startHTTP(t, nil, "--http", "127.0.0.1:0", "--no-auth", "--drain-timeout", "10m")
+	// Race-built: the signal's way to the drain is checked for races.
+	s := startHTTPCmd(t, raceCommand("mcp", "--http", "127.0.0.1:0", "--no-auth", "--drain-timeout", "10m"), nil)
 	// a has no GET stream: a client without retries (clientFor's) fails
 	// its calls when that stream ends, which at the drain's end can be
 	// before it has read the last answer (see docs/operations.md).
