@@ -14,7 +14,7 @@ var ErrDraining = errors.New("this server is shutting down and takes no new sess
 // drainState is the drain of an httpSessions, kept under its mu.
 type drainState struct {
 	on    bool
-	calls int           // POSTs of open sessions that carry calls, in flight
+	calls int           // POSTs that carry calls (initialize too), in flight
 	quiet chan struct{} // closed (and dropped) when calls and pending are 0
 }
 
@@ -33,8 +33,8 @@ func (h *HTTPHandler) Drain(ctx context.Context) error {
 // Draining reports whether h drains or is closed.
 func (h *HTTPHandler) Draining() bool { return h.sessions.isDraining() }
 
-// CallsInFlight reports how many requests of open sessions wait for the
-// answers to their calls.
+// CallsInFlight reports how many requests wait for the answers to their
+// calls (those that make a session included).
 func (h *HTTPHandler) CallsInFlight() int {
 	hs := h.sessions
 	hs.mu.Lock()

@@ -112,6 +112,8 @@ func (hs *httpSessions) serveNew(w http.ResponseWriter, r *http.Request, sdk htt
 		refuse(w, r, err)
 		return
 	}
+	hs.callsStart() // a drain waits for its answer too
+	defer hs.callsEnd()
 	var t *tracked
 	hw := &headerHook{ResponseWriter: w}
 	hw.hook = func() { t = hs.adopt(w.Header().Get(sessionIDHeader)) }
