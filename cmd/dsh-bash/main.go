@@ -59,7 +59,7 @@ func main() {
 	// ended, a copy that failed) through klog, to stderr by default: the
 	// Kubernetes executor reports its errors itself.
 	klog.SetLogger(logr.Discard())
-	ctx, stop := notifyContext(context.Background())
+	ctx, stop := notifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	code := cli(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)

@@ -9,9 +9,9 @@ import (
 	"syscall"
 )
 
-// signals routes the signals that end a dsh-bash: SIGINT, SIGTERM and
-// SIGHUP end the command's context, except that a command that drains
-// (dsh-bash mcp --http) takes the first SIGTERM for itself (onTerm).
+// signals routes the signals that end a dsh-bash: they end the command's
+// context, except that a command that drains (dsh-bash mcp --http) takes
+// the first SIGTERM for itself (onTerm).
 type signals struct {
 	mu    sync.Mutex
 	drain func() // called by the first SIGTERM in place of ending the context
@@ -19,14 +19,14 @@ type signals struct {
 
 type signalsKey struct{}
 
-// notifyContext is signal.NotifyContext(parent, SIGINT, SIGTERM,
-// SIGHUP), whose first SIGTERM a command can take with onTerm. The cause
-// of the context's end names the signal.
-func notifyContext(parent context.Context) (context.Context, context.CancelFunc) {
+// notifyContext is signal.NotifyContext(parent, sigs...), whose first
+// SIGTERM (if it is one of sigs) a command can take with onTerm. The
+// cause of the context's end names the signal.
+func notifyContext(parent context.Context, sigs ...os.Signal) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancelCause(parent)
 	sg := &signals{}
 	ch := make(chan os.Signal, 1)
-	signal.Notify(ch, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	signal.Notify(ch, sigs...)
 	go func() {
 		for {
 			select {
