@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"fmt"
@@ -44,6 +45,20 @@ type HTTPOptions struct {
 	// Metrics, if set, is served at /metrics (GET), behind the token as
 	// every other path: the operators' Prometheus metrics.
 	Metrics http.Handler
+	// Ready says whether the server can serve a new session now (the
+	// sandbox starts jails, a warm pool is filled); ReadyPath answers
+	// 503 while it returns an error. Nil: always ready.
+	Ready func(ctx context.Context) error
+	// ReadyReuse is how long an answer of Ready answers the ready probes
+	// that follow it. Ready runs once at a time, whoever probes, and the
+	// probes that come meanwhile share its answer. Default
+	// DefaultReadyReuse; negative: every probe that finds no call of
+	// Ready running makes one.
+	ReadyReuse time.Duration
+	// RetryAfter is what a new session refused while the handler drains
+	// (see HTTPHandler.Drain) is told to wait, in the Retry-After header
+	// (rounded up to whole seconds). Default DefaultRetryAfter.
+	RetryAfter time.Duration
 
 	// The fields below are used by ServeStreamable only.
 
@@ -53,9 +68,16 @@ type HTTPOptions struct {
 	// IdleTimeout closes a keep-alive connection with no request that long.
 	// Default DefaultIdleTimeout.
 	IdleTimeout time.Duration
-	// DrainTimeout is how long, once every session has ended at shutdown,
+	// FlushTimeout is how long, once every session has ended at shutdown,
 	// responses still being written may take before their connections are
-	// cut. Default DefaultDrainTimeout.
+	// cut. Default DefaultFlushTimeout.
+	FlushTimeout time.Duration
+	// Drain, once it is closed, makes ServeStreamable drain (see
+	// HTTPHandler.Drain) for at most DrainTimeout, then shut down as when
+	// its context is done. Nil: never.
+	Drain <-chan struct{}
+	// DrainTimeout bounds how long a drain waits for the calls in flight.
+	// Default DefaultDrainTimeout; negative: it does not wait.
 	DrainTimeout time.Duration
 }
 
@@ -65,8 +87,11 @@ const (
 	DefaultMaxSessions       = 64
 	DefaultReadHeaderTimeout = 10 * time.Second
 	DefaultIdleTimeout       = 2 * time.Minute
-	DefaultDrainTimeout      = 500 * time.Millisecond
+	DefaultFlushTimeout      = 500 * time.Millisecond
 	DefaultBodyTimeout       = 30 * time.Second
+	DefaultReadyReuse        = time.Second
+	DefaultRetryAfter        = time.Second
+	DefaultDrainTimeout      = 30 * time.Second
 )
 
 // withDefaults is a copy of o (nil: the zero options) with defaults filled.
@@ -83,8 +108,11 @@ func (o *HTTPOptions) withDefaults() HTTPOptions {
 	set(&c.SessionGrace, DefaultSessionGrace)
 	set(&c.ReadHeaderTimeout, DefaultReadHeaderTimeout)
 	set(&c.IdleTimeout, DefaultIdleTimeout)
-	set(&c.DrainTimeout, DefaultDrainTimeout)
+	set(&c.FlushTimeout, DefaultFlushTimeout)
 	set(&c.BodyTimeout, DefaultBodyTimeout)
+	set(&c.ReadyReuse, DefaultReadyReuse)
+	set(&c.RetryAfter, DefaultRetryAfter)
+	set(&c.DrainTimeout, DefaultDrainTimeout)
 	if c.MaxSessions == 0 {
 		c.MaxSessions = DefaultMaxSessions
 	}
@@ -94,7 +122,8 @@ func (o *HTTPOptions) withDefaults() HTTPOptions {
 // HTTPHandler serves a Server over MCP's streamable HTTP transport; make it
 // with Server.HTTPHandler. Beyond the SDK's handler it checks the bearer
 // token, caps the open sessions, ends the sessions of clients that have
-// gone, and makes DELETE abort the session's calls in flight.
+// gone, makes DELETE abort the session's calls in flight, answers the
+// probes HealthPath and ReadyPath, and drains.
 type HTTPHandler struct {
 	sdk      *mcp.StreamableHTTPHandler
 	noAuth   bool
@@ -103,6 +132,7 @@ type HTTPHandler struct {
 	sessions *httpSessions
 	bodyWait time.Duration // see HTTPOptions.BodyTimeout
 	metrics  http.Handler  // HTTPOptions.Metrics
+	ready    *readiness
 }
 
 // HTTPHandler makes the streamable HTTP handler of s. It refuses
@@ -127,15 +157,19 @@ func (s *Server) HTTPHandler(opts *HTTPOptions) *HTTPHandler {
 		noAuth:   o.NoAuth,
 		wantHash: sha256.Sum256([]byte(o.Token)),
 		haveAuth: o.NoAuth || o.Token != "",
-		sessions: newHTTPSessions(s, o.SessionGrace, o.MaxSessions),
+		sessions: newHTTPSessions(s, o.SessionGrace, o.MaxSessions, o.RetryAfter),
 		bodyWait: o.BodyTimeout,
 		metrics:  o.Metrics,
+		ready:    newReadiness(o.Ready, o.ReadyReuse, s.logger),
 	}
 	return h
 }
 
 // ServeHTTP implements http.Handler.
 func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h.probe(w, r) { // no token: see http_health.go
+		return
+	}
 	if !h.authorized(r) {
 		unauthorized(w, r)
 		return
@@ -153,6 +187,7 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // returns when they have ended.
 func (h *HTTPHandler) Close() error {
 	h.sessions.close()
+	h.ready.close()
 	return nil
 }
 

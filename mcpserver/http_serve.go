@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -14,9 +15,14 @@ import (
 // until ctx is done, then shuts down at once: it stops accepting, closes
 // the connections that have not sent a request, ends every session
 // (aborting its calls in flight and killing its tasks), gives the
-// responses still being written opts.DrainTimeout, cuts what remains and
+// responses still being written opts.FlushTimeout, cuts what remains and
 // returns when every handler has returned. It closes ln; it does not close
 // s.
+//
+// Once opts.Drain is closed, it drains first (see HTTPHandler.Drain): new
+// sessions are refused, the open ones served, until no call is in flight
+// or opts.DrainTimeout has passed; then it shuts down as above. ctx ending
+// during the drain cuts it short.
 func (s *Server) ServeStreamable(ctx context.Context, ln net.Listener, opts *HTTPOptions) error {
 	o := opts.withDefaults()
 	h := s.HTTPHandler(&o)
@@ -41,17 +47,38 @@ func (s *Server) ServeStreamable(ctx context.Context, ln net.Listener, opts *HTT
 		hs.Close()
 		h.Close()
 	case <-ctx.Done():
-		shutdown(hs, h, conns, o.DrainTimeout)
-		if err = <-served; errors.Is(err, http.ErrServerClosed) {
-			err = nil
-		}
+		err = shutdown(hs, h, conns, o.FlushTimeout, served)
+	case <-o.Drain:
+		s.drain(ctx, h, o.DrainTimeout)
+		err = shutdown(hs, h, conns, o.FlushTimeout, served)
 	}
 	handlers.waitZero()
 	return err
 }
 
-// shutdown stops hs at once: see ServeStreamable.
-func shutdown(hs *http.Server, h *HTTPHandler, conns *connTracker, drain time.Duration) {
+// drain drains h for at most timeout (none if negative) or until ctx is
+// done, and warns of the calls it gives up on.
+func (s *Server) drain(ctx context.Context, h *HTTPHandler, timeout time.Duration) {
+	ctx, cancel := context.WithTimeout(ctx, max(timeout, 0))
+	defer cancel()
+	if h.Drain(ctx) != nil {
+		if n := h.CallsInFlight(); n > 0 {
+			s.logger.Warn(fmt.Sprintf("the drain ended with %d requests still waiting for calls: their calls are aborted", n))
+		}
+	}
+}
+
+// shutdown stops hs at once (see ServeStreamable) and returns what its
+// Serve, which reports on served, returned.
+func shutdown(hs *http.Server, h *HTTPHandler, conns *connTracker, flush time.Duration, served <-chan error) error {
+	stop(hs, h, conns, flush)
+	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+func stop(hs *http.Server, h *HTTPHandler, conns *connTracker, flush time.Duration) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
@@ -59,10 +86,10 @@ func shutdown(hs *http.Server, h *HTTPHandler, conns *connTracker, drain time.Du
 	// http.Server.Shutdown would wait up to 5 s for a connection that has
 	// sent no request yet: close those now, and any accepted from now on.
 	conns.closeNew()
-	// Past the drain, connections are cut, even while the sessions are
+	// Past the flush timeout, connections are cut, even while the sessions are
 	// still ending: a client stalled in the middle of a request must not
 	// hold the end up.
-	timer := time.AfterFunc(drain, func() { cancel(); hs.Close() })
+	timer := time.AfterFunc(flush, func() { cancel(); hs.Close() })
 	defer timer.Stop()
 	h.Close() // ends the sessions, so their streams end
 	if err := <-done; err != nil {

@@ -28,12 +28,14 @@ type httpSessions struct {
 	s     *Server
 	grace time.Duration // <= 0: never end a session for want of requests
 	max   int           // <= 0: no cap
+	retry time.Duration // Retry-After of a session refused while draining
 
 	mu      sync.Mutex
 	idle    *sync.Cond // signalled when pending drops
 	byID    map[string]*tracked
 	pending int // new-session POSTs in flight
 	closed  bool
+	drain   drainState     // see http_drain.go
 	wg      sync.WaitGroup // watchers and session enders
 
 	onIdle func(id string) // tests: a session's last request in flight ended
@@ -49,8 +51,8 @@ type tracked struct {
 	ending   bool
 }
 
-func newHTTPSessions(s *Server, grace time.Duration, max int) *httpSessions {
-	hs := &httpSessions{s: s, grace: grace, max: max, byID: map[string]*tracked{}}
+func newHTTPSessions(s *Server, grace time.Duration, max int, retry time.Duration) *httpSessions {
+	hs := &httpSessions{s: s, grace: grace, max: max, retry: retry, byID: map[string]*tracked{}}
 	hs.idle = sync.NewCond(&hs.mu)
 	return hs
 }
@@ -88,6 +90,10 @@ func (hs *httpSessions) serve(w http.ResponseWriter, r *http.Request, sdk http.H
 	if r.Method == http.MethodPost {
 		calls = readCalls(w, r)
 	}
+	if len(calls) > 0 {
+		hs.callsStart() // a drain waits for them
+		defer hs.callsEnd()
+	}
 	sdk.ServeHTTP(w, r)
 	if len(calls) > 0 && r.Context().Err() != nil {
 		cancelCalls(sdk, r, calls) // the client hung up before the answers
@@ -100,9 +106,14 @@ func (hs *httpSessions) serve(w http.ResponseWriter, r *http.Request, sdk http.H
 // made one, so that a client's next request never sees it twice.
 func (hs *httpSessions) serveNew(w http.ResponseWriter, r *http.Request, sdk http.Handler) {
 	if err := hs.reserve(); err != nil {
+		if errors.Is(err, ErrDraining) {
+			w.Header().Set("Retry-After", retryAfter(hs.retry))
+		}
 		refuse(w, r, err)
 		return
 	}
+	hs.callsStart() // a drain waits for its answer too
+	defer hs.callsEnd()
 	var t *tracked
 	hw := &headerHook{ResponseWriter: w}
 	hw.hook = func() { t = hs.adopt(w.Header().Get(sessionIDHeader)) }
@@ -159,8 +170,8 @@ var errTooManySessions = errors.New("too many open sessions")
 func (hs *httpSessions) reserve() error {
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
-	if hs.closed {
-		return errors.New("dsh-bash: the server is shutting down")
+	if hs.closed || hs.drain.on {
+		return fmt.Errorf("dsh-bash: %w", ErrDraining)
 	}
 	if hs.max > 0 && hs.openLocked()+hs.pending >= hs.max {
 		return fmt.Errorf("dsh-bash: %w: this server already has %d open sessions, its limit; end one (HTTP DELETE, or close its client), or raise the limit (dsh-bash mcp --max-sessions N)", errTooManySessions, hs.max)
@@ -174,6 +185,7 @@ func (hs *httpSessions) unreserve() {
 	defer hs.mu.Unlock()
 	hs.pending--
 	hs.idle.Broadcast()
+	hs.quietLocked()
 }
 
 // codeServerBusy is the JSON-RPC error code of a refused new session (the

@@ -428,7 +428,7 @@ func serveStreamable(t *testing.T, opts *HTTPOptions) (hr *httpRig, ln net.Liste
 // that ignores SIGTERM, whatever the configured timeouts; every task dies.
 func TestServeStreamableShutdown(t *testing.T) {
 	hr, ln, cancel, served := serveStreamable(t, &HTTPOptions{Token: testToken, SessionGrace: time.Hour,
-		ReadHeaderTimeout: time.Hour, IdleTimeout: time.Hour, DrainTimeout: time.Hour})
+		ReadHeaderTimeout: time.Hour, IdleTimeout: time.Hour, FlushTimeout: time.Hour})
 	cs := hr.client(t, nil, true)
 	bg := background(t, cs)
 	fg, called := foreground(t, cs)

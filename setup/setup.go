@@ -16,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"sync/atomic"
 
 	"github.com/dshgo/dsh/bash"
 	"github.com/dshgo/dsh/bash/local"
@@ -67,6 +68,8 @@ type Setup struct {
 	warnings []string
 	hosts    []string
 	observe  observe.Sink // Options.Observe
+
+	readyChecks atomic.Int64 // names the jails of Ready
 }
 
 // ConfigError is an error in the configuration (a value no setting takes,

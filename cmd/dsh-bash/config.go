@@ -24,6 +24,7 @@ type config struct {
 	Remote      remoteConfig     `json:"remote"`
 	Permissions permissionConfig `json:"permissions"`
 	Metrics     metricsConfig    `json:"metrics"`
+	HTTP        httpConfig       `json:"http"`
 }
 
 // remoteConfig is the file's "remote" object: hosts where commands run
@@ -103,6 +104,9 @@ func loadConfig(path string, explicit bool) (*config, error) {
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
 	if err := c.Permissions.check(b); err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	if err := c.HTTP.check(b); err != nil {
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
 	return c, nil

@@ -31,6 +31,7 @@ type execFlags struct {
 	remote                                         remoteFlags
 	permissions                                    permissionFlags
 	config                                         string
+	http                                           httpConfig // the file's, for mcp --http
 	// serving: this is dsh-bash executor, the far side itself. The config
 	// file's remote hosts are for clients: a far side that read them
 	// would pass commands on (to itself, even).
@@ -74,6 +75,7 @@ func (f *execFlags) loadConfig() error {
 		f.remote.merge(&c.Remote)
 	}
 	f.permissions.file, f.permissions.configPath = c.Permissions, path
+	f.http = c.HTTP
 	if err := f.sandbox.merge(&c.Sandbox); err != nil {
 		return err
 	}

@@ -35,6 +35,9 @@ type httpFlags struct {
 	idle        time.Duration
 	grace       time.Duration
 	maxSessions int
+	// drainTimeout is --drain-timeout, or the configuration file's (see
+	// drain.go).
+	drainTimeout time.Duration
 
 	metrics http.Handler // served at /metrics, behind the token (nil: none)
 
@@ -53,6 +56,7 @@ func registerHTTPFlags(fs *flag.FlagSet) *httpFlags {
 	fs.DurationVar(&hf.idle, "idle-timeout", time.Hour, "with --http: end a session (and kill its tasks) when it gets no request this long; 0 never")
 	fs.DurationVar(&hf.grace, "session-grace", mcpserver.DefaultSessionGrace, "with --http: end a session (and kill its tasks) when its client has gone (no request in flight, no open stream) this long; 0 never")
 	fs.IntVar(&hf.maxSessions, "max-sessions", mcpserver.DefaultMaxSessions, "with --http: most open sessions; past it a new one is refused; 0 no limit")
+	hf.registerDrainFlag(fs)
 	return hf
 }
 
@@ -94,7 +98,7 @@ func (hf *httpFlags) validate(fs *flag.FlagSet) error {
 		var stray error
 		fs.Visit(func(f *flag.Flag) {
 			switch f.Name {
-			case "token-file", "no-auth", "idle-timeout", "session-grace", "max-sessions":
+			case "token-file", "no-auth", "idle-timeout", "session-grace", "max-sessions", "drain-timeout":
 				stray = fmt.Errorf("--%s goes with --http", f.Name)
 			}
 		})
@@ -118,6 +122,9 @@ func (hf *httpFlags) validate(fs *flag.FlagSet) error {
 	}
 	if err != nil {
 		return err
+	}
+	if hf.drainTimeout < 0 {
+		return fmt.Errorf("--drain-timeout must not be negative (got %v)", hf.drainTimeout)
 	}
 	if strings.HasPrefix(hf.addr, "unix:") {
 		return nil
@@ -255,8 +262,9 @@ func (hf *httpFlags) refuseOpenPort(jailsOnNetwork bool) error {
 }
 
 // serveHTTP serves srv over streamable HTTP until ctx is done, then ends
-// every session at once and closes srv.
-func serveHTTP(ctx context.Context, srv *mcpserver.Server, hf *httpFlags, stderr io.Writer) error {
+// every session at once and closes srv; the first SIGTERM drains it first
+// (see drain.go). ready answers the ready probe.
+func serveHTTP(ctx context.Context, srv *mcpserver.Server, hf *httpFlags, ready func(context.Context) error, stderr io.Writer) error {
 	defer srv.Close()
 	ln, err := mcpserver.Listen(hf.addr, hf.noAuth)
 	if err != nil {
@@ -268,11 +276,14 @@ func serveHTTP(ctx context.Context, srv *mcpserver.Server, hf *httpFlags, stderr
 	if hf.noAuth {
 		fmt.Fprintln(stderr, "dsh-bash mcp: no token required (--no-auth)")
 	}
+	drain, undo := hf.drainOnTerm(ctx, stderr)
+	defer undo()
 	fmt.Fprintf(stderr, "dsh-bash mcp: serving streamable HTTP on %s\n", where(ln, hf.addr))
 	return srv.ServeStreamable(ctx, ln, &mcpserver.HTTPOptions{
 		Token: hf.token, NoAuth: hf.noAuth, SessionTimeout: max(hf.idle, 0),
 		SessionGrace: never(hf.grace), MaxSessions: int(never(time.Duration(hf.maxSessions))),
 		Metrics: hf.metrics,
+		Ready:   ready, Drain: drain, DrainTimeout: hf.drainTimeout,
 	})
 }
 

@@ -34,6 +34,7 @@ type httpServer struct {
 	cmd    *exec.Cmd
 	where  string   // what follows "serving streamable HTTP on "
 	before []string // the stderr lines before that one
+	stderr *testwait.Lines
 }
 
 // startHTTP starts dsh-bash mcp --http with args and env (added to the
@@ -57,14 +58,13 @@ func startHTTPCmd(t *testing.T, cmd *exec.Cmd, env []string) *httpServer {
 		t.Fatal(err)
 	}
 	pw.Close()
-	s := &httpServer{cmd: cmd}
+	s := &httpServer{cmd: cmd, stderr: testwait.NewLines(pr)} // read to its end, which the exit brings
 	t.Cleanup(func() {
 		cmd.Process.Kill()
 		cmd.Wait()
 	})
-	stderr := testwait.NewLines(pr) // read to its end, which the exit brings
 	for {
-		line, err := stderr.Next(t, `line "serving streamable HTTP on" from dsh-bash mcp`)
+		line, err := s.stderr.Next(t, `line "serving streamable HTTP on" from dsh-bash mcp`)
 		if err != nil {
 			t.Fatalf("dsh-bash mcp did not serve: %q", s.before)
 		}
@@ -265,6 +265,8 @@ func TestMCPHTTPUsage(t *testing.T) {
 		{"", []string{"mcp", "--no-auth"}, "dsh-bash mcp: --no-auth goes with --http\n"},
 		{"", []string{"mcp", "--token-file", good}, "dsh-bash mcp: --token-file goes with --http\n"},
 		{"", []string{"mcp", "--session-grace", "1s"}, "dsh-bash mcp: --session-grace goes with --http\n"},
+		{"", []string{"mcp", "--drain-timeout", "1s"}, "dsh-bash mcp: --drain-timeout goes with --http\n"},
+		{"", []string{"mcp", "--http", "127.0.0.1:0", "--drain-timeout", "-1s"}, "dsh-bash mcp: --drain-timeout must not be negative (got -1s)\n"},
 		{"", []string{"mcp", "--http", "127.0.0.1:0", "--token-file", open}, "dsh-bash mcp: token file " + open + " is open to other users (mode 0644): chmod 600 " + open + "\n"},
 		{"", []string{"mcp", "--http", "127.0.0.1:0", "--token-file", short}, "dsh-bash mcp: the token in " + short + " is shorter than 16 characters: too easy to guess (openssl rand -hex 32 makes a good one)\n"},
 		{"", []string{"mcp", "--http", "127.0.0.1:0", "--token-file", dir}, "dsh-bash mcp: token file " + dir + " is not a regular file\n"},
@@ -359,13 +361,14 @@ func tokenIn(t *testing.T, path string) string {
 	return strings.TrimSpace(string(b))
 }
 
-// TestMCPHTTPShutdown: with every timeout long, SIGTERM still stops the
-// server within the executor's grace (3 s) and a second: it does not wait
-// on a connection that sent nothing, on an open GET stream, or on a call
-// in flight whose command ignores SIGTERM. The deadline is ten times that.
+// TestMCPHTTPShutdown: with every timeout long and --drain-timeout 0,
+// SIGTERM still stops the server within the executor's grace (3 s) and a
+// second: it does not wait on a connection that sent nothing, on an open
+// GET stream, or on a call in flight whose command ignores SIGTERM. The
+// deadline is ten times that.
 func TestMCPHTTPShutdown(t *testing.T) {
 	t.Parallel()
-	s := startHTTP(t, nil, "--http", "127.0.0.1:0", "--no-auth", "--idle-timeout", "1h", "--session-grace", "1h")
+	s := startHTTP(t, nil, "--http", "127.0.0.1:0", "--no-auth", "--idle-timeout", "1h", "--session-grace", "1h", "--drain-timeout", "0")
 	cs := mustClient(t, s, "")
 	bg := syncedPid(t, cs)
 	fg := foregroundPid(t, cs)

@@ -22,7 +22,8 @@
 // --max-result-chars are listed by dsh-bash without arguments.
 //
 // SIGINT, SIGTERM and SIGHUP abort every call in flight and stop every
-// command before dsh-bash exits; a closed stdout is an error to clean up
+// command before dsh-bash exits, save that dsh-bash mcp --http drains on
+// the first SIGTERM (--drain-timeout); a closed stdout is an error to clean up
 // after, not a death by SIGPIPE. At start, the cgroups, spill directories
 // and token directories of a dsh-bash that was killed (SIGKILL) are
 // removed, and the process makes itself non-dumpable, so that its commands
@@ -58,7 +59,7 @@ func main() {
 	// ended, a copy that failed) through klog, to stderr by default: the
 	// Kubernetes executor reports its errors itself.
 	klog.SetLogger(logr.Discard())
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	ctx, stop := notifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	code := cli(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
@@ -81,6 +82,9 @@ HTTP flags (ADDR is HOST:PORT, loopback unless a token guards it, or unix:PATH):
   --idle-timeout D         end a session idle this long (default 1h)
   --session-grace D        end a session whose client has gone (default 2m)
   --max-sessions N         cap on open sessions (default 64)
+  --drain-timeout D        on SIGTERM, refuse new sessions and let the calls
+                           in flight finish for up to D (default 30s), then
+                           end; a second SIGTERM or SIGINT ends at once
 
 operator flags (mcp; see docs/operations.md):
   --metrics ADDR           serve Prometheus metrics at /metrics on ADDR, without

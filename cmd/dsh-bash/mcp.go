@@ -70,7 +70,8 @@ func mcpCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		sayStdio(stdin, stderr)
 		err = srv.ServeStdio(ctx, stdin, pollable(stdout), nil)
 	} else {
-		err = serveHTTP(ctx, srv, hf, stderr)
+		hf.mergeConfig(fs, &ef.http)
+		err = serveHTTP(ctx, srv, hf, s.Ready, stderr)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "dsh-bash mcp: %v\n", err)
