@@ -32,6 +32,7 @@ type execFlags struct {
 	permissions                                    permissionFlags
 	config                                         string
 	http                                           httpConfig // the file's, for mcp --http
+	audit                                          auditFlags // mcp and acp only
 	// serving: this is dsh-bash executor, the far side itself. The config
 	// file's remote hosts are for clients: a far side that read them
 	// would pass commands on (to itself, even).
@@ -76,6 +77,7 @@ func (f *execFlags) loadConfig() error {
 	}
 	f.permissions.file, f.permissions.configPath = c.Permissions, path
 	f.http = c.HTTP
+	f.audit.merge(&c.Audit)
 	if err := f.sandbox.merge(&c.Sandbox); err != nil {
 		return err
 	}
@@ -88,6 +90,7 @@ func (f *execFlags) loadConfig() error {
 	// A jail must not read, or change, what configures its server: its
 	// permission rules, its remote hosts, its sandbox.
 	f.sandbox.hidden = append(f.sandbox.hidden, ownConfigPaths(path)...)
+	f.sandbox.hidden = append(f.sandbox.hidden, f.audit.hidden()...)
 	return nil
 }
 
