@@ -55,19 +55,27 @@ func TestAuditLogStartup(t *testing.T) {
 
 // TestAuditLog: dsh-bash mcp --audit-log, with a real client: the calls
 // are lines with the documented fields, a command's output is nowhere in
-// the log and its secrets are redacted; SIGHUP after logrotate renamed the
-// file reopens it, and does not stop the server.
+// the log and its secrets are redacted; no jailed command reads the log;
+// SIGHUP after logrotate renamed the file reopens it, and does not stop
+// the server.
 func TestAuditLog(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
+	// Not in $TMPDIR, which the jails' private /tmp hides anyway.
+	dir, err := os.MkdirTemp("/var/tmp", "dsh-audit-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
 	path := filepath.Join(dir, "audit.log")
-	cs, cmd, stderr := mcpWithStderr(t, "--audit-log", path)
+	// What another session's line would say, already in the log.
+	os.WriteFile(path, []byte(`{"canary":"audit-canary-7731"}`+"\n"), 0o600)
+	cs, cmd, stderr := mcpWithStderr(t, "--sandbox=on", "--audit-log", path)
 	watch := watchDir(t, dir)
 	// The output (audit-24690-marker) is not in the command.
-	first := callText(t, cs, "bash", map[string]any{"command": `printf 'audit-%s-marker\n' "$((12345*2))"; API_TOKEN=s3cr3t-value true`,
-		"description": "Print a marker"})
+	command := `printf 'audit-%s-marker\n' "$((12345*2))"; API_TOKEN=s3cr3t-value true; if grep -q canary ` + path + ` 2>/dev/null; then echo AUDIT-LOG-READABLE; fi`
+	first := callText(t, cs, "bash", map[string]any{"command": command, "description": "Print a marker"})
 	if first != "audit-24690-marker\n" {
-		t.Fatalf("first call: %q", first)
+		t.Fatalf("first call: %q (want the marker alone: the log is hidden from the jail)", first)
 	}
 	if auditWired {
 		watch.until(t, path, "the first call's line", func(lines []map[string]any) bool { return len(calls(lines)) == 1 })
@@ -100,7 +108,7 @@ func TestAuditLog(t *testing.T) {
 	checkEvents(t, old, "session_start", "call")
 	checkEvents(t, cur, "call", "session_end")
 	c := calls(old)[0]
-	if c["command"] != `printf 'audit-%s-marker\n' "$((12345*2))"; API_TOKEN=[REDACTED] true` || c["description"] != "Print a marker" ||
+	if c["command"] != strings.Replace(command, "s3cr3t-value", "[REDACTED]", 1) || c["description"] != "Print a marker" ||
 		c["tool"] != "bash" || c["outcome"] != "ok" || c["exit_code"] != 0.0 || c["stdout_bytes"] != 19.0 {
 		t.Errorf("the first call's line: %v", c)
 	}
@@ -170,7 +178,9 @@ func parseAudit(t *testing.T, path string, b []byte) []map[string]any {
 		if err := json.Unmarshal([]byte(l), &v); err != nil {
 			t.Fatalf("line %q of %s: %v", l, path, err)
 		}
-		lines = append(lines, v)
+		if v["canary"] == nil { // the test's own
+			lines = append(lines, v)
+		}
 	}
 	return lines
 }
