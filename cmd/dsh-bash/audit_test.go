@@ -37,7 +37,7 @@ func TestAuditLogStartup(t *testing.T) {
 		if cmd == "acp" {
 			args = append(args, "--model", "m")
 		}
-		_, errOut, code := dshBashPlain(t, dir, args...)
+		_, errOut, code := dshBash(t, dir, args...)
 		want := "dsh-bash " + cmd + ": audit log: open " + dir + "/missing/audit.log: no such file or directory\n"
 		if code != 1 || !strings.HasSuffix(withoutOthersCgroups(errOut), want) {
 			t.Errorf("%s with an unwritable --audit-log: exit %d, stderr %q; want exit 1 and %q", cmd, code, errOut, want)
@@ -45,7 +45,7 @@ func TestAuditLogStartup(t *testing.T) {
 	}
 	config, log := filepath.Join(dir, "config.json"), filepath.Join(dir, "from-config.log")
 	os.WriteFile(config, []byte(`{"audit": {"log": "`+log+`"}}`), 0o600)
-	if _, errOut, code := runBinary(t, plainBinary, dir, nil, "mcp", "--config", config); code != 0 {
+	if _, errOut, code := dshBash(t, dir, "mcp", "--config", config); code != 0 {
 		t.Fatalf("dsh-bash mcp with stdin at its end: exit %d, %q", code, errOut)
 	}
 	if fi, err := os.Stat(log); err != nil || fi.Mode().Perm() != 0o600 {
@@ -227,10 +227,11 @@ func (w *dirWatch) until(t *testing.T, path, what string, cond func([]map[string
 }
 
 // mcpWithStderr starts dsh-bash mcp with args over stdio, and reads its
-// stderr.
+// stderr. It is the race-built dsh-bash: the audit log's writer, and
+// SIGHUP's handler, run beside the server's work.
 func mcpWithStderr(t *testing.T, args ...string) (*mcp.ClientSession, *exec.Cmd, *testwait.Lines) {
 	t.Helper()
-	cmd := execCommand(append([]string{"mcp"}, args...)...)
+	cmd := raceCommand(append([]string{"mcp"}, args...)...)
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
