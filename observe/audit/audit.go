@@ -30,6 +30,7 @@ import (
 	"fmt"
 	"log"
 	"os"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -214,8 +215,13 @@ func (l *Log) Close() error {
 	return fmt.Errorf("audit log %s: what was queued was not written within %v; the rest is dropped", l.path, l.closeTimeout)
 }
 
-// snapshot copies an event, so that the producer may go on with its own.
+// snapshot copies an event, so that the producer may go on with its own;
+// nil for a nil event. An event of a type it does not know goes as it is,
+// for the writer to report.
 func snapshot(e observe.Event) observe.Event {
+	if v := reflect.ValueOf(e); !v.IsValid() || v.Kind() == reflect.Pointer && v.IsNil() {
+		return nil
+	}
 	switch e := e.(type) {
 	case *observe.SessionStart:
 		c := *e
@@ -247,7 +253,7 @@ func snapshot(e observe.Event) observe.Event {
 		c.Refused = clone(c.Refused)
 		return &c
 	}
-	return nil
+	return e
 }
 
 func clone[S ~[]E, E any](s S) S {

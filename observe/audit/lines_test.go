@@ -85,6 +85,16 @@ func TestLineWithoutTime(t *testing.T) {
 	}
 }
 
+// TestNilEvent: a nil event is dropped, not a panic on the caller's path.
+func TestNilEvent(t *testing.T) {
+	l := open(t, filepath.Join(t.TempDir(), "audit.log"), nil)
+	l.Sink()((*observe.Call)(nil))
+	l.Sink()(nil)
+	if err := l.Close(); err != nil || l.Dropped() != 0 {
+		t.Errorf("Close: %v, Dropped() %d", err, l.Dropped())
+	}
+}
+
 // TestSnapshot: the log keeps the event as it was given, whatever its
 // producer does with its own after.
 func TestSnapshot(t *testing.T) {

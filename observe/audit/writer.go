@@ -144,7 +144,7 @@ func (l *Log) reportFull(force bool) {
 	}
 	if !l.w.behind {
 		l.w.behind, l.w.sinceTop = true, 0
-		l.errorf("audit log %s: the writer is behind (%d events queued); events are dropped until it catches up", l.path, len(l.queue))
+		l.errorf("audit log %s: the writer is behind; events are dropped until it catches up", l.path)
 	}
 	l.w.sinceTop++
 	if !force && len(l.queue) > 0 && l.w.sinceTop < cap(l.queue) {
