@@ -99,9 +99,11 @@ func (a *auditFlags) open(ctx context.Context, name string, stderr io.Writer) er
 }
 
 // sink records events in the audit log once it is open (events before
-// are not recorded); nil when there is none.
+// are not recorded). It is made before the configuration file is read,
+// which may name the log: nil only for a command that takes no
+// --audit-log.
 func (a *auditFlags) sink() observe.Sink {
-	if a.path == "" {
+	if !a.serving {
 		return nil
 	}
 	return func(e observe.Event) {
