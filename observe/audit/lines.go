@@ -34,29 +34,31 @@ type sessionStartLine struct {
 
 type sessionEndLine struct {
 	head
+	Front      string  `json:"front"`
 	Reason     string  `json:"reason"`
 	DurationMS float64 `json:"duration_ms"`
 }
 
 type callLine struct {
 	head
-	Tool        string          `json:"tool"`
-	Command     string          `json:"command"`
-	Description string          `json:"description"`
-	Task        string          `json:"task"`
-	Permission  *permissionLine `json:"permission"`
-	Unsandboxed *questionLine   `json:"unsandboxed"`
-	Outcome     string          `json:"outcome"`
-	ExitCode    int             `json:"exit_code"`
-	Signal      string          `json:"signal"`
-	DurationMS  float64         `json:"duration_ms"`
-	StdoutBytes int64           `json:"stdout_bytes"`
-	StderrBytes int64           `json:"stderr_bytes"`
-	Spills      []string        `json:"spills"`
-	Limit       string          `json:"limit"`
-	Refused     []refusalLine   `json:"refused"`
-	RefusedMore int             `json:"refused_more"`
-	Error       string          `json:"error"`
+	Tool         string          `json:"tool"`
+	Command      string          `json:"command"`
+	Description  string          `json:"description"`
+	Task         string          `json:"task"`
+	Permission   *permissionLine `json:"permission"`
+	Unsandboxed  *questionLine   `json:"unsandboxed"`
+	Outcome      string          `json:"outcome"`
+	ExitCode     int             `json:"exit_code"`
+	Signal       string          `json:"signal"`
+	DurationMS   float64         `json:"duration_ms"`
+	StdoutBytes  int64           `json:"stdout_bytes"`
+	StderrBytes  int64           `json:"stderr_bytes"`
+	Spills       []string        `json:"spills"`
+	SpilledBytes int64           `json:"spilled_bytes"`
+	Limit        string          `json:"limit"`
+	Refused      []refusalLine   `json:"refused"`
+	RefusedMore  int             `json:"refused_more"`
+	Error        string          `json:"error"`
 }
 
 type permissionLine struct {
@@ -130,7 +132,7 @@ func line(e observe.Event) any {
 		return &sessionStartLine{head: headOf(e.Time, "session_start", e.Session), Front: e.Front, Client: e.Client,
 			ClientVersion: e.ClientVersion, Roots: list(e.Roots), Containment: e.Containment}
 	case *observe.SessionEnd:
-		return &sessionEndLine{head: headOf(e.Time, "session_end", e.Session), Reason: e.Reason, DurationMS: ms(e.Duration)}
+		return &sessionEndLine{head: headOf(e.Time, "session_end", e.Session), Front: e.Front, Reason: e.Reason, DurationMS: ms(e.Duration)}
 	case *observe.Call:
 		return callLineOf(e)
 	case *observe.Network:
@@ -150,7 +152,7 @@ func callLineOf(e *observe.Call) *callLine {
 	l := &callLine{head: headOf(e.Time, "call", e.Session), Tool: e.Tool, Command: ScrubCommand(e.Command),
 		Description: ScrubText(e.Description), Task: e.Task, Outcome: e.Outcome, ExitCode: e.ExitCode, Signal: e.Signal,
 		DurationMS: ms(e.Duration), StdoutBytes: e.StdoutBytes, StderrBytes: e.StderrBytes, Spills: list(e.Spills),
-		Limit: e.Limit, Refused: refusals(e.Refused), RefusedMore: e.RefusedMore, Error: ScrubText(e.Error)}
+		SpilledBytes: e.SpilledBytes, Limit: e.Limit, Refused: refusals(e.Refused), RefusedMore: e.RefusedMore, Error: ScrubText(e.Error)}
 	if p := e.Permission; p != nil {
 		l.Permission = &permissionLine{Verdict: p.Verdict, Rule: ScrubCommand(p.Rule), Source: p.Source,
 			Reason: ScrubText(p.Reason), Answer: p.Answer}
