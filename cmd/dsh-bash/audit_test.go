@@ -21,11 +21,6 @@ import (
 	"github.com/dshgo/dsh/internal/testwait"
 )
 
-// auditWired says the servers tell their events to the audit log (the
-// observe sinks of mcpserver and setup, from branch metrics): until then
-// TestAuditLog checks the log's file handling only.
-const auditWired = false
-
 // TestAuditLogStartup: a path that cannot be written stops dsh-bash mcp
 // and acp at start, naming it; the configuration file's audit.log is
 // made at start, 0600.
@@ -77,9 +72,7 @@ func TestAuditLog(t *testing.T) {
 	if first != "audit-24690-marker\n" {
 		t.Fatalf("first call: %q (want the marker alone: the log is hidden from the jail)", first)
 	}
-	if auditWired {
-		watch.until(t, path, "the first call's line", func(lines []map[string]any) bool { return len(calls(lines)) == 1 })
-	}
+	watch.until(t, path, "the first call's line", func(lines []map[string]any) bool { return len(calls(lines)) == 1 })
 	if err := os.Rename(path, path+".1"); err != nil {
 		t.Fatal(err)
 	}
@@ -94,9 +87,6 @@ func TestAuditLog(t *testing.T) {
 		t.Fatalf("no new file after SIGHUP: %v", err)
 	}
 	closeMCP(t, cs, cmd) // the log is closed, all written, as dsh-bash exits
-	if !auditWired {
-		t.Skip("the servers tell the audit log nothing yet (auditWired): its file handling passed")
-	}
 	old, cur := readAudit(t, path+".1"), readAudit(t, path)
 	all, _ := os.ReadFile(path + ".1")
 	now, _ := os.ReadFile(path)
@@ -107,6 +97,13 @@ func TestAuditLog(t *testing.T) {
 	}
 	checkEvents(t, old, "session_start", "call")
 	checkEvents(t, cur, "call", "session_end")
+	if s := old[0]; s["front"] != "mcp-stdio" || s["client"] != "audit-test" || s["client_version"] != "1.2" ||
+		!strings.HasPrefix(s["containment"].(string), "sandbox (") {
+		t.Errorf("the session_start line: %v", s)
+	}
+	if e := cur[len(cur)-1]; e["front"] != "mcp-stdio" || e["reason"] != "closed" {
+		t.Errorf("the session_end line: %v", e)
+	}
 	c := calls(old)[0]
 	if c["command"] != strings.Replace(command, "s3cr3t-value", "[REDACTED]", 1) || c["description"] != "Print a marker" ||
 		c["tool"] != "bash" || c["outcome"] != "ok" || c["exit_code"] != 0.0 || c["stdout_bytes"] != 19.0 {
@@ -120,9 +117,9 @@ func TestAuditLog(t *testing.T) {
 // auditFields are the documented fields of each line (docs/operations.md).
 var auditFields = map[string][]string{
 	"session_start": {"client", "client_version", "containment", "event", "front", "roots", "session", "time"},
-	"session_end":   {"duration_ms", "event", "reason", "session", "time"},
+	"session_end":   {"duration_ms", "event", "front", "reason", "session", "time"},
 	"call": {"command", "description", "duration_ms", "error", "event", "exit_code", "limit", "outcome", "permission", "refused",
-		"refused_more", "session", "signal", "spills", "stderr_bytes", "stdout_bytes", "task", "time", "tool", "unsandboxed"},
+		"refused_more", "session", "signal", "spilled_bytes", "spills", "stderr_bytes", "stdout_bytes", "task", "time", "tool", "unsandboxed"},
 }
 
 // checkEvents checks that lines are the events named, each with its
@@ -215,7 +212,7 @@ func (w *dirWatch) until(t *testing.T, path, what string, cond func([]map[string
 		}
 		left := time.Until(deadline)
 		if left <= 0 {
-			t.Fatalf("no %s in %s within %v", what, path, testwait.Limit)
+			t.Fatalf("%s not in %s within %v", what, path, testwait.Limit)
 		}
 		unix.Poll([]unix.PollFd{{Fd: int32(w.fd), Events: unix.POLLIN}}, int(left.Milliseconds())+1)
 		for {

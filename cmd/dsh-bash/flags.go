@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/dshgo/dsh/bash/local"
+	"github.com/dshgo/dsh/observe"
 	"github.com/dshgo/dsh/setup"
 )
 
@@ -142,9 +143,11 @@ func (f *execFlags) newExecutor(ctx context.Context, name string, opts *local.Op
 	if err != nil {
 		return nil, err
 	}
-	so := &setup.Options{Stderr: stderr}
+	// What the operators are told: the metrics (mcp) and the audit log
+	// (mcp, acp), through setup to the front end (Setup.Observe).
+	so := &setup.Options{Stderr: stderr, Observe: f.audit.sink()}
 	if f.observing != nil {
-		so.Observe = f.observing.sink()
+		so.Observe = observe.Tee(f.observing.sink(), so.Observe)
 	}
 	s, err := setup.New(ctx, cfg, so)
 	if err != nil {
