@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"os"
 	"os/exec"
@@ -77,9 +78,7 @@ func TestAuditLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd.Process.Signal(syscall.SIGHUP)
-	if line := nextOwnLine(t, stderr, "the line saying the audit log was reopened"); line != "dsh-bash mcp: audit log reopened: "+path+"\n" {
-		t.Fatalf("stderr after SIGHUP: %q", line)
-	}
+	waitLine(t, stderr, "dsh-bash mcp: audit log reopened: "+path+"\n")
 	if got := callText(t, cs, "bash", map[string]any{"command": "echo second", "description": "Print again"}); got != "second\n" {
 		t.Fatalf("a call after SIGHUP: %q", got)
 	}
@@ -250,17 +249,19 @@ func mcpWithStderr(t *testing.T, args ...string) (*mcp.ClientSession, *exec.Cmd,
 	return cs, cmd, testwait.NewLines(pr)
 }
 
-// nextOwnLine is the next line of a dsh-bash's stderr but for those about
-// other tests' cgroups (withoutOthersCgroups).
-func nextOwnLine(t *testing.T, stderr *testwait.Lines, what string) string {
+// waitLine reads a dsh-bash's stderr up to the line want (what it says at
+// start, about others' leftovers it cleans, comes before).
+func waitLine(t *testing.T, stderr *testwait.Lines, want string) {
 	t.Helper()
+	var before []string
 	for {
-		line, err := stderr.Next(t, what)
+		line, err := stderr.Next(t, fmt.Sprintf("line %q on stderr", want))
 		if err != nil {
-			t.Fatalf("stderr ended (%v) before %s", err, what)
+			t.Fatalf("stderr ended (%v) without %q, after %q", err, want, before)
 		}
-		if withoutOthersCgroups(line) != "" {
-			return line
+		if line == want {
+			return
 		}
+		before = append(before, line)
 	}
 }
