@@ -2,9 +2,10 @@ package local
 
 import (
 	"fmt"
-	"net/url"
 	"slices"
 	"strings"
+
+	"github.com/dshgo/dsh/internal/secrets"
 )
 
 // The environment of every command is the executor's base environment
@@ -41,14 +42,12 @@ import (
 // These names are kept although they contain a long word, for programs
 // that need them and carry no secret: PWD, DBUS_SESSION_BUS_ADDRESS, the
 // XDG_SESSION_* variables and TOKENIZERS_PARALLELISM.
+//
+// The credential rules live in package secrets (Name and URL), which the
+// audit log shares.
 var (
-	shellControl   = []string{"BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS"}
-	shellFuncPfx   = "BASH_FUNC_"
-	secretWords    = []string{"KEY", "SECRET", "TOKEN", "PASSWORD", "PASSWD", "PASSPHRASE", "CREDENTIAL", "PRIVATE", "COOKIE", "SESSION", "AUTHORIZATION", "OAUTH"}
-	secretSegments = []string{"PASS", "PAT", "AUTH", "PEM", "DSN", "PWD", "JWT", "CREDS", "BEARER"}
-	secretNames    = []string{"SSH_AUTH_SOCK", "SSHPASS"}
-	harmlessNames  = []string{"PWD", "DBUS_SESSION_BUS_ADDRESS", "TOKENIZERS_PARALLELISM"}
-	harmlessPrefix = "XDG_SESSION_"
+	shellControl = []string{"BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS"}
+	shellFuncPfx = "BASH_FUNC_"
 )
 
 // overrides keep programs from paging, colouring or prompting.
@@ -94,60 +93,9 @@ func checkAllowEnv(allow []string) error {
 }
 
 // looksSecret reports whether a variable looks like a credential by its name
-// or its value.
+// or its value (the rules of package secrets, shared with the audit log).
 func looksSecret(name, value string) bool {
-	upper := strings.ToUpper(name)
-	if slices.Contains(secretNames, upper) {
-		return true
-	}
-	if slices.Contains(harmlessNames, upper) || strings.HasPrefix(upper, harmlessPrefix) {
-		return holdsPasswordURL(value)
-	}
-	for _, w := range secretWords {
-		if strings.Contains(upper, w) {
-			return true
-		}
-	}
-	for seg := range strings.SplitSeq(upper, "_") {
-		if slices.Contains(secretSegments, seg) {
-			return true
-		}
-	}
-	return holdsPasswordURL(value)
-}
-
-// holdsPasswordURL reports whether a part of value is a URL with a
-// credential (see the rules above).
-func holdsPasswordURL(value string) bool {
-	if !strings.Contains(value, "://") {
-		return false
-	}
-	parts := strings.FieldsFunc(value, func(r rune) bool {
-		return r == ' ' || r == '\t' || r == '\n' || r == '\r' || r == ',' || r == ';' || r == '"' || r == '\''
-	})
-	for _, p := range parts {
-		if !strings.Contains(p, "://") {
-			continue
-		}
-		u, err := url.Parse(p)
-		if err == nil {
-			if _, set := u.User.Password(); set {
-				return true
-			}
-			web := strings.EqualFold(u.Scheme, "http") || strings.EqualFold(u.Scheme, "https")
-			if web && u.User != nil && u.User.Username() != "" {
-				return true
-			}
-			continue
-		}
-		// Unparseable: look at the authority ourselves.
-		_, rest, _ := strings.Cut(p, "://")
-		auth, _, _ := strings.Cut(rest, "/")
-		if at := strings.LastIndexByte(auth, '@'); at >= 0 && strings.Contains(auth[:at], ":") {
-			return true
-		}
-	}
-	return false
+	return secrets.Name(name) || secrets.URL(value)
 }
 
 // dedupEnv keeps the last entry for each name, in first-seen order.

@@ -11,14 +11,16 @@ import (
 
 // acpCmd runs an ACP agent over stdio for an editor (Zed), driving an
 // OpenAI-compatible chat-completions model with the shell tools. It returns
-// when the editor closes stdin, or on SIGINT or SIGTERM, after every
-// command it started is gone.
+// when the editor closes stdin, or on SIGINT, SIGTERM or SIGHUP (which,
+// with --audit-log, reopens the log instead), after every command it
+// started is gone.
 func acpCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs, ef := newFlags("acp", stderr)
 	model := fs.String("model", "", "chat-completions `MODEL` (required), e.g. deepseek-chat or gpt-4.1")
 	baseURL := fs.String("base-url", "", "OpenAI-compatible API base `URL` (default: $OPENAI_BASE_URL, else OpenAI's)")
 	keyFile := fs.String("api-key-file", "", "read the API key from `PATH`, a file only you can read (default: $OPENAI_API_KEY)")
 	yolo := fs.Bool("yolo", false, "run commands without asking the editor's permission")
+	ef.audit.register(fs)
 	if !refuseSecretArg(args, "acp", "api-key", "--api-key-file PATH or OPENAI_API_KEY", stderr) {
 		return 2
 	}
@@ -42,11 +44,16 @@ func acpCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		// prompt, which the editor shows far from here.
 		fmt.Fprintln(stderr, "dsh-bash acp: no API key: set OPENAI_API_KEY or give --api-key-file PATH (a local model server may need none)")
 	}
+	defer ef.audit.close("acp", stderr) // last: the executor's end is recorded too
 	s, code := ef.executor(ctx, "acp", ef.options(), stderr)
 	if code != 0 {
 		return code
 	}
 	defer closeExecutor("acp", s, stderr)
+	if err := ef.audit.open(ctx, "acp", stderr); err != nil {
+		fmt.Fprintf(stderr, "dsh-bash acp: %v\n", err)
+		return 1
+	}
 	perm, err := s.GateOptions("acp")
 	if err != nil {
 		fmt.Fprintf(stderr, "dsh-bash acp: %v\n", err)

@@ -25,6 +25,7 @@ type config struct {
 	Permissions permissionConfig `json:"permissions"`
 	Metrics     metricsConfig    `json:"metrics"`
 	HTTP        httpConfig       `json:"http"`
+	Audit       auditConfig      `json:"audit"`
 }
 
 // remoteConfig is the file's "remote" object: hosts where commands run
@@ -107,6 +108,9 @@ func loadConfig(path string, explicit bool) (*config, error) {
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
 	if err := c.HTTP.check(b); err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	if err := c.Audit.expand(b); err != nil {
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
 	return c, nil

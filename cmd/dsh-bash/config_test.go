@@ -41,6 +41,8 @@ func TestLoadConfig(t *testing.T) {
 		{name: "wrong type", file: "{\"sandbox\": {\"lockCaches\": \"yes\"}}", err: "line 1: json: cannot unmarshal string"},
 		{name: "relative path", file: `{"sandbox": {"hidden": ["secrets"]}}`, err: `path "secrets" is not absolute`},
 		{name: "user's home", file: `{"sandbox": {"hidden": ["~bob/x"]}}`, err: `path "~bob/x" is not absolute`},
+		{name: "audit log", file: `{"audit": {"log": "~/dsh/audit.log"}}`},
+		{name: "audit log, relative", file: "{\"audit\":\n{\"log\": \"audit.log\"}}", err: `line 2: audit.log: path "audit.log" is not absolute`},
 		{name: "trailing data", file: `{} {}`, err: "data after the configuration object"},
 		{name: "not an object", file: `[]`, err: "cannot unmarshal array"},
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/dshgo/dsh/bash/local"
+	"github.com/dshgo/dsh/observe"
 	"github.com/dshgo/dsh/setup"
 )
 
@@ -32,6 +33,7 @@ type execFlags struct {
 	permissions                                    permissionFlags
 	config                                         string
 	http                                           httpConfig // the file's, for mcp --http
+	audit                                          auditFlags // mcp and acp only
 	// serving: this is dsh-bash executor, the far side itself. The config
 	// file's remote hosts are for clients: a far side that read them
 	// would pass commands on (to itself, even).
@@ -76,6 +78,7 @@ func (f *execFlags) loadConfig() error {
 	}
 	f.permissions.file, f.permissions.configPath = c.Permissions, path
 	f.http = c.HTTP
+	f.audit.merge(&c.Audit)
 	if err := f.sandbox.merge(&c.Sandbox); err != nil {
 		return err
 	}
@@ -88,6 +91,7 @@ func (f *execFlags) loadConfig() error {
 	// A jail must not read, or change, what configures its server: its
 	// permission rules, its remote hosts, its sandbox.
 	f.sandbox.hidden = append(f.sandbox.hidden, ownConfigPaths(path)...)
+	f.sandbox.hidden = append(f.sandbox.hidden, f.audit.hidden()...)
 	return nil
 }
 
@@ -139,9 +143,11 @@ func (f *execFlags) newExecutor(ctx context.Context, name string, opts *local.Op
 	if err != nil {
 		return nil, err
 	}
-	so := &setup.Options{Stderr: stderr}
+	// What the operators are told: the metrics (mcp) and the audit log
+	// (mcp, acp), through setup to the front end (Setup.Observe).
+	so := &setup.Options{Stderr: stderr, Observe: f.audit.sink()}
 	if f.observing != nil {
-		so.Observe = f.observing.sink()
+		so.Observe = observe.Tee(f.observing.sink(), so.Observe)
 	}
 	s, err := setup.New(ctx, cfg, so)
 	if err != nil {

@@ -1,8 +1,8 @@
 // Command dsh-bash serves the model-facing shell tools bash, bash_output,
 // bash_kill, bash_input and bash_tasks.
 //
-//	dsh-bash mcp [--cwd DIR] [--http ADDR [--token-file PATH | --no-auth]] [--metrics ADDR] [executor flags]
-//	dsh-bash acp --model MODEL [--base-url URL] [--api-key-file PATH] [--yolo] [executor flags]
+//	dsh-bash mcp [--cwd DIR] [--http ADDR [--token-file PATH | --no-auth]] [--metrics ADDR] [--audit-log PATH] [executor flags]
+//	dsh-bash acp --model MODEL [--base-url URL] [--api-key-file PATH] [--yolo] [--audit-log PATH] [executor flags]
 //	dsh-bash run [--cwd DIR] [--workdir DIR] [--timeout-ms N] [executor flags] -- COMMAND
 //	dsh-bash executor [executor flags]
 //	dsh-bash schema
@@ -23,7 +23,8 @@
 //
 // SIGINT, SIGTERM and SIGHUP abort every call in flight and stop every
 // command before dsh-bash exits, save that dsh-bash mcp --http drains on
-// the first SIGTERM (--drain-timeout); a closed stdout is an error to clean up
+// the first SIGTERM (--drain-timeout), and that with --audit-log SIGHUP
+// reopens the log (logrotate); a closed stdout is an error to clean up
 // after, not a death by SIGPIPE. At start, the cgroups, spill directories
 // and token directories of a dsh-bash that was killed (SIGKILL) are
 // removed, and the process makes itself non-dumpable, so that its commands
@@ -66,8 +67,8 @@ func main() {
 }
 
 const usage = `usage:
-  dsh-bash mcp [--cwd DIR] [--http ADDR [HTTP flags]] [--metrics ADDR] [executor flags]
-  dsh-bash acp --model MODEL [--base-url URL] [--api-key-file PATH] [--yolo] [executor flags]
+  dsh-bash mcp [--cwd DIR] [--http ADDR [HTTP flags]] [--metrics ADDR] [--audit-log PATH] [executor flags]
+  dsh-bash acp --model MODEL [--base-url URL] [--api-key-file PATH] [--yolo] [--audit-log PATH] [executor flags]
   dsh-bash run [--cwd DIR] [--workdir DIR] [--timeout-ms N] [executor flags] -- COMMAND
   dsh-bash executor [executor flags]
   dsh-bash schema
@@ -86,10 +87,14 @@ HTTP flags (ADDR is HOST:PORT, loopback unless a token guards it, or unix:PATH):
                            in flight finish for up to D (default 30s), then
                            end; a second SIGTERM or SIGINT ends at once
 
-operator flags (mcp; see docs/operations.md):
-  --metrics ADDR           serve Prometheus metrics at /metrics on ADDR, without
-                           a token: loopback HOST:PORT or unix:PATH (--http
-                           serves them too, behind its token)
+operator flags (see docs/operations.md):
+  --metrics ADDR           (mcp) serve Prometheus metrics at /metrics on ADDR,
+                           without a token: loopback HOST:PORT or unix:PATH
+                           (--http serves them too, behind its token)
+  --audit-log PATH         (mcp, acp) a JSON line per session, call, network
+                           decision and jail start, without output, secrets
+                           redacted; SIGHUP reopens it (logrotate) instead of
+                           stopping dsh-bash
 
 executor flags:
   --default-timeout-ms N   timeout of a call that sets none (default 120000)

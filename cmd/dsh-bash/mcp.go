@@ -10,13 +10,15 @@ import (
 
 // mcpCmd serves the tools over MCP: stdio by default, streamable HTTP with
 // --http. It returns when the client goes away (stdin EOF, or a write to
-// stdout fails), or on SIGINT, SIGTERM or SIGHUP, after aborting every call
-// in flight and once every command it started is gone.
+// stdout fails), or on SIGINT, SIGTERM or SIGHUP (which, with --audit-log,
+// reopens the log instead), after aborting every call in flight and once
+// every command it started is gone.
 func mcpCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs, ef := newFlags("mcp", stderr)
 	cwd := fs.String("cwd", "", "working directory of sessions whose client has no roots (default: the current directory)")
 	hf := registerHTTPFlags(fs)
 	of := registerObserveFlags(fs)
+	ef.audit.register(fs)
 	if !refuseTokenArg(args, stderr) {
 		return 2
 	}
@@ -35,11 +37,16 @@ func mcpCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	ef.sandbox.hidden = append(ef.sandbox.hidden, hf.serverPaths()...)
 	opts := ef.options()
 	opts.Cwd = *cwd
+	defer ef.audit.close("mcp", stderr) // last: the executor's end is recorded too
 	s, code := ef.executor(ctx, "mcp", opts, stderr)
 	if code != 0 {
 		return code
 	}
 	defer closeExecutor("mcp", s, stderr)
+	if err := ef.audit.open(ctx, "mcp", stderr); err != nil {
+		fmt.Fprintf(stderr, "dsh-bash mcp: %v\n", err)
+		return 1
+	}
 	if err := hf.refuseOpenPort(s.OnNetwork()); err != nil {
 		fmt.Fprintf(stderr, "dsh-bash mcp: %v\n", err)
 		return 2

@@ -11,10 +11,12 @@ import (
 
 // signals routes the signals that end a dsh-bash: they end the command's
 // context, except that a command that drains (dsh-bash mcp --http) takes
-// the first SIGTERM for itself (onTerm).
+// the first SIGTERM for itself (onTerm), and one with an audit log takes
+// SIGHUP, to reopen it (onHangup).
 type signals struct {
-	mu    sync.Mutex
-	drain func() // called by the first SIGTERM in place of ending the context
+	mu     sync.Mutex
+	drain  func() // called by the first SIGTERM in place of ending the context
+	hangup func() // called by each SIGHUP in place of ending the context
 }
 
 type signalsKey struct{}
@@ -48,17 +50,21 @@ func notifyContext(parent context.Context, sigs ...os.Signal) (context.Context, 
 	}
 }
 
-// take returns the drain to call for s, once: for the first SIGTERM after
-// onTerm.
+// take returns what to call for s in place of ending the context: the
+// drain, once, for the first SIGTERM after onTerm; the hangup for each
+// SIGHUP after onHangup.
 func (sg *signals) take(s os.Signal) func() {
-	if s != syscall.SIGTERM {
-		return nil
-	}
 	sg.mu.Lock()
 	defer sg.mu.Unlock()
-	drain := sg.drain
-	sg.drain = nil
-	return drain
+	switch s {
+	case syscall.SIGTERM:
+		drain := sg.drain
+		sg.drain = nil
+		return drain
+	case syscall.SIGHUP:
+		return sg.hangup
+	}
+	return nil
 }
 
 // onTerm makes the first SIGTERM that ctx's notifyContext receives call
@@ -76,6 +82,24 @@ func onTerm(ctx context.Context, drain func()) (undo func()) {
 	return func() {
 		sg.mu.Lock()
 		sg.drain = nil
+		sg.mu.Unlock()
+	}
+}
+
+// onHangup makes each SIGHUP that ctx's notifyContext receives call f
+// (which must not block) instead of ending ctx, until undo. A ctx that no
+// notifyContext made is left alone.
+func onHangup(ctx context.Context, f func()) (undo func()) {
+	sg, _ := ctx.Value(signalsKey{}).(*signals)
+	if sg == nil {
+		return func() {}
+	}
+	sg.mu.Lock()
+	sg.hangup = f
+	sg.mu.Unlock()
+	return func() {
+		sg.mu.Lock()
+		sg.hangup = nil
 		sg.mu.Unlock()
 	}
 }
