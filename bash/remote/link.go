@@ -21,6 +21,7 @@ type link struct {
 	gen   int
 	host  string
 	conn  *jsonrpc2.Conn
+	rwc   io.ReadWriteCloser // the stream conn runs over
 	hello Hello
 	seq   atomic.Uint64                            // request ids; 0 is never used
 	stall time.Duration                            // how long a send may stay stuck once its ctx ended
@@ -39,7 +40,7 @@ type liveRun struct {
 
 // dialLink starts a link over rwc and makes the handshake.
 func dialLink(ctx context.Context, rwc io.ReadWriteCloser, gen int, o *Options, note func(int, string, wireTask)) (*link, error) {
-	l := &link{gen: gen, host: o.host(), note: note, runs: map[uint64]*liveRun{}, stall: o.AbortWait}
+	l := &link{gen: gen, host: o.host(), rwc: rwc, note: note, runs: map[uint64]*liveRun{}, stall: o.AbortWait}
 	l.conn = newClientConn(rwc, l, o)
 	var r reply
 	if err := l.call(ctx, methodHello, helloParams{Version: Version, Client: "dsh-bash", Deny: o.Deny}, &r); err != nil {
@@ -192,7 +193,15 @@ func (l *link) linkErr(err error, inFlight bool) error {
 	return &bash.LinkError{Host: l.host, Err: err, InFlight: inFlight}
 }
 
-func (l *link) close() { l.conn.Close() }
+// close closes the link and waits until its stream is torn down. The
+// connection may have been closed already, by a call that found the
+// stream broken, and be closing its stream still: only the first close
+// of a connection closes its stream, and the others return at once. The
+// streams' Close waits for a first one to finish.
+func (l *link) close() {
+	l.conn.Close()
+	l.rwc.Close()
+}
 
 // cancel asks the server to stop call id, without waiting for the
 // stream (a stuck one is closed by the call that waits on it).
