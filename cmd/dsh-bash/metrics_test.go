@@ -3,17 +3,16 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/dshgo/dsh/internal/promtooltest"
 	"github.com/dshgo/dsh/internal/testwait"
 )
 
@@ -56,7 +55,7 @@ func TestMetricsBinary(t *testing.T) {
 			t.Errorf("the metrics lack %s", want)
 		}
 	}
-	promtoolCheck(t, body)
+	promtooltest.Check(t, strings.NewReader(body))
 	scrape(t, s.where+"metrics", "", http.StatusUnauthorized)
 	if b := scrape(t, s.where+"metrics", "Bearer "+goodToken, http.StatusOK); !strings.Contains(b, `dsh_bash_calls_total{outcome="exit",tool="bash"} 1`) {
 		t.Errorf("the HTTP server's /metrics: %q", b)
@@ -82,30 +81,6 @@ func scrape(t *testing.T, url, auth string, want int) string {
 		t.Fatalf("GET %s: %s, want %d", url, resp.Status, want)
 	}
 	return string(b)
-}
-
-// promtoolCheck runs promtool check metrics on an exposition; without
-// promtool ($PROMTOOL, else on PATH) the test is skipped, but under CI
-// (CI=true), where .ci/run provides it, it fails.
-func promtoolCheck(t *testing.T, exposition string) {
-	t.Helper()
-	tool := os.Getenv("PROMTOOL")
-	if tool == "" {
-		tool, _ = exec.LookPath("promtool")
-	}
-	if tool == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("promtool is missing ($PROMTOOL; .ci/run unpacks Debian's prometheus package for it)")
-		}
-		t.Skip("no promtool (Debian's prometheus package; or set $PROMTOOL)")
-	}
-	cmd := exec.Command(tool, "check", "metrics")
-	cmd.Stdin = strings.NewReader(exposition)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
-		t.Errorf("promtool check metrics: %v\n%s", err, out.String())
-	}
 }
 
 // TestMetricsUsage: the metrics listener has no token, so it takes a

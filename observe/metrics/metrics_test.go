@@ -1,11 +1,7 @@
 package metrics
 
 import (
-	"bytes"
-	"io"
 	"net/http/httptest"
-	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -13,6 +9,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/dshgo/dsh/internal/promtooltest"
 	"github.com/dshgo/dsh/observe"
 )
 
@@ -161,29 +158,5 @@ func TestExposition(t *testing.T) {
 	if rec.Code != 200 || !strings.Contains(rec.Body.String(), "dsh_bash_calls_total{outcome=\"ok\",tool=\"bash\"} 1\n") {
 		t.Fatalf("GET /metrics: %d\n%s", rec.Code, rec.Body)
 	}
-	PromtoolCheck(t, rec.Body)
-}
-
-// PromtoolCheck runs promtool check metrics on an exposition. Without
-// promtool ($PROMTOOL, else on PATH) the test is skipped, but under CI
-// (CI=true), where .ci/run provides it, it fails.
-func PromtoolCheck(t *testing.T, exposition io.Reader) {
-	t.Helper()
-	tool := os.Getenv("PROMTOOL")
-	if tool == "" {
-		tool, _ = exec.LookPath("promtool")
-	}
-	if tool == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("promtool is missing ($PROMTOOL; .ci/run unpacks Debian's prometheus package for it)")
-		}
-		t.Skip("no promtool (Debian's prometheus package; or set $PROMTOOL)")
-	}
-	cmd := exec.Command(tool, "check", "metrics")
-	cmd.Stdin = exposition
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
-		t.Errorf("promtool check metrics: %v\n%s", err, out.String())
-	}
+	promtooltest.Check(t, rec.Body)
 }
