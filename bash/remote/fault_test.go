@@ -213,7 +213,7 @@ func TestVersionMismatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := &link{host: "old", runs: map[uint64]*liveRun{}, note: func(int, string, wireTask) {}}
+	l := &link{host: "old", rwc: cli, runs: map[uint64]*liveRun{}, note: func(int, string, wireTask) {}}
 	l.conn = newClientConn(cli, l, &Options{})
 	var r reply
 	err = testwait.Call("hello of another version", func(ctx context.Context) error {
