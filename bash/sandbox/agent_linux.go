@@ -43,6 +43,12 @@ type agentConfig struct {
 	// (local.Options.ExecRules), the named programs looked up in DenyPath.
 	Deny     []string `json:"deny,omitempty"`
 	DenyPath string   `json:"denyPath,omitempty"`
+
+	// Pooled: a jail (or Landlock-layer agent) of the warm pool, started
+	// before any session asks: the agent says it is idle and waits for
+	// the claim, which brings the rest of this configuration (see
+	// awaitClaim); it has no other on its command line.
+	Pooled bool `json:"pooled,omitempty"`
 }
 
 // Main runs the sandbox agent when this process was started as one, and
@@ -105,6 +111,14 @@ func runAgent(c agentConfig) error {
 			return err
 		}
 	}
+	if c.Pooled {
+		var err error
+		if c, err = awaitClaim(c); errors.Is(err, errEOF) {
+			return nil // the pool closed, or the host went, before a session claimed it
+		} else if err != nil {
+			return err
+		}
+	}
 	if err := restrictFiles(c); err != nil {
 		return err
 	}
@@ -144,6 +158,43 @@ func runAgent(c agentConfig) error {
 		return err
 	}
 	return a.serve()
+}
+
+// awaitClaim is a pooled agent's wait for its session. It tells the host
+// it is idle, handing over, in a jail, the jail's mount namespace (where
+// the host binds the session's workspace, its spill directory and what
+// stays read-only in it before the claim comes), then takes the rest of
+// its configuration from the claim: all but its socket and executable
+// (and whether it is alone), which it was started with; the Landlock
+// layer's seccomp filter comes with the claim (a jail's bwrap installed
+// it already).
+func awaitClaim(c agentConfig) (agentConfig, error) {
+	var fds []int
+	if !c.Alone {
+		ns, err := unix.Open("/proc/self/ns/mnt", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return c, fmt.Errorf("open the jail's mount namespace: %w", err)
+		}
+		defer unix.Close(ns)
+		fds = []int{ns}
+	}
+	if err := sendMsg(c.Socket, agentMsg{Idle: true}, fds); err != nil {
+		return c, err
+	}
+	var claim agentConfig
+	got, err := recvMsg(c.Socket, make([]byte, maxPacket+1), &claim)
+	if err != nil {
+		return c, err
+	}
+	if len(got) != btoi(c.Alone) {
+		closeFDs(got)
+		return c, fmt.Errorf("the claim came with %d descriptors, not %d", len(got), btoi(c.Alone))
+	}
+	claim.Socket, claim.Exe, claim.Alone, claim.Pooled, claim.Filter = c.Socket, c.Exe, c.Alone, false, 0
+	if c.Alone {
+		claim.Filter = got[0]
+	}
+	return claim, nil
 }
 
 // ready tells the host the agent is ready, handing it the proxy and

@@ -146,8 +146,10 @@ func v1Dir(mountinfo, cgroup, ctrl string) (string, error) {
 // active reports whether any limit applies.
 func (lm *limiter) active() bool { return lm != nil && lm.dirs != jailCgroups{} }
 
-// make makes a jail's cgroups with the limits.
-func (lm *limiter) make() (jailCgroups, error) {
+// make makes a jail's cgroups with the limits; a warm jail's (warm) with
+// the least CPU weight, idleCPUShares, until a session claims it
+// (claimCPU): it starts on what CPU the sessions leave.
+func (lm *limiter) make(warm bool) (jailCgroups, error) {
 	var cg jailCgroups
 	if !lm.active() {
 		return cg, nil
@@ -157,7 +159,11 @@ func (lm *limiter) make() (jailCgroups, error) {
 		if dir == "" {
 			continue
 		}
-		if err := mkLimited(filepath.Join(dir, name), controllers[c].file, lm.limits.limit(c)); err != nil {
+		v := lm.limits.limit(c)
+		if c == ctlCPU && warm {
+			v = idleCPUShares
+		}
+		if err := mkLimited(filepath.Join(dir, name), controllers[c].file, v); err != nil {
 			cg.remove()
 			return jailCgroups{}, err
 		}
@@ -173,6 +179,21 @@ func mkLimited(dir, file string, v int64) error {
 	if err := os.WriteFile(filepath.Join(dir, file), []byte(strconv.FormatInt(v, 10)), 0); err != nil {
 		os.Remove(dir)
 		return fmt.Errorf("set the session's limit (%s): %w", file, err)
+	}
+	return nil
+}
+
+// idleCPUShares is the cpu.shares of a warm jail until its claim: the
+// least the kernel takes.
+const idleCPUShares = 2
+
+// claimCPU gives a claimed warm jail's cgroup a session's CPU weight.
+func (cg jailCgroups) claimCPU() error {
+	if cg[ctlCPU] == "" {
+		return nil
+	}
+	if err := os.WriteFile(filepath.Join(cg[ctlCPU], controllers[ctlCPU].file), []byte(strconv.Itoa(cpuShares)), 0); err != nil {
+		return fmt.Errorf("set the session's CPU weight: %w", err)
 	}
 	return nil
 }

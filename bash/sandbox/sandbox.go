@@ -11,6 +11,7 @@ import (
 
 	"github.com/dshgo/dsh/bash"
 	"github.com/dshgo/dsh/bash/local"
+	"github.com/dshgo/dsh/observe"
 )
 
 // ErrUnavailable: the sandbox cannot run on this host (no bwrap, no user
@@ -67,6 +68,28 @@ type Options struct {
 	// to that one call) run outside the sandbox; by default such a spec
 	// fails with bash.ErrSandboxFinal, and the sandbox is final.
 	AllowUnsandboxed bool
+	// Warm is how many started jails (in the Landlock layer, agents) to
+	// keep ready for new sessions, so that a session's first call costs
+	// what a later one does. A warm jail holds nothing of any session's;
+	// the session that claims it gets its workspace, spill directory,
+	// read-only paths, Landlock rules and deny rules bound in then, and
+	// it serves that session alone and ends with it, as a jail started
+	// for it would. The pool is refilled in the background. Each idle
+	// jail costs its processes (bwrap and the agent) and their memory.
+	// In a jail, the claim enters the jail's mount namespace, which takes
+	// a server run as root (CAP_SYS_ADMIN); New refuses a pool of jails
+	// that cannot work here. Default 0: none, each session's jail starts
+	// on its first call.
+	Warm int
+	// Observe receives an observe.JailStart for each jail started (for
+	// a session, or for the warm pool) and each warm one claimed; nil
+	// discards them.
+	Observe observe.Sink
+	// Logf reports what happens outside any call: a warm jail that did
+	// not start (and when the pool tries again), one that ended while
+	// idle, one whose claim failed (the session gets a jail started for
+	// it instead). Nil discards it.
+	Logf func(format string, args ...any)
 
 	// noFence leaves the jails without the fence, for benchmarks that
 	// measure it.
@@ -155,6 +178,9 @@ func New(ctx context.Context, opts *Options) (*Executor, error) {
 	if o.Agent == "" && !mainCalled.Load() {
 		return nil, ErrNoMain
 	}
+	if o.Warm < 0 {
+		return nil, fmt.Errorf("sandbox: Options.Warm must not be negative (got %d)", o.Warm)
+	}
 	if o.Bwrap == "" {
 		o.Bwrap = "bwrap"
 	}
@@ -173,7 +199,7 @@ func New(ctx context.Context, opts *Options) (*Executor, error) {
 		return nil, err
 	}
 	if o.noCheck {
-		return e, nil
+		return e, e.startPool(ctx, o.Warm, lo.ExecRules, false)
 	}
 	err = e.check(ctx)
 	if err != nil && o.Policy.Network == NetworkAllowlist && o.Layer == LayerAuto && errors.Is(err, ErrUnavailable) {
@@ -187,12 +213,22 @@ func New(ctx context.Context, opts *Options) (*Executor, error) {
 			err = fmt.Errorf("%w; and the jail: %w", err, e.jailErr)
 		}
 	}
+	if err == nil {
+		err = e.startPool(ctx, o.Warm, lo.ExecRules, true)
+	}
 	if err != nil {
 		e.Close()
 		return nil, err
 	}
 	return e, nil
 }
+
+// PoolStatus is the state of the warm pool (Options.Warm): ready is how
+// many warm jails are started and idle now, target how many the pool
+// keeps (0: no pool). New sessions start at full speed while ready is
+// above 0; a readiness check (/readyz) may wait for ready == target, a
+// metric show both. It never waits for a jail.
+func (e *Executor) PoolStatus() (ready, target int) { return e.jails.poolStatus() }
 
 // Layer is the layer the executor's sandbox is (LayerJail or
 // LayerLandlock), and why not a jail when it is the Landlock layer
