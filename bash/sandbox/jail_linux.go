@@ -164,7 +164,7 @@ func (js *jails) launch(j *jail, files []*os.File) (reading bool, err error) {
 		return false, err
 	}
 	j.limit = "memory limit " + ByteSize(js.limits.limits.Memory)
-	err = js.limits.startIn(j.cg, j.cmd.Start)
+	err = js.spawner.start(js.limits, j.cg, j.cmd.Start)
 	// bwrap holds its copies now: ours would keep the agent's end of the
 	// socket open after bwrap is gone, and its exit unnoticed.
 	closeFiles(files[1:]...)

@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
@@ -28,7 +27,6 @@ type limiter struct {
 	limits Limits
 	dirs   jailCgroups // our directory in each hierarchy; "" if none
 
-	forkMu sync.Mutex // one thread moved at a time
 	next   atomic.Uint64
 }
 
@@ -198,38 +196,27 @@ func (cg jailCgroups) claimCPU() error {
 	return nil
 }
 
-// startIn runs start, which forks the jail's first process, from a thread
-// moved into cg for the while.
-func (lm *limiter) startIn(cg jailCgroups, start func() error) error {
+// startIn runs start, which forks the jail's first process, on the
+// calling thread, locked to its goroutine (the spawner's), moved into cg
+// for the while. stuck says the thread stays in cg: it must start nothing
+// more.
+func (lm *limiter) startIn(cg jailCgroups, start func() error) (err error, stuck bool) {
 	if cg == (jailCgroups{}) {
-		return start()
+		return start(), false
 	}
-	lm.forkMu.Lock()
-	defer lm.forkMu.Unlock()
-	done := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		tid := unix.Gettid()
-		back, err := threadCgroups(tid, cg)
-		if err == nil {
-			err = moveThread(tid, cg)
-		}
-		if err != nil {
-			runtime.UnlockOSThread()
-			done <- fmt.Errorf("enter the session's cgroups: %w", err)
-			return
-		}
-		serr := start()
-		if err := moveThread(tid, back); err != nil {
-			// The thread must run nothing more charged to the jail: this
-			// goroutine ends locked to it, which ends the thread.
-			done <- errors.Join(serr, fmt.Errorf("leave the session's cgroups: %w", err))
-			return
-		}
-		runtime.UnlockOSThread()
-		done <- serr
-	}()
-	return <-done
+	tid := unix.Gettid()
+	back, err := threadCgroups(tid, cg)
+	if err == nil {
+		err = moveThread(tid, cg)
+	}
+	if err != nil {
+		return fmt.Errorf("enter the session's cgroups: %w", err), false
+	}
+	serr := start()
+	if err := moveThread(tid, back); err != nil {
+		return errors.Join(serr, fmt.Errorf("leave the session's cgroups: %w", err)), true
+	}
+	return serr, false
 }
 
 // threadCgroups is where thread tid is now in the hierarchies where jail

@@ -58,9 +58,11 @@ func (p *pool) make() {
 	defer p.wg.Done()
 	start := time.Now()
 	j, err := p.js.startIdle(p.ctx, *p.tmpl.Load())
-	if p.ctx.Err() == nil {
-		p.js.emitStart("", false, start, err)
-	}
+	defer func() {
+		if p.ctx.Err() == nil { // told once the jail is idle, or the pool waits
+			p.js.emitStart("", false, start, err)
+		}
+	}()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.making--

@@ -53,6 +53,7 @@ type jails struct {
 	mu       sync.Mutex
 	byKey    map[string]*jail
 	pool     *pool // the warm jails (Options.Warm); nil: none
+	spawner  spawner
 	closed   bool
 	fenceErr string // why the last jail could not be fenced, if it could not
 }
@@ -226,7 +227,7 @@ func (js *jails) begin(ctx context.Context, j *jail, req *local.SpawnRequest) (*
 	start := time.Now()
 	if j.claimed != nil {
 		err := js.claimJail(ctx, j, req)
-		js.emitStart(req.Owner, err == nil, start, err)
+		js.emitStart(req.Owner, true, start, err)
 		if err == nil {
 			j.startFinished(nil)
 			return j, nil
@@ -355,6 +356,7 @@ func (js *jails) close() error {
 		})
 	}
 	wg.Wait()
+	js.spawner.close() // after every jail it started
 	errs = append(errs, js.limits.close())
 	if js.root != "" {
 		errs = append(errs, removeTree(js.root))
