@@ -27,7 +27,7 @@ type limiter struct {
 	limits Limits
 	dirs   jailCgroups // our directory in each hierarchy; "" if none
 
-	next   atomic.Uint64
+	next atomic.Uint64
 }
 
 // The v1 controllers a jail gets a cgroup of, in the order of jailCgroups.
