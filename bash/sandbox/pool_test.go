@@ -257,9 +257,9 @@ func TestWarmClaimsNeverShared(t *testing.T) {
 }
 
 // TestWarmJailHoldsNothing: a warm jail serves the session that claimed
-// it and no other. The next session's jail is another one, which holds
-// nothing of the first's: not its files in /tmp (TMPDIR), not its
-// processes.
+// it and no other: it does not go back to the pool when the session
+// ends. The next sessions' jails are others, which hold nothing of the
+// first's: not its files in /tmp (TMPDIR), not its processes.
 func TestWarmJailHoldsNothing(t *testing.T) {
 	t.Parallel()
 	for _, layer := range []Layer{LayerJail, LayerLandlock} {
@@ -281,14 +281,21 @@ func TestWarmJailHoldsNothing(t *testing.T) {
 				t.Fatal(err)
 			}
 			r.filled(t, 1) // the first claim's refill
-			// [d]: neither grep nor the shell matches itself.
-			second := r.run(t, "second", `ls -A `+tmp+`; grep -l [d]`+marker[1:]+` /proc/[0-9]*/cmdline 2>/dev/null; `+identity)
-			if !r.claimed("second") {
-				t.Fatal("the second session did not claim a warm jail")
+			if ready, _ := r.e.PoolStatus(); ready != 1 {
+				t.Errorf("the pool holds %d jails after the first session's end, not its 1", ready)
 			}
-			got := second.Stdout.Text
-			if got == first.Stdout.Text || strings.Contains(got, "left") || strings.Contains(got, "/cmdline") {
-				t.Errorf("the second session's jail holds the first's: %q (the first's identity: %q)", got, first.Stdout.Text)
+			// The next two sessions take all the pool has (and one may
+			// get a jail started for it). [d]: neither grep nor the shell
+			// matches itself.
+			for _, owner := range []string{"second", "third"} {
+				res := r.run(t, owner, `ls -A `+tmp+`; grep -l [d]`+marker[1:]+` /proc/[0-9]*/cmdline 2>/dev/null; `+identity)
+				got := res.Stdout.Text
+				if got == first.Stdout.Text || strings.Contains(got, "left") || strings.Contains(got, "/cmdline") {
+					t.Errorf("the %s session's jail holds the first's: %q (the first's identity: %q)", owner, got, first.Stdout.Text)
+				}
+			}
+			if !r.claimed("second") {
+				t.Error("the second session did not claim a warm jail")
 			}
 		})
 	}
