@@ -3,10 +3,13 @@
 package sandbox
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -141,7 +144,9 @@ func mkTree(t *testing.T, dir string, files map[string]string) {
 func viewProbe(layer Layer, ws, home string) string {
 	writes := []string{ws + "/new", ws + "/.git/config", ws + "/.git/hooks/x", ws + "/sub/.git/config", ws + "/.dsh/permissions.json",
 		ws + "/ro/file", ws + "/secret/file", "/etc/passwd", home + "/.ssh/id_ed25519", "$TMPDIR/t"}
-	return `echo "== mounts"; awk '{ for (i = 7; $i != "-"; i++) ; print $5, $6, $(i+1) }' /proc/self/mountinfo | ` +
+	// The mounts of the jail's own, and the host's where it hides some
+	// (the host's others may come and go between two probes).
+	return `echo "== mounts"; awk '$5 ~ "^/($|tmp|dev|proc|etc|run|sys)" { for (i = 7; $i != "-"; i++) ; print $5, $6, $(i+1) }' /proc/self/mountinfo | ` +
 		`awk '{ m[$1] = $0 } END { for (k in m) print m[k] }' | sort` +
 		`; echo "== status"; grep -E '^(Uid|Gid|Groups|Cap|NoNewPrivs|Seccomp)' /proc/self/status` +
 		map[Layer]string{LayerJail: `; echo "== processes"; n=0; for p in /proc/[0-9]*; do n=$((n+1)); done; echo $n`}[layer] +
@@ -545,4 +550,77 @@ func warmConformant(layer Layer, n int, claims *atomic.Int32) bashtest.NewFunc {
 		}
 		return e
 	}
+}
+
+// propagationArg makes the test binary claim a warm jail for a workspace
+// and say what of the jail's mounts reached its own mount namespace.
+const propagationArg = "__dsh_test_warm_propagation"
+
+// TestWarmMountsStayInJail: the mounts a claim makes in a warm jail
+// (the workspace's git directories, what stays read-only in it) do not
+// propagate to the host's mount namespace, where the workspace may be a
+// shared mount (systemd makes every mount shared): the clones the host
+// attaches in the jail are slaves of the host's mounts. The test binary
+// runs in a mount namespace of its own (unshare), where the workspace is
+// a shared mount, and claims a warm jail there.
+func TestWarmMountsStayInJail(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		t.Skip("a pool of jails needs root")
+	}
+	if _, err := exec.LookPath("unshare"); err != nil {
+		t.Skip("no unshare (util-linux)")
+	}
+	ws := t.TempDir()
+	mkTree(t, ws, map[string]string{".git/config": "[core]\n", ".dsh/permissions.json": "{}\n"})
+	ctx, cancel := context.WithTimeout(t.Context(), testwait.Limit)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "unshare", "--mount", "sh", "-c", `mount --bind "$1" "$1" && mount --make-shared "$1" && exec "$2" "$3" "$1" "$4"`,
+		"sh", ws, os.Args[0], propagationArg, plainAgent(t))
+	out, err := cmd.CombinedOutput()
+	if err != nil || string(out) != "claimed; mounts in the workspace: none\n" {
+		t.Errorf("%v: %s", err, out)
+	}
+}
+
+// warmPropagation is the test binary's part in TestWarmMountsStayInJail:
+// it claims a warm jail for workspace ws (its jails start agent) and
+// prints the mounts in ws of its own mount namespace.
+func warmPropagation(ws, agent string, w io.Writer) int {
+	ctx := context.Background()
+	starts := make(chan *observe.JailStart, 8)
+	e, err := New(ctx, &Options{Layer: LayerJail, Warm: 1, Agent: agent, Local: &local.Options{Cwd: ws},
+		Observe: func(ev observe.Event) { starts <- ev.(*observe.JailStart) }})
+	if err != nil {
+		fmt.Fprintln(w, err)
+		return 1
+	}
+	defer e.Close()
+	for s := range starts {
+		if s.Session == "" { // the pool's
+			break
+		}
+	}
+	spec, _ := e.Resolve(ctx, bash.ExecRequest{Command: "true", Owner: "s", Workspace: ws, Workdir: ws})
+	if _, err := e.Run(ctx, spec); err != nil {
+		fmt.Fprintln(w, err)
+		return 1
+	}
+	for s := range starts {
+		if s.Session != "" && !s.Pooled {
+			fmt.Fprintln(w, "the session did not claim the warm jail")
+		}
+		if s.Session != "" {
+			break
+		}
+	}
+	b, _ := os.ReadFile("/proc/self/mountinfo")
+	var in []string
+	for line := range strings.Lines(string(b)) {
+		if f := strings.Fields(line); len(f) > 4 && strings.HasPrefix(f[4], ws+"/") {
+			in = append(in, f[4])
+		}
+	}
+	fmt.Fprintf(w, "claimed; mounts in the workspace: %s\n", cmp.Or(strings.Join(in, " "), "none"))
+	return 0
 }
