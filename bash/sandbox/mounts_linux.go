@@ -58,9 +58,16 @@ func mountArgs(ops []mountOp) []string {
 func mountIn(mntns int, ops []mountOp) error {
 	done := make(chan error, 1)
 	go func() {
+		runtime.LockOSThread()
+		if unix.Gettid() == unix.Getpid() {
+			// The main thread, which the process's /proc/self shows and
+			// which never ends: another enters, while this one is held.
+			done <- mountIn(mntns, ops)
+			runtime.UnlockOSThread()
+			return
+		}
 		// Never unlocked: the thread, in the jail's namespace once
 		// entered, ends with this goroutine, and runs nothing else.
-		runtime.LockOSThread()
 		done <- mountInThread(mntns, ops)
 	}()
 	return <-done
