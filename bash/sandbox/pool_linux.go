@@ -16,6 +16,7 @@ import (
 type pool struct {
 	js     *jails
 	n      int
+	once   bool // Options.warmOnce: n starts, no more
 	logf   func(format string, args ...any)
 	ctx    context.Context // ends at close: the starts under way are cut short
 	cancel context.CancelFunc
@@ -26,16 +27,17 @@ type pool struct {
 	mu       sync.Mutex
 	idle     []*jail // oldest first
 	making   int
+	started  int // starts begun, for once
 	failures int // in a row: the next try waits longer
 	retry    *time.Timer
 	closed   bool
 }
 
-// newPool makes a pool of n jails for sessions of t, and starts filling
-// it.
-func newPool(js *jails, n int, t poolTemplate, logf func(string, ...any)) *pool {
+// newPool makes a pool of n jails for sessions of t (with once, the
+// first n alone), and starts filling it.
+func newPool(js *jails, n int, once bool, t poolTemplate, logf func(string, ...any)) *pool {
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &pool{js: js, n: n, logf: logf, ctx: ctx, cancel: cancel}
+	p := &pool{js: js, n: n, once: once, logf: logf, ctx: ctx, cancel: cancel}
 	p.tmpl.Store(&t)
 	p.fill()
 	return p
@@ -45,8 +47,9 @@ func newPool(js *jails, n int, t poolTemplate, logf func(string, ...any)) *pool 
 func (p *pool) fill() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for !p.closed && p.retry == nil && len(p.idle)+p.making < p.n {
+	for !p.closed && p.retry == nil && len(p.idle)+p.making < p.n && !(p.once && p.started == p.n) {
 		p.making++
+		p.started++
 		p.wg.Add(1)
 		go p.make()
 	}

@@ -45,11 +45,13 @@ type warmRig struct {
 }
 
 // newWarmRig makes a rig of layer whose pool keeps warm jails (0: no
-// pool), with a workspace that holds what a jail protects, and waits
-// until the pool is full. The two rigs of one test (a pooled one and
-// one without a pool) share the workspace and the home directory: what
-// their sessions see may be compared.
-func newWarmRig(t *testing.T, layer Layer, warm int, share *warmRig) *warmRig {
+// pool; with once, it starts them once and not again after claims),
+// with a workspace that holds what a jail protects, and waits until the
+// pool is full. The two rigs of one test (a pooled one and one without
+// a pool) share the workspace and the home directory: what their
+// sessions see may be compared. New's checks are skipped (noCheck):
+// they start jails of their own.
+func newWarmRig(t *testing.T, layer Layer, warm int, once bool, share *warmRig) *warmRig {
 	t.Helper()
 	r := &warmRig{pool: make(chan observe.JailStart, 64), starts: map[string][]observe.JailStart{}, logs: make(chan string, 64)}
 	if share != nil {
@@ -60,7 +62,7 @@ func newWarmRig(t *testing.T, layer Layer, warm int, share *warmRig) *warmRig {
 		mkTree(t, r.ws, map[string]string{".git/config": "[core]\n", ".git/hooks/x": "", "sub/.git/config": "[core]\n",
 			".dsh/permissions.json": "{}\n", "ro/file": "", "secret/file": "SECRET\n", "plain": "plain\n"})
 	}
-	o := &Options{Layer: layer, Warm: warm, TempDir: t.TempDir(),
+	o := &Options{Layer: checkedLayer(t, layer), noCheck: true, Warm: warm, warmOnce: once, TempDir: t.TempDir(),
 		Policy: Policy{Home: r.home, ReadOnly: []string{filepath.Join(r.ws, "ro")}, Hidden: []string{filepath.Join(r.ws, "secret")}},
 		Local:  &local.Options{Cwd: r.ws, SpillDir: t.TempDir(), Env: []string{"HOME=" + r.home}},
 		Observe: func(ev observe.Event) {
@@ -186,8 +188,8 @@ func TestWarmJailIsFresh(t *testing.T) {
 	for _, layer := range []Layer{LayerJail, LayerLandlock} {
 		t.Run(layer.String(), func(t *testing.T) {
 			t.Parallel()
-			warm := newWarmRig(t, layer, 1, nil)
-			fresh := newWarmRig(t, layer, 0, warm)
+			warm := newWarmRig(t, layer, 1, true, nil)
+			fresh := newWarmRig(t, layer, 0, true, warm)
 			probe := viewProbe(layer, warm.ws, warm.home)
 			got := warm.run(t, "warm", probe)
 			if !warm.claimed("warm") {
@@ -235,11 +237,11 @@ const identity = `readlink /proc/self/ns/pid; echo $PPID`
 // warm jail of their own, never one another's.
 func TestWarmClaimsNeverShared(t *testing.T) {
 	t.Parallel()
-	const n = 4
+	const n = 3
 	for _, layer := range []Layer{LayerJail, LayerLandlock} {
 		t.Run(layer.String(), func(t *testing.T) {
 			t.Parallel()
-			r := newWarmRig(t, layer, n, nil)
+			r := newWarmRig(t, layer, n, true, nil)
 			if ready, target := r.e.PoolStatus(); ready != n || target != n {
 				t.Fatalf("PoolStatus: %d, %d; want %d, %d", ready, target, n, n)
 			}
@@ -270,7 +272,7 @@ func TestWarmJailHoldsNothing(t *testing.T) {
 	for _, layer := range []Layer{LayerJail, LayerLandlock} {
 		t.Run(layer.String(), func(t *testing.T) {
 			t.Parallel()
-			r := newWarmRig(t, layer, 1, nil)
+			r := newWarmRig(t, layer, 1, false, nil)
 			marker := "dsh-warm-marker-" + strconv.Itoa(os.Getpid()) + "-" + layer.String()
 			tmp := `${TMPDIR:-/tmp}`
 			first := r.run(t, "first", `echo secret > `+tmp+`/left; (exec -a `+marker+` sleep 300 &); `+identity)
@@ -316,7 +318,7 @@ func TestWarmJailHoldsNothing(t *testing.T) {
 // jail's commands see no process but their jail's.)
 func TestWarmAgentUnreachable(t *testing.T) {
 	t.Parallel()
-	r := newWarmRig(t, LayerLandlock, 2, nil)
+	r := newWarmRig(t, LayerLandlock, 2, false, nil)
 	r.run(t, "attacker", "true") // claims one
 	r.filled(t, 1)
 	r.e.jails.pool.mu.Lock()
@@ -344,7 +346,7 @@ func TestWarmAgentUnreachable(t *testing.T) {
 // pool starts warm jails that hide it too.
 func TestWarmJailStale(t *testing.T) {
 	t.Parallel()
-	r := newWarmRig(t, LayerJail, 1, nil)
+	r := newWarmRig(t, LayerJail, 1, false, nil)
 	mkTree(t, r.home, map[string]string{".aws/credentials": "AWS-KEY\n"})
 	read := "cat " + filepath.Join(r.home, ".aws", "credentials") + " 2>/dev/null; echo read"
 	if res := r.run(t, "first", read); res.Stdout.Text != "read\n" || r.claimed("first") {
@@ -364,7 +366,7 @@ func TestWarmJailReplaced(t *testing.T) {
 	for _, layer := range []Layer{LayerJail, LayerLandlock} {
 		t.Run(layer.String(), func(t *testing.T) {
 			t.Parallel()
-			r := newWarmRig(t, layer, 1, nil)
+			r := newWarmRig(t, layer, 1, false, nil)
 			r.e.jails.pool.mu.Lock()
 			pid := r.e.jails.pool.idle[0].cmd.Process.Pid
 			r.e.jails.pool.mu.Unlock()
@@ -414,8 +416,8 @@ func jailPids(pid int) []int {
 // refusal of that workspace).
 func TestWarmClaimFails(t *testing.T) {
 	t.Parallel()
-	r := newWarmRig(t, LayerJail, 1, nil)
-	fresh := newWarmRig(t, LayerJail, 0, r)
+	r := newWarmRig(t, LayerJail, 1, true, nil)
+	fresh := newWarmRig(t, LayerJail, 0, true, r)
 	ws := filepath.Join(r.home, ".ssh", "project")
 	if err := os.Mkdir(ws, 0o755); err != nil {
 		t.Fatal(err)
@@ -531,7 +533,7 @@ func warmConformant(layer Layer, n int, claims *atomic.Int32) bashtest.NewFunc {
 	return func(t *testing.T, c bashtest.Config) bash.Executor {
 		started := make(chan struct{}, 64)
 		o := conformantOptions(t, c, layer)
-		o.Warm = n
+		o.Warm, o.warmOnce = n, true
 		o.Observe = func(ev observe.Event) {
 			switch js := ev.(*observe.JailStart); {
 			case js.Err != "":
@@ -589,7 +591,7 @@ func TestWarmMountsStayInJail(t *testing.T) {
 func warmPropagation(ws, agent string, w io.Writer) int {
 	ctx := context.Background()
 	starts := make(chan *observe.JailStart, 8)
-	e, err := New(ctx, &Options{Layer: LayerJail, Warm: 1, Agent: agent, Local: &local.Options{Cwd: ws},
+	e, err := New(ctx, &Options{Layer: LayerJail, noCheck: true, Warm: 1, warmOnce: true, Agent: agent, Local: &local.Options{Cwd: ws},
 		Observe: func(ev observe.Event) { starts <- ev.(*observe.JailStart) }})
 	if err != nil {
 		fmt.Fprintln(w, err)

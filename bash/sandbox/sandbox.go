@@ -101,6 +101,9 @@ type Options struct {
 	// throwaway jail), with Layer the one an earlier check found here:
 	// for the conformance suite's executors, made by the hundred.
 	noCheck bool
+	// warmOnce, for tests, has the warm pool start its Warm jails once,
+	// and no more after claims.
+	warmOnce bool
 }
 
 // Egress serves the connections the commands of a session make through
@@ -199,7 +202,7 @@ func New(ctx context.Context, opts *Options) (*Executor, error) {
 		return nil, err
 	}
 	if o.noCheck {
-		return e, e.startPool(ctx, o.Warm, lo.ExecRules, false)
+		return e, e.startPool(ctx, &o, lo.ExecRules, false)
 	}
 	err = e.check(ctx)
 	if err != nil && o.Policy.Network == NetworkAllowlist && o.Layer == LayerAuto && errors.Is(err, ErrUnavailable) {
@@ -214,7 +217,7 @@ func New(ctx context.Context, opts *Options) (*Executor, error) {
 		}
 	}
 	if err == nil {
-		err = e.startPool(ctx, o.Warm, lo.ExecRules, true)
+		err = e.startPool(ctx, &o, lo.ExecRules, true)
 	}
 	if err != nil {
 		e.Close()

@@ -374,12 +374,12 @@ func envPath(env []string) string {
 	return ""
 }
 
-// startPool starts the warm pool of n jails (none for n 0), for sessions
+// startPool starts the warm pool of o.Warm jails (none for 0), for sessions
 // whose commands have the executor's environment and deny rules; with
 // check, it first claims one warm jail itself, so that a pool that cannot
 // work here fails New.
-func (e *Executor) startPool(ctx context.Context, n int, rules *permission.ExecRules, check bool) error {
-	if n == 0 {
+func (e *Executor) startPool(ctx context.Context, o *Options, rules *permission.ExecRules, check bool) error {
+	if o.Warm == 0 {
 		return nil
 	}
 	js := e.jails
@@ -396,7 +396,7 @@ func (e *Executor) startPool(ctx context.Context, n int, rules *permission.ExecR
 	js.mu.Lock()
 	defer js.mu.Unlock()
 	if !js.closed {
-		js.pool = newPool(js, n, t, js.logf)
+		js.pool = newPool(js, o.Warm, o.warmOnce, t, js.logf)
 	}
 	return nil
 }

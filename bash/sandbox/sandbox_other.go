@@ -31,7 +31,7 @@ func (*jails) admit(string) error     { return nil }
 func (*jails) close() error           { return nil }
 func (*jails) poolStatus() (int, int) { return 0, 0 }
 
-func (*Executor) startPool(context.Context, int, *permission.ExecRules, bool) error { return nil }
+func (*Executor) startPool(context.Context, *Options, *permission.ExecRules, bool) error { return nil }
 
 // CleanStale removes nothing: there are no jails outside Linux.
 func CleanStale(ctx context.Context, tempDir string) (removed []string, err error) {
