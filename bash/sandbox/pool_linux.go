@@ -16,7 +16,8 @@ import (
 type pool struct {
 	js     *jails
 	n      int
-	once   bool // Options.warmOnce: n starts, no more
+	once   bool          // Options.warmOnce: n starts, no more
+	delay  time.Duration // Options.WarmRefillDelay, as a duration (≤ 0: none)
 	logf   func(format string, args ...any)
 	ctx    context.Context // ends at close: the starts under way are cut short
 	cancel context.CancelFunc
@@ -29,15 +30,20 @@ type pool struct {
 	making   int
 	started  int // starts begun, for once
 	failures int // in a row: the next try waits longer
-	retry    *time.Timer
+	retry    *time.Timer // the wait after a failure
+	refill   *time.Timer // the wait after a claim
 	closed   bool
 }
 
-// newPool makes a pool of n jails for sessions of t (with once, the
-// first n alone), and starts filling it.
-func newPool(js *jails, n int, once bool, t poolTemplate, logf func(string, ...any)) *pool {
+// newPool makes a pool of o.Warm jails for sessions of t, and starts
+// filling it.
+func newPool(js *jails, o *Options, t poolTemplate, logf func(string, ...any)) *pool {
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &pool{js: js, n: n, once: once, logf: logf, ctx: ctx, cancel: cancel}
+	delay := o.WarmRefillDelay
+	if delay == 0 {
+		delay = DefaultWarmRefillDelay
+	}
+	p := &pool{js: js, n: o.Warm, once: o.warmOnce, delay: delay, logf: logf, ctx: ctx, cancel: cancel}
 	p.tmpl.Store(&t)
 	p.fill()
 	return p
@@ -47,7 +53,7 @@ func newPool(js *jails, n int, once bool, t poolTemplate, logf func(string, ...a
 func (p *pool) fill() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for !p.closed && p.retry == nil && len(p.idle)+p.making < p.n && !(p.once && p.started == p.n) {
+	for !p.closed && p.retry == nil && p.refill == nil && len(p.idle)+p.making < p.n && !(p.once && p.started == p.n) {
 		p.making++
 		p.started++
 		p.wg.Add(1)
@@ -88,6 +94,33 @@ func (p *pool) make() {
 	}
 }
 
+// refillLater has the pool refill once no jail was taken for delay: a
+// burst of new sessions does not compete with the refill for the CPU.
+// Under mu.
+func (p *pool) refillLater() {
+	switch {
+	case p.closed:
+	case p.delay <= 0:
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			p.fill()
+		}()
+	case p.refill == nil:
+		p.refill = time.AfterFunc(p.delay, p.refilled)
+	default:
+		p.refill.Reset(p.delay)
+	}
+}
+
+// refilled is the end of the wait after a claim.
+func (p *pool) refilled() {
+	p.mu.Lock()
+	p.refill = nil
+	p.mu.Unlock()
+	p.fill()
+}
+
 // retried is the end of the wait after a failure.
 func (p *pool) retried() {
 	p.mu.Lock()
@@ -121,12 +154,12 @@ func (p *pool) watch(j *jail) {
 // there is none; idle jails started for another template (the host
 // changed since: a hidden path appeared, the deny rules changed) or gone
 // are discarded. Sessions of t are what the pool starts jails for from
-// now on.
+// now on, once no jail was taken for its delay (refillLater).
 func (p *pool) take(t poolTemplate) *jail {
 	p.tmpl.Store(&t)
-	defer p.fill()
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	defer p.refillLater()
 	var got *jail
 	keep := p.idle[:0]
 	for _, j := range p.idle {
@@ -181,9 +214,11 @@ func (p *pool) status() (ready, target int) {
 func (p *pool) close() {
 	p.mu.Lock()
 	p.closed = true
-	if p.retry != nil {
-		p.retry.Stop()
-		p.retry = nil
+	for _, t := range []**time.Timer{&p.retry, &p.refill} {
+		if *t != nil {
+			(*t).Stop()
+			*t = nil
+		}
 	}
 	for _, j := range p.idle {
 		p.discard(j)

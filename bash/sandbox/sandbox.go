@@ -81,6 +81,11 @@ type Options struct {
 	// that cannot work here. Default 0: none, each session's jail starts
 	// on its first call.
 	Warm int
+	// WarmRefillDelay is how long the pool waits after a claim, for
+	// another that does not come, before it starts the jails that replace
+	// those claimed: the sessions of a burst do not share the CPU with
+	// the pool's refill. Default DefaultWarmRefillDelay; negative: none.
+	WarmRefillDelay time.Duration
 	// Observe receives an observe.JailStart for each jail started (for
 	// a session, or for the warm pool) and each warm one claimed; nil
 	// discards them.
@@ -105,6 +110,9 @@ type Options struct {
 	// and no more after claims.
 	warmOnce bool
 }
+
+// DefaultWarmRefillDelay is Options.WarmRefillDelay by default.
+const DefaultWarmRefillDelay = 100 * time.Millisecond
 
 // Egress serves the connections the commands of a session make through
 // its jail's proxy listener.

@@ -396,7 +396,7 @@ func (e *Executor) startPool(ctx context.Context, o *Options, rules *permission.
 	js.mu.Lock()
 	defer js.mu.Unlock()
 	if !js.closed {
-		js.pool = newPool(js, o.Warm, o.warmOnce, t, js.logf)
+		js.pool = newPool(js, o, t, js.logf)
 	}
 	return nil
 }
