@@ -45,7 +45,8 @@ type Config struct {
 // Options are how New builds; nil means the defaults.
 type Options struct {
 	// Stderr receives the far sides' stderr (an --executor-cmd program's,
-	// an SSH host's); nil discards it.
+	// an SSH host's) and what the sandbox's warm pool reports; nil
+	// discards it.
 	Stderr io.Writer
 	// Observe, if set, is told what what New builds does, for the
 	// operators (package observe): the network allowlist's decisions.
@@ -113,7 +114,7 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Setup, error) {
 		}
 		s.exec, err = s.remoteExecutor(ctx, opts.Stderr)
 	} else {
-		s.exec, err = s.sandboxExecutor(ctx)
+		s.exec, err = s.sandboxExecutor(ctx, opts.Stderr)
 	}
 	if err != nil {
 		return nil, err
