@@ -28,8 +28,8 @@ type pool struct {
 	mu       sync.Mutex
 	idle     []*jail // oldest first
 	making   int
-	started  int // starts begun, for once
-	failures int // in a row: the next try waits longer
+	started  int         // starts begun, for once
+	failures int         // in a row: the next try waits longer
 	retry    *time.Timer // the wait after a failure
 	refill   *time.Timer // the wait after a claim
 	closed   bool
