@@ -163,7 +163,7 @@ func (js *jails) bindSession(j *jail, jp jailPaths) (agentConfig, error) {
 	if err != nil {
 		return agentConfig{}, err
 	}
-	if err := mountIn(j.mntns, ops); err != nil {
+	if err := mountIn(j.mntns, jp.workspace, ops); err != nil {
 		return agentConfig{}, fmt.Errorf("bind the session into a warm sandbox: %w", err)
 	}
 	return js.jailAgent(j, jp), nil

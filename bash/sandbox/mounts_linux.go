@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -53,81 +55,116 @@ func mountArgs(ops []mountOp) []string {
 // binds are, and slaves of the host's mounts: what the host mounts later
 // shows in the jail, and nothing mounted in the jail reaches the host.
 //
+// The workspace ws is ops' first when any lies in it; the paths in it are
+// found from it, on the host and in the jail, beneath it and through no
+// symbolic link: the workspace is the sessions' to change, and a link
+// there must not have a bind or a hide land elsewhere (bwrap, whose
+// mounts are made before the jail is its root, refuses such a link).
+//
 // Entering another mount namespace takes CAP_SYS_ADMIN and CAP_SYS_CHROOT
-// in the server's own user namespace: a server run as root.
-func mountIn(mntns int, ops []mountOp) error {
+// in the server's own user namespace: a server run as root. It is never
+// the main thread's (the process's /proc/self shows the main thread's
+// namespaces, and Go never ends that thread).
+func mountIn(mntns int, ws string, ops []mountOp) error {
 	done := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
 		if unix.Gettid() == unix.Getpid() {
-			// The main thread, which the process's /proc/self shows and
-			// which never ends: another enters, while this one is held.
-			done <- mountIn(mntns, ops)
+			// The main thread: another enters, while this one is held.
+			done <- mountIn(mntns, ws, ops)
 			runtime.UnlockOSThread()
 			return
 		}
 		// Never unlocked: the thread, in the jail's namespace once
 		// entered, ends with this goroutine, and runs nothing else.
-		done <- mountInThread(mntns, ops)
+		done <- mountInThread(mntns, ws, ops)
 	}()
 	return <-done
 }
 
-func mountInThread(mntns int, ops []mountOp) error {
+func mountInThread(mntns int, ws string, ops []mountOp) error {
 	if err := unix.Unshare(unix.CLONE_FS); err != nil {
 		return fmt.Errorf("unshare the thread's file system attributes: %w", err)
 	}
+	hostWS, err := unix.Open(ws, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("open the workspace: %w", err)
+	}
+	defer unix.Close(hostWS)
 	trees := make([]int, len(ops))
 	for i := range trees {
 		trees[i] = -1
 	}
-	defer func() {
-		for _, fd := range trees {
-			if fd >= 0 {
-				unix.Close(fd)
-			}
-		}
-	}()
+	defer closeFDs(trees)
 	for i, op := range ops {
-		fd, err := detached(op)
-		if err != nil {
+		if trees[i], err = detached(op, inWorkspace(ws, op.path, i), hostWS); err != nil {
 			return err
 		}
-		trees[i] = fd
 	}
 	if err := unix.Setns(mntns, unix.CLONE_NEWNS); err != nil {
 		return fmt.Errorf("enter the jail's mount namespace: %w", err)
 	}
 	for i, op := range ops {
-		if err := attach(trees[i], op.path); err != nil {
+		rel := inWorkspace(ws, op.path, i)
+		if rel != "" && (ops[0].path != ws || ops[0].kind != mountBind) {
+			return fmt.Errorf("mount %s in the jail: the workspace is not bound first", op.path)
+		}
+		if err := attach(trees[i], op.path, rel, trees[0]); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
+// inWorkspace is path relative to the workspace ws when it lies in it
+// and is not the workspace itself (op i, the first, binds that), else "".
+func inWorkspace(ws, path string, i int) string {
+	rel, err := filepath.Rel(ws, path)
+	if i == 0 || err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, "../") {
+		return ""
+	}
+	return rel
+}
+
+// beneath resolves rel beneath the directory dir, through no symbolic
+// link.
+func beneath(dir int, rel string) (int, error) {
+	return unix.Openat2(dir, rel, &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS})
+}
+
 // detached makes op's mount, not yet attached anywhere: a clone of its
-// path's tree (of /dev/null for a hidden file), or a new tmpfs.
-func detached(op mountOp) (int, error) {
+// path's tree (of /dev/null for a hidden file), or a new tmpfs. rel, when
+// set, is its path in the workspace, which hostWS is open on.
+func detached(op mountOp, rel string, hostWS int) (int, error) {
 	attr := uint64(unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV)
-	src := op.path
+	dir, src := unix.AT_FDCWD, op.path
 	switch op.kind {
 	case mountHideDir:
 		return emptyTmpfs(op.path)
 	case mountHideFile:
-		src = "/dev/null"
+		src, rel = "/dev/null", ""
 		fallthrough
 	case mountReadOnly:
 		attr |= unix.MOUNT_ATTR_RDONLY
 	}
-	fd, err := unix.OpenTree(unix.AT_FDCWD, src, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+	flags := uint(unix.OPEN_TREE_CLONE | unix.OPEN_TREE_CLOEXEC | unix.AT_RECURSIVE)
+	if rel != "" {
+		fd, err := beneath(hostWS, rel)
+		if err != nil {
+			return -1, fmt.Errorf("find %s in the workspace: %w", op.path, err)
+		}
+		defer unix.Close(fd)
+		dir, src, flags = fd, "", flags|unix.AT_EMPTY_PATH
+	}
+	fd, err := unix.OpenTree(dir, src, flags)
 	if err != nil {
-		return -1, fmt.Errorf("clone the mount of %s: %w", src, err)
+		return -1, fmt.Errorf("clone the mount of %s: %w", op.path, err)
 	}
 	ma := &unix.MountAttr{Attr_set: attr, Propagation: unix.MS_SLAVE}
 	if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, ma); err != nil {
 		unix.Close(fd)
-		return -1, fmt.Errorf("set the attributes of the mount of %s: %w", src, err)
+		return -1, fmt.Errorf("set the attributes of the mount of %s: %w", op.path, err)
 	}
 	return fd, nil
 }
@@ -153,16 +190,18 @@ func emptyTmpfs(path string) (int, error) {
 }
 
 // attach attaches the detached mount tree at path, in the mount
-// namespace the thread is in, making the directories that lead to a
-// directory's mount point where they are missing (as bwrap does, in the
-// jail's /tmp); symbolic links on the way are followed, as mount(2)
-// follows them.
-func attach(tree int, path string) error {
-	dst, err := unix.Openat2(unix.AT_FDCWD, path, &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_MAGICLINKS})
-	if errors.Is(err, unix.ENOENT) && isDirFD(tree) {
-		if err = os.MkdirAll(path, 0o755); err == nil {
-			dst, err = unix.Openat2(unix.AT_FDCWD, path, &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_MAGICLINKS})
-		}
+// namespace the thread is in: beneath the workspace's mount (ws, the
+// workspace's tree, attached first) through no symbolic link when rel is
+// its path there; else from the root, following links as mount(2) does,
+// making the directories that lead to a directory's mount point where
+// they are missing (as bwrap does, in the jail's /tmp).
+func attach(tree int, path, rel string, ws int) error {
+	var dst int
+	var err error
+	if rel != "" {
+		dst, err = beneath(ws, rel)
+	} else {
+		dst, err = openMountPoint(path, isDirFD(tree))
 	}
 	if err != nil {
 		return fmt.Errorf("the mount point %s in the jail: %w", path, err)
@@ -172,6 +211,18 @@ func attach(tree int, path string) error {
 		return fmt.Errorf("mount %s in the jail: %w", path, err)
 	}
 	return nil
+}
+
+// openMountPoint opens path, made first if missing and dir.
+func openMountPoint(path string, dir bool) (int, error) {
+	how := &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_MAGICLINKS}
+	fd, err := unix.Openat2(unix.AT_FDCWD, path, how)
+	if errors.Is(err, unix.ENOENT) && dir {
+		if err = os.MkdirAll(path, 0o755); err == nil {
+			fd, err = unix.Openat2(unix.AT_FDCWD, path, how)
+		}
+	}
+	return fd, err
 }
 
 // isDirFD reports whether fd is a directory.

@@ -626,3 +626,34 @@ func warmPropagation(ws, agent string, w io.Writer) int {
 	fmt.Fprintf(w, "claimed; mounts in the workspace: %s\n", cmp.Or(strings.Join(in, " "), "none"))
 	return 0
 }
+
+// TestWarmClaimFollowsNoLink: the paths a claim binds in the workspace
+// are the workspace's own: a symbolic link a session planted there (its
+// .vscode made a link to the hidden ~/.ssh) does not have the next
+// session's claim bind the hidden directory's contents where the jail
+// hides them, nor anywhere else. (A jail started for the session refuses
+// such a workspace: bwrap cannot bind onto the link.)
+func TestWarmClaimFollowsNoLink(t *testing.T) {
+	t.Parallel()
+	r := newWarmRig(t, LayerJail, 1, true, nil)
+	if err := os.Symlink(filepath.Join(r.home, ".ssh"), filepath.Join(r.ws, ".vscode")); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	key := filepath.Join(r.home, ".ssh", "id_ed25519")
+	spec, err := r.e.Resolve(ctx, bash.ExecRequest{Owner: "next", Workspace: r.ws, Workdir: r.ws,
+		Command: "cat " + key + " " + filepath.Join(r.ws, ".vscode", "id_ed25519") + " 2>/dev/null; echo read"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.e.Run(ctx, spec)
+	if strings.Contains(res.Stdout.Text, "PRIVATE-KEY") {
+		t.Errorf("a link in the workspace exposed a hidden key: %q", res.Stdout.Text)
+	}
+	r.mu.Lock()
+	starts := r.starts[observe.SessionName("next")]
+	r.mu.Unlock()
+	if len(starts) == 0 || !starts[0].Pooled || starts[0].Err == "" {
+		t.Errorf("the claim did not fail on the link: %+v (the call: %v)", starts, err)
+	}
+}
