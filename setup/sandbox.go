@@ -75,7 +75,7 @@ func (s *Setup) sandboxExecutor(ctx context.Context, stderr io.Writer) (bash.Exe
 	}
 	so := &sandbox.Options{Local: s.cfg.Local, Limits: sb.Limits, Layer: layer, AllowUnsandboxed: !sb.NoEscape, Agent: sb.Agent,
 		Policy: sandbox.Policy{Network: sb.Network, LockCaches: sb.LockCaches, Writable: sb.Writable, ReadOnly: sb.ReadOnly, Hidden: sb.Hidden},
-		Warm:   sb.Warm,
+		Warm:   sb.Warm, Observe: s.observe,
 		Logf: func(format string, a ...any) {
 			fmt.Fprintf(cmp.Or[io.Writer](stderr, io.Discard), "dsh-bash: sandbox: "+format+"\n", a...)
 		}}

@@ -16,7 +16,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"sync/atomic"
 
 	"github.com/dshgo/dsh/bash"
 	"github.com/dshgo/dsh/bash/local"
@@ -49,7 +48,8 @@ type Options struct {
 	// discards it.
 	Stderr io.Writer
 	// Observe, if set, is told what what New builds does, for the
-	// operators (package observe): the network allowlist's decisions.
+	// operators (package observe): the network allowlist's decisions,
+	// the sandbox's jail starts and warm claims.
 	// Hand the same sink to the front end (mcpserver.Options.Observe,
 	// acpagent.Options.Observe).
 	Observe observe.Sink
@@ -69,8 +69,6 @@ type Setup struct {
 	warnings []string
 	hosts    []string
 	observe  observe.Sink // Options.Observe
-
-	readyChecks atomic.Int64 // names the jails of Ready
 }
 
 // ConfigError is an error in the configuration (a value no setting takes,

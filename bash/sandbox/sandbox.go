@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -166,6 +167,7 @@ type Executor struct {
 	tempDirs []string // where the jails' /tmp and the spill files are made
 	jailErr  error    // why LayerAuto fell back to the Landlock layer
 	egress   Egress   // Options.Egress
+	checks   atomic.Uint64
 }
 
 var _ bash.Executor = (*Executor)(nil)
@@ -236,9 +238,10 @@ func New(ctx context.Context, opts *Options) (*Executor, error) {
 
 // PoolStatus is the state of the warm pool (Options.Warm): ready is how
 // many warm jails are started and idle now, target how many the pool
-// keeps (0: no pool). New sessions start at full speed while ready is
-// above 0; a readiness check (/readyz) may wait for ready == target, a
-// metric show both. It never waits for a jail.
+// keeps (0: no pool). A new session starts warm while ready is above 0.
+// A readiness check (/readyz) can ask for that (ready == target flips
+// while the pool refills after each burst of claims); a metric shows
+// both. It never waits for a jail.
 func (e *Executor) PoolStatus() (ready, target int) { return e.jails.poolStatus() }
 
 // Layer is the layer the executor's sandbox is (LayerJail or
@@ -265,10 +268,20 @@ func (e *Executor) Resolve(ctx context.Context, req bash.ExecRequest) (bash.Exec
 	return spec, nil
 }
 
+// Check runs one command in a throwaway jail of its own, with a workspace
+// of its own, then ends that jail, as New checks the sandbox before it
+// returns: for a readiness probe. It never takes a warm jail. Calls may
+// overlap; each has its own jail.
+func (e *Executor) Check(ctx context.Context) error { return e.check(ctx) }
+
+// checkOwner begins the owner token of a check's session, which never
+// takes a warm jail.
+const checkOwner = "dsh-sandbox-check"
+
 // check runs one command in a throwaway jail (see New), with a workspace
 // of its own: whether jails work here does not depend on the default one.
 func (e *Executor) check(ctx context.Context) error {
-	const owner = "dsh-sandbox-check"
+	owner := checkOwner + "-" + strconv.FormatUint(e.checks.Add(1), 10)
 	ws, err := os.MkdirTemp(e.tempDirs[0], "dsh-sandbox-check-")
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrUnavailable, err)

@@ -197,11 +197,12 @@ func (js *jails) get(ctx context.Context, req *local.SpawnRequest) (*jail, error
 var errStartAgain = errors.New("the warm sandbox could not be claimed")
 
 // newSessionJail makes the session's jail, a warm one from p if it has
-// one for the session, and enters it as the session's; nil when another
-// call of the session entered one first.
+// one for the session (a check's session never takes one), and enters it
+// as the session's; nil when another call of the session entered one
+// first.
 func (js *jails) newSessionJail(key string, req *local.SpawnRequest, p *pool) *jail {
 	var j *jail
-	if p != nil {
+	if p != nil && !strings.HasPrefix(req.Owner, checkOwner) {
 		j = p.take(js.template(req.Env, len(req.ExecRules.Patterns()) > 0))
 	}
 	js.mu.Lock()
