@@ -20,8 +20,8 @@ import (
 // BenchmarkWarmStart measures the first call (`true`) of sessions that
 // start together, 1 or 20 at once, in each layer, without a warm pool
 // and with one of as many jails, in one loop that alternates the two so
-// that machine noise hits both alike; each session's second call is the
-// reference. Each wave starts once the pool is full again: its refill
+// that machine noise hits both alike; the sessions' second calls, made
+// at once too, are the reference. Each wave starts once the pool is full again: its refill
 // runs between the waves. It reports the first call's median and 99th
 // percentile without and with the pool, the second call's median, the
 // claim's median, and what an idle warm jail costs: its processes,
@@ -112,38 +112,47 @@ func (bw *benchWarm) full(b *testing.B, n int) {
 	}
 }
 
-// wave starts n sessions at once and returns their first calls' and
-// second calls' durations; the sessions end after.
+// wave starts n sessions at once and returns their first calls'
+// durations, then has them make a second call at once and returns those;
+// the sessions end after.
 func (bw *benchWarm) wave(b *testing.B, n, wave int) (first, second []time.Duration) {
 	ctx := context.Background()
-	first, second = make([]time.Duration, n), make([]time.Duration, n)
+	specs := make([]bash.ExecSpec, n)
 	owner := func(i int) string { return "wave-" + strconv.Itoa(wave) + "-" + strconv.Itoa(i) }
-	go1 := make(chan struct{})
-	var wg sync.WaitGroup
 	for i := range n {
 		spec, err := bw.e.Resolve(ctx, bash.ExecRequest{Command: "true", Owner: owner(i), Workspace: bw.ws, Workdir: bw.ws})
 		if err != nil {
 			b.Fatal(err)
 		}
-		wg.Go(func() {
-			<-go1
-			for k, d := range []*time.Duration{&first[i], &second[i]} {
-				start := time.Now()
-				if _, err := bw.e.Run(ctx, spec); err != nil {
-					b.Errorf("call %d of session %d: %v", k+1, i, err)
-				}
-				*d = time.Since(start)
-			}
-		})
+		specs[i] = spec
 	}
-	close(go1)
-	wg.Wait()
+	first, second = bw.atOnce(b, specs), bw.atOnce(b, specs)
 	for i := range n {
 		if err := bw.e.EndOwner(ctx, owner(i)); err != nil {
 			b.Fatal(err)
 		}
 	}
 	return first, second
+}
+
+// atOnce runs a call of each spec at once and returns their durations.
+func (bw *benchWarm) atOnce(b *testing.B, specs []bash.ExecSpec) []time.Duration {
+	d := make([]time.Duration, len(specs))
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i, spec := range specs {
+		wg.Go(func() {
+			<-start
+			t := time.Now()
+			if _, err := bw.e.Run(context.Background(), spec); err != nil {
+				b.Errorf("session %d: %v", i, err)
+			}
+			d[i] = time.Since(t)
+		})
+	}
+	close(start)
+	wg.Wait()
+	return d
 }
 
 // idleCost is what an idle warm jail of the pool costs, on average: its
