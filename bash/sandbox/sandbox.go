@@ -175,7 +175,9 @@ var _ bash.Executor = (*Executor)(nil)
 // New makes a sandbox executor. It runs one command in a throwaway jail
 // first, and fails with an error matching ErrUnavailable when that cannot
 // work here, so that a host without jails fails at New, not at the
-// model's first command.
+// model's first command. With Options.Warm, it then claims a warm jail of
+// its own, failing (with another error: the sandbox works, its pool does
+// not) where that cannot work, and starts the pool.
 func New(ctx context.Context, opts *Options) (*Executor, error) {
 	o := Options{}
 	if opts != nil {
@@ -211,10 +213,23 @@ func New(ctx context.Context, opts *Options) (*Executor, error) {
 		le.Close()
 		return nil, err
 	}
-	if o.noCheck {
-		return e, e.startPool(ctx, &o, lo.ExecRules, false)
+	if !o.noCheck {
+		err = e.checkLayer(ctx, &o)
 	}
-	err = e.check(ctx)
+	if err == nil {
+		err = e.startPool(ctx, &o, lo.ExecRules, !o.noCheck)
+	}
+	if err != nil {
+		e.Close()
+		return nil, err
+	}
+	return e, nil
+}
+
+// checkLayer is New's check, which falls back from LayerAuto's jail to
+// the Landlock layer where jails cannot work.
+func (e *Executor) checkLayer(ctx context.Context, o *Options) error {
+	err := e.check(ctx)
 	if err != nil && o.Policy.Network == NetworkAllowlist && o.Layer == LayerAuto && errors.Is(err, ErrUnavailable) {
 		// Where a Landlock layer would have stood in: say why it cannot.
 		err = fmt.Errorf("%w (%w)", err, errAllowlistNeedsJail)
@@ -226,14 +241,7 @@ func New(ctx context.Context, opts *Options) (*Executor, error) {
 			err = fmt.Errorf("%w; and the jail: %w", err, e.jailErr)
 		}
 	}
-	if err == nil {
-		err = e.startPool(ctx, &o, lo.ExecRules, true)
-	}
-	if err != nil {
-		e.Close()
-		return nil, err
-	}
-	return e, nil
+	return err
 }
 
 // PoolStatus is the state of the warm pool (Options.Warm): ready is how
