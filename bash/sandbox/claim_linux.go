@@ -14,8 +14,8 @@ import (
 // A jail of the warm pool starts with nothing of any session's: in a
 // jail, the host's root read-only with the policy's mounts that hold for
 // every session (poolArgs), a private /tmp, no capability, the seccomp
-// filter; its agent runs no shell and has not restricted itself with
-// Landlock yet (its rules name the workspace). When a session claims it,
+// filter; its agent runs no shell, and no Landlock rule binds it yet (the
+// rules name the workspace). When a session claims it,
 // the host binds that session's workspace, git directories, read-only
 // paths and spill directory into the jail's mount namespace (mountIn),
 // and sends the agent the rest of its configuration, which it applies as

@@ -52,8 +52,8 @@
 //     the workspace: .git as a whole but what git needs to commit, nested
 //     repositories and [WorkspaceReadOnly]; hidden: the credentials of
 //     [HiddenHomePaths], the system paths of [HiddenSystemPaths] and
-//     [Policy].Hidden. The agent adds Landlock rules allowing writes only
-//     where the binds do.
+//     [Policy].Hidden. Landlock rules, on the agent's thread that starts
+//     every shell, allow writes only where the binds do.
 //   - Limits: each session's memory, processes and CPU share, in cgroups
 //     of its own where the host lets them apply ([Limits]).
 //   - Lifetime: the agent exits when the host's end of its socket closes,

@@ -217,7 +217,7 @@ func (js *jails) jailAgent(j *jail, jp jailPaths) agentConfig {
 const bwrapWaitDelay = 500 * time.Millisecond
 
 // starter names the process that starts the jail, for errors: bwrap, or
-// the Landlock layer's agent (the one with a temporary directory).
+// the Landlock layer's agent, which runs alone.
 func (j *jail) starter() string {
 	if j.alone {
 		return "the sandbox's agent"
