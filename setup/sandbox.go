@@ -1,9 +1,11 @@
 package setup
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -42,6 +44,9 @@ type Sandbox struct {
 	// (sandbox.Options.Agent): one that calls sandbox.Main first thing.
 	// Empty: this program.
 	Agent string
+	// Warm is how many started jails (Landlock-layer agents in that
+	// layer) to keep ready for new sessions (sandbox.Options.Warm).
+	Warm int
 }
 
 // UnsandboxedWarning is what the user and the model are told when
@@ -59,7 +64,7 @@ var sandboxModes = map[string]sandbox.Layer{"auto": sandbox.LayerAuto, "on": san
 
 // sandboxExecutor makes the sandbox executor or the local one, as the
 // mode says.
-func (s *Setup) sandboxExecutor(ctx context.Context) (bash.Executor, error) {
+func (s *Setup) sandboxExecutor(ctx context.Context, stderr io.Writer) (bash.Executor, error) {
 	sb, mode := &s.cfg.Sandbox, s.Mode()
 	layer, ok := sandboxModes[mode]
 	switch {
@@ -69,7 +74,11 @@ func (s *Setup) sandboxExecutor(ctx context.Context) (bash.Executor, error) {
 		return nil, configErr(fmt.Errorf("--sandbox must be auto, on, jail, landlock or off (got %q)", mode))
 	}
 	so := &sandbox.Options{Local: s.cfg.Local, Limits: sb.Limits, Layer: layer, AllowUnsandboxed: !sb.NoEscape, Agent: sb.Agent,
-		Policy: sandbox.Policy{Network: sb.Network, LockCaches: sb.LockCaches, Writable: sb.Writable, ReadOnly: sb.ReadOnly, Hidden: sb.Hidden}}
+		Policy: sandbox.Policy{Network: sb.Network, LockCaches: sb.LockCaches, Writable: sb.Writable, ReadOnly: sb.ReadOnly, Hidden: sb.Hidden},
+		Warm:   sb.Warm, Observe: s.observe,
+		Logf: func(format string, a ...any) {
+			fmt.Fprintf(cmp.Or[io.Writer](stderr, io.Discard), "dsh-bash: sandbox: "+format+"\n", a...)
+		}}
 	if sb.Network == sandbox.NetworkAllowlist {
 		var err error
 		if so.Policy.Forward, err = s.jailForwards(); err != nil {

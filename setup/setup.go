@@ -16,7 +16,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"sync/atomic"
 
 	"github.com/dshgo/dsh/bash"
 	"github.com/dshgo/dsh/bash/local"
@@ -45,10 +44,12 @@ type Config struct {
 // Options are how New builds; nil means the defaults.
 type Options struct {
 	// Stderr receives the far sides' stderr (an --executor-cmd program's,
-	// an SSH host's); nil discards it.
+	// an SSH host's) and what the sandbox's warm pool reports; nil
+	// discards it.
 	Stderr io.Writer
 	// Observe, if set, is told what what New builds does, for the
-	// operators (package observe): the network allowlist's decisions.
+	// operators (package observe): the network allowlist's decisions,
+	// the sandbox's jail starts and warm claims.
 	// Hand the same sink to the front end (mcpserver.Options.Observe,
 	// acpagent.Options.Observe).
 	Observe observe.Sink
@@ -68,8 +69,6 @@ type Setup struct {
 	warnings []string
 	hosts    []string
 	observe  observe.Sink // Options.Observe
-
-	readyChecks atomic.Int64 // names the jails of Ready
 }
 
 // ConfigError is an error in the configuration (a value no setting takes,
@@ -113,7 +112,7 @@ func New(ctx context.Context, cfg *Config, opts *Options) (*Setup, error) {
 		}
 		s.exec, err = s.remoteExecutor(ctx, opts.Stderr)
 	} else {
-		s.exec, err = s.sandboxExecutor(ctx)
+		s.exec, err = s.sandboxExecutor(ctx, opts.Stderr)
 	}
 	if err != nil {
 		return nil, err

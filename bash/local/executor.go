@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -96,6 +97,11 @@ func New(opts *Options) (*Executor, error) {
 // for the commands started from now on; nil: none. A far side gets its
 // rules this way from the server it serves (bash/remote).
 func (e *Executor) SetExecRules(r *permission.ExecRules) { e.execRules.Store(r) }
+
+// Env is the environment the executor's commands get (SpawnRequest.Env):
+// scrubbed, with Options.Env added (a new slice each time). A sandbox
+// starts the jails of its warm pool with it, before any command asks.
+func (e *Executor) Env() []string { return slices.Clone(e.env) }
 
 // Containment reports how this executor contains commands: ContainCgroup
 // or ContainProcessGroup.

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strconv"
 	"sync"
 	"syscall"
 
 	"github.com/dshgo/dsh/internal/fds"
 	"github.com/landlock-lsm/go-landlock/landlock"
+	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
 )
 
@@ -43,6 +45,12 @@ type agentConfig struct {
 	// (local.Options.ExecRules), the named programs looked up in DenyPath.
 	Deny     []string `json:"deny,omitempty"`
 	DenyPath string   `json:"denyPath,omitempty"`
+
+	// Pooled: a jail (or Landlock-layer agent) of the warm pool, started
+	// before any session asks: the agent says it is idle and waits for
+	// the claim, which brings the rest of this configuration (see
+	// awaitClaim); it has no other on its command line.
+	Pooled bool `json:"pooled,omitempty"`
 }
 
 // Main runs the sandbox agent when this process was started as one, and
@@ -105,8 +113,29 @@ func runAgent(c agentConfig) error {
 			return err
 		}
 	}
-	if err := restrictFiles(c); err != nil {
-		return err
+	if c.Pooled {
+		var err error
+		if c, err = awaitClaim(c); errors.Is(err, errEOF) {
+			return nil // the pool closed, or the host went, before a session claimed it
+		} else if err != nil {
+			return err
+		}
+	}
+	// In the Landlock layer the agent restricts itself, on every thread;
+	// in a jail, where the mounts confine it already, the thread that
+	// starts the shells alone (see startForker): no thread of the agent's
+	// has to stop for it, which, with many sessions claiming warm jails at
+	// once, each waited for the CPU to do.
+	ruleset := landlockRuleset{fd: -1}
+	if c.Alone {
+		if err := restrictFiles(c); err != nil {
+			return err
+		}
+	} else {
+		var err error
+		if ruleset, err = forkerRuleset(c); err != nil {
+			return err
+		}
 	}
 	if c.Filter > 0 {
 		if err := installFilter(c.Filter); err != nil {
@@ -132,7 +161,7 @@ func runAgent(c agentConfig) error {
 			return err
 		}
 	}
-	fk, listener, why, err := startForker(c.Fence, why, g)
+	fk, listener, why, err := startForker(c.Fence, why, g, ruleset)
 	if err != nil {
 		return err
 	}
@@ -144,6 +173,43 @@ func runAgent(c agentConfig) error {
 		return err
 	}
 	return a.serve()
+}
+
+// awaitClaim is a pooled agent's wait for its session. It tells the host
+// it is idle, handing over, in a jail, the jail's mount namespace (where
+// the host binds the session's workspace, its spill directory and what
+// stays read-only in it before the claim comes), then takes the rest of
+// its configuration from the claim: all but its socket and executable
+// (and whether it is alone), which it was started with; the Landlock
+// layer's seccomp filter comes with the claim (a jail's bwrap installed
+// it already).
+func awaitClaim(c agentConfig) (agentConfig, error) {
+	var fds []int
+	if !c.Alone {
+		ns, err := unix.Open("/proc/self/ns/mnt", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return c, fmt.Errorf("open the jail's mount namespace: %w", err)
+		}
+		defer unix.Close(ns)
+		fds = []int{ns}
+	}
+	if err := sendMsg(c.Socket, agentMsg{Idle: true}, fds); err != nil {
+		return c, err
+	}
+	var claim agentConfig
+	got, err := recvMsg(c.Socket, make([]byte, maxPacket+1), &claim)
+	if err != nil {
+		return c, err
+	}
+	if len(got) != btoi(c.Alone) {
+		closeFDs(got)
+		return c, fmt.Errorf("the claim came with %d descriptors, not %d", len(got), btoi(c.Alone))
+	}
+	claim.Socket, claim.Exe, claim.Alone, claim.Pooled, claim.Filter = c.Socket, c.Exe, c.Alone, false, 0
+	if c.Alone {
+		claim.Filter = got[0]
+	}
+	return claim, nil
 }
 
 // ready tells the host the agent is ready, handing it the proxy and
@@ -169,13 +235,83 @@ func (a *agent) ready(c agentConfig, listener, diag int, why error) error {
 	return sendMsg(a.sock, m, fds)
 }
 
-// restrictFiles is the second layer under the jail's mounts, and the
-// whole of the Landlock layer: Landlock lets commands read and execute
-// everywhere (or, in the Landlock layer, where c.Readable says) but write
-// only to c.Writable, keeps them from signalling, or reaching the abstract
+// restrictFiles is the whole of the Landlock layer, and the second layer
+// under a jail's mounts (there on the forker's thread alone: see
+// forkerRuleset): Landlock lets commands read and execute everywhere (or,
+// in the Landlock layer, where c.Readable says) but write only to
+// c.Writable, keeps them from signalling, or reaching the abstract
 // sockets of, anything outside the jail, and (c.NetworkOff) from TCP. It
-// does what the kernel supports.
+// does what the kernel supports, on every thread of the agent.
+//
+// Every thread has no new privileges already (alone): the rules are
+// enforced on all at once, by the kernel where it can (Landlock ABI 8),
+// else by stopping each thread once.
 func restrictFiles(c agentConfig) error {
+	cfg, rules := fileRules(c)
+	self := strconv.Itoa(os.Getpid())
+	rules = append(rules,
+		// The agent's own oom_score_adj, which it raises for each fork
+		// (see fork).
+		landlock.RWFiles("/proc/"+self+"/oom_score_adj").IgnoreIfMissing(),
+		// What libpsx (cgo builds) reads after it has enforced the rules
+		// on each thread.
+		landlock.PathAccess(llsys.AccessFSReadDir, "/proc/"+self+"/task").IgnoreIfMissing())
+	fd, flags, err := cfg.BestEffort().NewRulesetFD(rules...)
+	if err != nil || fd < 0 {
+		return err
+	}
+	defer unix.Close(fd)
+	if landlockABI() >= 8 {
+		err = llsys.LandlockRestrictSelf(fd, flags|llsys.FlagRestrictSelfTSync)
+	} else {
+		err = llsys.AllThreadsLandlockRestrictSelf(fd, flags)
+	}
+	if err != nil {
+		return fmt.Errorf("landlock: %w", err)
+	}
+	return nil
+}
+
+// landlockRuleset is a Landlock ruleset made, not yet enforced (fd -1:
+// none, where the kernel has no Landlock).
+type landlockRuleset struct {
+	fd    int
+	flags uint32
+}
+
+// forkerRuleset is restrictFiles' ruleset for a jail's forker thread,
+// which restrictThread enforces there.
+func forkerRuleset(c agentConfig) (landlockRuleset, error) {
+	cfg, rules := fileRules(c)
+	fd, flags, err := cfg.BestEffort().NewRulesetFD(rules...)
+	if err != nil {
+		return landlockRuleset{fd: -1}, fmt.Errorf("landlock: %w", err)
+	}
+	return landlockRuleset{fd: fd, flags: flags}, nil
+}
+
+// restrictThread enforces r on the calling thread, locked to its
+// goroutine for good, and closes it.
+func (r landlockRuleset) restrictThread() error {
+	if r.fd < 0 {
+		return nil
+	}
+	defer unix.Close(r.fd)
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("no new privileges: %w", err)
+	}
+	if err := llsys.LandlockRestrictSelf(r.fd, r.flags); err != nil {
+		return fmt.Errorf("landlock: %w", err)
+	}
+	return nil
+}
+
+// fileRules are restrictFiles' configuration and rules. One ruleset for
+// files, scopes and the network: every Landlock domain refuses to link or
+// move a file across directories unless one of its own rules grants it
+// (LANDLOCK_ACCESS_FS_REFER), so a second, scopes-only domain would break
+// hard links in the workspace (git's quarantined pushes, for one).
+func fileRules(c agentConfig) (landlock.Config, []landlock.Rule) {
 	rules := []landlock.Rule{landlock.RODirs("/")}
 	if c.Readable != nil {
 		rules = pathRules(c.Readable, landlock.RODirs, landlock.ROFiles)
@@ -183,24 +319,11 @@ func restrictFiles(c agentConfig) error {
 	rules = append(rules, pathRules(c.Writable, func(p ...string) landlock.FSRule {
 		return landlock.RWDirs(p...).WithRefer()
 	}, landlock.RWFiles)...)
-	// The agent's own oom_score_adj, which it raises for each fork (see
-	// fork); /proc/self is resolved now, to the agent.
-	if self, err := os.Readlink("/proc/self"); err == nil {
-		rules = append(rules, landlock.RWFiles("/proc/"+self+"/oom_score_adj").IgnoreIfMissing())
-	}
-	// One ruleset for files, scopes and the network: every Landlock domain
-	// refuses to link or move a file across directories unless one of its
-	// own rules grants it (LANDLOCK_ACCESS_FS_REFER), so a second,
-	// scopes-only domain would break hard links in the workspace (git's
-	// quarantined pushes, for one).
 	cfg := landlock.Config{HandledAccessFS: landlock.V7.HandledAccessFS, Scoped: landlock.V7.Scoped}
 	if c.NetworkOff {
 		cfg.HandledAccessNet = landlock.V7.HandledAccessNet
 	}
-	if err := cfg.BestEffort().Restrict(rules...); err != nil {
-		return fmt.Errorf("landlock: %w", err)
-	}
-	return nil
+	return cfg, rules
 }
 
 // pathRules makes a rule of each path that exists: dirs for a directory,

@@ -21,6 +21,12 @@ func alone() error {
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("become a subreaper: %w", err)
 	}
+	// No new privileges, for Landlock and the seccomp filter, on every
+	// thread now: not at the claim of a warm agent, where each thread
+	// would have to stop for it again.
+	if err := llsys.AllThreadsPrctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("no new privileges: %w", err)
+	}
 	if os.Geteuid() != 0 {
 		return nil // an unprivileged process has no capability to drop
 	}
@@ -47,7 +53,7 @@ func alone() error {
 }
 
 // installFilter installs the seccomp filter read from descriptor fd on
-// every thread (no new privileges first, which Landlock set already).
+// every thread.
 func installFilter(fd int) error {
 	f := os.NewFile(uintptr(fd), "seccomp filter")
 	defer f.Close()
@@ -55,8 +61,12 @@ func installFilter(fd int) error {
 	if err != nil || len(b) == 0 || len(b)%8 != 0 {
 		return fmt.Errorf("read the seccomp filter: %d bytes, %v", len(b), err)
 	}
-	if err := llsys.AllThreadsPrctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return fmt.Errorf("no new privileges: %w", err)
+	// No new privileges: alone set it on every thread (a thread made
+	// since inherits it); seccomp refuses a filter on a thread without.
+	if nnp, err := unix.PrctlRetInt(unix.PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0); err != nil || nnp != 1 {
+		if err := llsys.AllThreadsPrctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+			return fmt.Errorf("no new privileges: %w", err)
+		}
 	}
 	prog := unix.SockFprog{Len: uint16(len(b) / 8), Filter: (*unix.SockFilter)(unsafe.Pointer(&b[0]))}
 	_, _, e := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_TSYNC, uintptr(unsafe.Pointer(&prog)))

@@ -39,6 +39,22 @@ const (
 // prepare gets each git directory in the workspace before its entries are
 // listed (see protected).
 func (p *Policy) bwrapArgs(jp jailPaths, prepare func(gitDir string)) []string {
+	a := p.rootArgs(jp)
+	a = append(a, bindArgs("--bind", p.writable(jp))...)
+	mounts, readOnly := protected(jp.workspace, prepare)
+	a = append(a, bindArgs("--bind", mounts)...)
+	a = append(a, bindArgs("--ro-bind", append(readOnly, p.ReadOnly...))...)
+	if jp.spill != "" {
+		a = append(a, "--ro-bind", jp.spill, jp.spill)
+	}
+	a = append(a, mountArgs(p.hideOps(p.hiddenLast()))...)
+	return append(a, "--chdir", jp.workspace, "--seccomp", strconv.Itoa(fdSeccomp))
+}
+
+// rootArgs are the options and mounts of every jail before its writable
+// paths: the namespaces, the host's root read-only, /dev, /proc, the
+// hidden system paths and the private /tmp with its covers.
+func (p *Policy) rootArgs(jp jailPaths) []string {
 	a := []string{
 		"--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
 		"--disable-userns", "--cap-drop", "ALL", "--die-with-parent",
@@ -48,21 +64,80 @@ func (p *Policy) bwrapArgs(jp jailPaths, prepare func(gitDir string)) []string {
 		a = append(a, "--unshare-net")
 	}
 	a = append(a, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc")
-	a = append(a, p.hideArgs(hiddenSystemPaths)...)
+	a = append(a, mountArgs(p.hideOps(hiddenSystemPaths))...)
 	a = append(a, tmpfsArgs("/tmp", 0o1777, jp.tmpSize)...)
 	for _, dir := range p.tempCovers(jp.serverTemp) {
 		a = append(a, tmpfsArgs(dir, 0o700, jp.tmpSize)...)
 	}
-	a = append(a, bindArgs("--bind", p.writable(jp))...)
-	mounts, readOnly := protected(jp.workspace, prepare)
-	a = append(a, bindArgs("--bind", mounts)...)
-	a = append(a, bindArgs("--ro-bind", append(readOnly, p.ReadOnly...))...)
-	if jp.spill != "" {
-		a = append(a, "--ro-bind", jp.spill, jp.spill)
-	}
-	a = append(a, p.hideArgs(append(inHome(p.home(), hiddenHomePaths), p.Hidden...))...)
-	a = append(a, "--chdir", jp.workspace, "--seccomp", strconv.Itoa(fdSeccomp))
 	return a
+}
+
+// poolArgs is bwrap's command line for a jail of the warm pool: a jail's
+// (bwrapArgs) without anything of a session's (jp has no workspace and no
+// spill directory), which sessionMounts adds when one claims it.
+func (p *Policy) poolArgs(jp jailPaths) []string {
+	a := p.rootArgs(jp)
+	a = append(a, bindArgs("--bind", p.writable(jp)[1:])...)
+	a = append(a, bindArgs("--ro-bind", p.ReadOnly)...)
+	a = append(a, mountArgs(p.hideOps(p.hiddenLast()))...)
+	return append(a, "--chdir", "/", "--seccomp", strconv.Itoa(fdSeccomp))
+}
+
+// sessionMounts are the mounts a pooled jail (poolArgs) gets when a session
+// claims it, so that it is the jail bwrapArgs makes: the workspace, the git
+// directories in it, what stays read-only there, the spill directory, and
+// then again each of the policy's read-only and hidden paths that lies in
+// the workspace, or holds it, which poolArgs made before the workspace was
+// there (bwrapArgs makes them after). A path that does not exist is left
+// out, as bwrapArgs leaves it out. prepare is bwrapArgs'.
+func (p *Policy) sessionMounts(jp jailPaths, prepare func(gitDir string)) []mountOp {
+	ops := bindOps(mountBind, []string{jp.workspace})
+	mounts, readOnly := protected(jp.workspace, prepare)
+	ops = append(ops, bindOps(mountBind, mounts)...)
+	ops = append(ops, bindOps(mountReadOnly, append(readOnly, overlapping(p.ReadOnly, jp.workspace)...))...)
+	if jp.spill != "" {
+		ops = append(ops, mountOp{mountReadOnly, jp.spill})
+	}
+	for _, op := range p.hideOps(p.hiddenLast()) {
+		if overlaps(op.path, jp.workspace) {
+			ops = append(ops, op)
+		}
+	}
+	return ops
+}
+
+// bindOps bind each existing path onto itself (as bindArgs).
+func bindOps(kind mountKind, paths []string) []mountOp {
+	var ops []mountOp
+	for _, path := range paths {
+		if _, err := os.Stat(path); err == nil {
+			ops = append(ops, mountOp{kind, path})
+		}
+	}
+	return ops
+}
+
+// overlapping are those of paths that lie in dir or hold it.
+func overlapping(paths []string, dir string) []string {
+	var out []string
+	for _, p := range paths {
+		if overlaps(p, dir) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// overlaps reports whether a lies in b or holds it, their links resolved.
+func overlaps(a, b string) bool {
+	a, b = realPath(a), realPath(b)
+	return within(a, b) || within(b, a)
+}
+
+// hiddenLast are the hidden paths a jail covers after its writable ones:
+// the credentials in the home directory and the policy's.
+func (p *Policy) hiddenLast() []string {
+	return append(inHome(p.home(), hiddenHomePaths), p.Hidden...)
 }
 
 // tempCovers are the temporary directories the jail's private /tmp is also
@@ -138,12 +213,12 @@ func bindArgs(op string, paths []string) []string {
 	return a
 }
 
-// hideArgs covers each existing path: a directory with an empty read-only
+// hideOps cover each existing path: a directory with an empty read-only
 // tmpfs, anything else with /dev/null. A symlink is left alone: what it
 // points to is hidden by its own entry. A path inside a directory it hides
 // is hidden with it (and could not be covered on its own in the empty
 // read-only directory).
-func (p *Policy) hideArgs(paths []string) []string {
+func (p *Policy) hideOps(paths []string) []mountOp {
 	var dirs, files []string
 	for _, path := range paths {
 		path = filepath.Clean(path)
@@ -156,18 +231,18 @@ func (p *Policy) hideArgs(paths []string) []string {
 			files = append(files, path)
 		}
 	}
-	var a []string
+	var ops []mountOp
 	for _, dir := range dirs {
 		if !insideOther(dir, dirs) {
-			a = append(a, "--tmpfs", dir, "--remount-ro", dir)
+			ops = append(ops, mountOp{mountHideDir, dir})
 		}
 	}
 	for _, file := range files {
 		if !insideOther(file, dirs) {
-			a = append(a, "--ro-bind", "/dev/null", file)
+			ops = append(ops, mountOp{mountHideFile, file})
 		}
 	}
-	return a
+	return ops
 }
 
 // insideOther reports whether path lies under one of dirs other than

@@ -38,17 +38,25 @@ func conformantIn(layer Layer, agent string, deny ...string) func(*testing.T, ba
 				t.Fatal(err)
 			}
 		}
-		e, err := newSandbox(t, &Options{Layer: checkedLayer(t, layer), noCheck: true, Agent: agent, Local: &local.Options{
-			Cwd: c.Cwd, Timeout: c.Timeout, MaxTimeout: c.MaxTimeout,
-			Grace: c.Grace, DrainDelay: c.DrainDelay, MaxOutputBytes: c.MaxOutputBytes,
-			MaxTasksPerOwner: c.MaxTasksPerOwner, MaxTasks: c.MaxTasks,
-			Env: c.Env, SpillDir: t.TempDir(), ExecRules: rules,
-		}, TempDir: t.TempDir()})
+		o := conformantOptions(t, c, layer)
+		o.Agent, o.Local.ExecRules = agent, rules
+		e, err := newSandbox(t, o)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return e
 	}
+}
+
+// conformantOptions are the options of an executor of layer for the
+// conformance suite's configuration c (see conformantIn).
+func conformantOptions(t *testing.T, c bashtest.Config, layer Layer) *Options {
+	return &Options{Layer: checkedLayer(t, layer), noCheck: true, Local: &local.Options{
+		Cwd: c.Cwd, Timeout: c.Timeout, MaxTimeout: c.MaxTimeout,
+		Grace: c.Grace, DrainDelay: c.DrainDelay, MaxOutputBytes: c.MaxOutputBytes,
+		MaxTasksPerOwner: c.MaxTasksPerOwner, MaxTasks: c.MaxTasks,
+		Env: c.Env, SpillDir: t.TempDir(),
+	}, TempDir: t.TempDir()}
 }
 
 // checkedLayers holds, for each Layer asked of checkedLayer, the layer

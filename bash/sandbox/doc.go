@@ -52,13 +52,27 @@
 //     the workspace: .git as a whole but what git needs to commit, nested
 //     repositories and [WorkspaceReadOnly]; hidden: the credentials of
 //     [HiddenHomePaths], the system paths of [HiddenSystemPaths] and
-//     [Policy].Hidden. The agent adds Landlock rules allowing writes only
-//     where the binds do.
+//     [Policy].Hidden. Landlock rules, on the agent's thread that starts
+//     every shell, allow writes only where the binds do.
 //   - Limits: each session's memory, processes and CPU share, in cgroups
 //     of its own where the host lets them apply ([Limits]).
 //   - Lifetime: the agent exits when the host's end of its socket closes,
 //     and bwrap dies with its parent, so no jail outlives the server.
 //     [CleanStale] removes what a killed server left on disk.
+//
+// # Warm starts
+//
+// With [Options].Warm, the executor keeps that many jails (in the
+// Landlock layer, agents) started and idle, with nothing of any session's
+// in them, so that a session's first call waits for no jail to start. A
+// session claims one: in a jail, the host clones the session's workspace,
+// git directories, read-only paths and spill directory in its own mount
+// namespace and attaches them in the jail's, from a thread that enters it
+// (which takes a server run as root); the agent then applies the rest
+// of its configuration (Landlock, deny rules, fence, listeners) as a
+// fresh agent does at its start. A claimed jail serves that session alone
+// and ends with it; the pool is refilled in the background.
+// [Executor.PoolStatus] reports it for readiness checks.
 //
 // # The Landlock layer
 //

@@ -23,11 +23,12 @@ type forker struct {
 	guard *guard
 }
 
-// startForker starts the forker's thread and, with fence, installs the
-// fence's filter on it: it returns the filter's listener, which the host
+// startForker starts the forker's thread, restricts it with ruleset (a
+// jail's Landlock rules, which its shells inherit) and, with fence,
+// installs the fence's filter on it: it returns the filter's listener, which the host
 // is to supervise, or -1 and why it cannot be (why, a reason there is
 // already, or the kernel's), where noUnixProgram stands in for it.
-func startForker(fence bool, why error, g *guard) (f *forker, listener int, _ error, err error) {
+func startForker(fence bool, why error, g *guard, ruleset landlockRuleset) (f *forker, listener int, _ error, err error) {
 	f = &forker{calls: make(chan func()), guard: g}
 	type setup struct {
 		listener  int
@@ -36,8 +37,9 @@ func startForker(fence bool, why error, g *guard) (f *forker, listener int, _ er
 	done := make(chan setup, 1)
 	go func() {
 		runtime.LockOSThread() // for good: the thread ends with the agent
-		s := setup{listener: -1, why: why}
+		s := setup{listener: -1, why: why, fail: ruleset.restrictThread()}
 		switch {
+		case s.fail != nil:
 		case fence && why == nil:
 			s.listener, s.why, s.fail = installFence()
 		case fence:

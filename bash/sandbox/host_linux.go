@@ -43,6 +43,9 @@ func (j *jail) read() {
 // dispatch hands one message to whoever waits for it; it never blocks, and
 // it owns (closes or hands on) the descriptors.
 func (j *jail) dispatch(m agentMsg, fds []int) error {
+	if m.ID == 0 && m.Idle {
+		return j.idleMsg(fds)
+	}
 	if m.ID == 0 {
 		return j.readyMsg(m, fds)
 	}
@@ -85,6 +88,14 @@ func (j *jail) readyMsg(m agentMsg, fds []int) error {
 		return fmt.Errorf("%w: it said it was ready twice", errProtocol)
 	default:
 	}
+	if j.claimed != nil {
+		select {
+		case <-j.claimed:
+		default:
+			closeFDs(fds)
+			return fmt.Errorf("%w: it said it was ready before a session claimed it", errProtocol)
+		}
+	}
 	listeners, fence := 0, 0
 	if j.egress != nil {
 		listeners = 1 + len(j.forwards) - len(m.Skipped)
@@ -123,6 +134,61 @@ func (j *jail) readyMsg(m agentMsg, fds []int) error {
 	}
 	close(j.ready)
 	return nil
+}
+
+// idleMsg takes the first message of a pooled jail's agent, which waits
+// to be claimed: a jail's comes with the jail's mount namespace, checked
+// to be one, and not the host's own (the host enters it at the claim).
+func (j *jail) idleMsg(fds []int) error {
+	want := btoi(!j.alone)
+	switch {
+	case j.idle == nil:
+		closeFDs(fds)
+		return fmt.Errorf("%w: it said it was idle, in no pooled jail", errProtocol)
+	case isClosed(j.idle):
+		closeFDs(fds)
+		return fmt.Errorf("%w: it said it was idle twice", errProtocol)
+	case len(fds) != want:
+		closeFDs(fds)
+		return fmt.Errorf("%w: it said it was idle with %d descriptors, not %d", errProtocol, len(fds), want)
+	}
+	if want == 1 {
+		if err := checkMountNS(fds[0]); err != nil {
+			unix.Close(fds[0])
+			return err
+		}
+		j.mntns = fds[0]
+	}
+	close(j.idle)
+	return nil
+}
+
+// errNotMountNS: the agent's descriptor is not a mount namespace of its
+// own.
+var errNotMountNS = errors.New("not the jail's mount namespace")
+
+// checkMountNS checks that fd is a mount namespace other than the
+// host's.
+func checkMountNS(fd int) error {
+	typ, err := unix.IoctlRetInt(fd, unix.NS_GET_NSTYPE)
+	if err != nil || typ != unix.CLONE_NEWNS {
+		return fmt.Errorf("%w: %w", errProtocol, errNotMountNS)
+	}
+	var ns, own unix.Stat_t
+	if unix.Fstat(fd, &ns) != nil || unix.Stat("/proc/thread-self/ns/mnt", &own) != nil || ns.Ino == own.Ino && ns.Dev == own.Dev {
+		return fmt.Errorf("%w: %w", errProtocol, errNotMountNS)
+	}
+	return nil
+}
+
+// isClosed reports whether c is closed.
+func isClosed(c chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
 }
 
 // startedMsg answers a spawn: an error, or a start with the shell's pidfd.

@@ -33,6 +33,9 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	}
 	Main()
+	if len(os.Args) == 4 && os.Args[1] == propagationArg {
+		os.Exit(warmPropagation(os.Args[2], os.Args[3], os.Stdout))
+	}
 	proctest.QuickRaceExit()
 	proctest.RaiseParallel(4)
 	code := m.Run()

@@ -55,6 +55,16 @@ type jail struct {
 	fence    *fence
 	fenceErr string
 
+	// A jail of the warm pool (see pool): claimed is closed when a
+	// session claims it, before the claim is sent; idle once its agent
+	// said it waits for one, with (in a jail) mntns, the jail's mount
+	// namespace; sig is what it was started for (poolTemplate.sig), which
+	// a claim must match. Nil channels, and mntns -1, for a session's own.
+	claimed, idle chan struct{}
+	mntns         int
+	sig           string
+	alone         bool // the Landlock layer's agent, which no bwrap starts
+
 	afterStart func(pidfd int) // Options.afterStart
 	git        *gitHolds       // the jail's (none in the Landlock layer); under mu once started
 	gitLost    map[string]bool // git directories the model was told are gone, under mu
@@ -100,7 +110,7 @@ func (js *jails) startJail(ctx context.Context, j *jail, req *local.SpawnRequest
 		return fmt.Errorf("keep the session's spill directory: %w", err)
 	}
 	j.unpin = unpin
-	files, err := js.jailFiles(len(req.ExecRules.Patterns()) > 0)
+	files, err := js.jailFiles(len(req.ExecRules.Patterns()) > 0, true)
 	if err != nil {
 		return err
 	}
@@ -108,11 +118,7 @@ func (js *jails) startJail(ctx context.Context, j *jail, req *local.SpawnRequest
 	jp := jailPaths{workspace: req.Workspace, tmpSize: js.limits.limits.Tmp, spill: spill, serverTemp: js.serverTemp, env: req.Env,
 		deny: req.ExecRules.Patterns()}
 	j.deny = jp.deny
-	j.stderr = &capBuffer{max: 4 << 10}
-	if js.policy.Network == NetworkAllowlist {
-		j.egress = js.egress
-		j.forwards = js.policy.Forward
-	}
+	js.networkOf(j)
 	if js.layer == LayerLandlock {
 		err = js.agentCmd(j, jp)
 	} else {
@@ -122,32 +128,52 @@ func (js *jails) startJail(ctx context.Context, j *jail, req *local.SpawnRequest
 		closeFiles(files...)
 		return err
 	}
-	j.cmd.ExtraFiles, j.cmd.Stderr, j.cmd.WaitDelay = files[1:], j.stderr, bwrapWaitDelay
-	if j.cg, err = js.limits.make(); err != nil {
-		closeFiles(files...)
+	if reading, err = js.launch(j, files); err != nil {
 		return err
 	}
-	j.limit = "memory limit " + ByteSize(js.limits.limits.Memory)
-	err = js.limits.startIn(j.cg, j.cmd.Start)
-	// bwrap holds its copies now: ours would keep the agent's end of the
-	// socket open after bwrap is gone, and its exit unnoticed.
-	closeFiles(files[1:]...)
-	if err != nil {
-		return fmt.Errorf("start %s: %w", filepath.Base(j.cmd.Path), err)
-	}
-	go func() { _ = j.cmd.Wait(); close(j.exited) }()
-	reading = true
-	go j.read()
 	ctx, cancel := context.WithTimeoutCause(ctx, js.startTimeout,
 		fmt.Errorf("the sandbox did not start within %v (%s: %s)", js.startTimeout, j.starter(), bwrapSaid(j)))
 	defer cancel()
-	if err := j.awaitReady(ctx); err != nil {
+	if err := j.await(ctx, j.ready); err != nil {
 		return err
 	}
 	if j.fenceErr != "" {
 		js.noteFenceErr(j.fenceErr)
 	}
 	return nil
+}
+
+// networkOf sets what a jail of the policy's network needs: the proxy
+// and the forwards of a NetworkAllowlist jail, which its agent's
+// listeners are served with once it is ready.
+func (js *jails) networkOf(j *jail) {
+	if js.policy.Network == NetworkAllowlist {
+		j.egress = js.egress
+		j.forwards = js.policy.Forward
+	}
+}
+
+// launch starts the process j.cmd describes (files are jailFiles'; it
+// closes them but the host's socket, j.sock), in the jail's cgroups,
+// then the reader of the agent's messages; reading says the reader runs
+// (and will close readDone).
+func (js *jails) launch(j *jail, files []*os.File) (reading bool, err error) {
+	j.cmd.ExtraFiles, j.cmd.Stderr, j.cmd.WaitDelay = files[1:], j.stderr, bwrapWaitDelay
+	if j.cg, err = js.limits.make(j.claimed != nil); err != nil {
+		closeFiles(files...)
+		return false, err
+	}
+	j.limit = "memory limit " + ByteSize(js.limits.limits.Memory)
+	err = js.spawner.start(js.limits, j.cg, j.cmd.Start)
+	// bwrap holds its copies now: ours would keep the agent's end of the
+	// socket open after bwrap is gone, and its exit unnoticed.
+	closeFiles(files[1:]...)
+	if err != nil {
+		return false, fmt.Errorf("start %s: %w", filepath.Base(j.cmd.Path), err)
+	}
+	go func() { _ = j.cmd.Wait(); close(j.exited) }()
+	go j.read()
+	return true, nil
 }
 
 // bwrapCmd is the command of a jail: bwrap, running the agent inside. The
@@ -164,16 +190,25 @@ func (js *jails) bwrapCmd(j *jail, jp jailPaths) error {
 	if err != nil {
 		return err
 	}
-	j.fenced = js.policy.Network != NetworkOn && !js.noFence
-	j.private = append([]string{"/tmp", "/dev"}, js.policy.tempCovers(jp.serverTemp)...)
-	agent := agentConfig{Socket: fdAgentSock, Exe: fdAgentExe, Writable: js.policy.landlockWritable(jp), Proxy: j.egress != nil, Fence: j.fenced,
-		Deny: jp.deny, DenyPath: envPath(jp.env)}
-	agent.Forward = agentForwards(j.forwards)
-	args = append(append(args, "--", "/proc/self/fd/"+strconv.Itoa(fdAgentExe)), agentArgs(agent)...)
+	js.fenceOf(j, jp)
+	args = append(append(args, "--", "/proc/self/fd/"+strconv.Itoa(fdAgentExe)), agentArgs(js.jailAgent(j, jp))...)
 	// A process group of its own: see jail.kill.
 	j.cmd = &exec.Cmd{Path: js.bwrap, Args: append([]string{"bwrap"}, args...), Env: jp.env,
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true}}
 	return nil
+}
+
+// fenceOf sets whether a jail is fenced, and its own tmpfs mounts, which
+// its fence tells apart from the host's file systems.
+func (js *jails) fenceOf(j *jail, jp jailPaths) {
+	j.fenced = js.policy.Network != NetworkOn && !js.noFence
+	j.private = append([]string{"/tmp", "/dev"}, js.policy.tempCovers(jp.serverTemp)...)
+}
+
+// jailAgent is the configuration of a jail's agent for a session.
+func (js *jails) jailAgent(j *jail, jp jailPaths) agentConfig {
+	return agentConfig{Socket: fdAgentSock, Exe: fdAgentExe, Writable: js.policy.landlockWritable(jp), Proxy: j.egress != nil, Fence: j.fenced,
+		Deny: jp.deny, DenyPath: envPath(jp.env), Forward: agentForwards(j.forwards)}
 }
 
 // bwrapWaitDelay bounds how long bwrap's stderr is read after bwrap has
@@ -182,9 +217,9 @@ func (js *jails) bwrapCmd(j *jail, jp jailPaths) error {
 const bwrapWaitDelay = 500 * time.Millisecond
 
 // starter names the process that starts the jail, for errors: bwrap, or
-// the Landlock layer's agent (the one with a temporary directory).
+// the Landlock layer's agent, which runs alone.
 func (j *jail) starter() string {
-	if j.tmp != "" {
+	if j.alone {
 		return "the sandbox's agent"
 	}
 	return "bwrap"
@@ -201,8 +236,8 @@ func bwrapSaid(j *jail) string {
 
 // jailFiles opens what bwrap inherits: [host socket, agent socket, agent
 // executable, seccomp filter (traced: the variant that lets the agent
-// trace its shells)]; the first stays with the host.
-func (js *jails) jailFiles(traced bool) ([]*os.File, error) {
+// trace its shells; only with filter)]; the first stays with the host.
+func (js *jails) jailFiles(traced, filter bool) ([]*os.File, error) {
 	host, agentSock, err := socketPair()
 	if err != nil {
 		return nil, err
@@ -212,16 +247,25 @@ func (js *jails) jailFiles(traced bool) ([]*os.File, error) {
 		closeFiles(host, agentSock)
 		return nil, fmt.Errorf("open the agent binary: %w", err)
 	}
-	b := js.filter[btoi(traced)]
-	if js.layer == LayerLandlock {
-		b = js.layerFilter[btoi(traced)]
+	if !filter {
+		return []*os.File{host, agentSock, exe}, nil
 	}
-	filter, err := filterFile(b)
+	f, err := js.filterFile(traced)
 	if err != nil {
 		closeFiles(host, agentSock, exe)
 		return nil, err
 	}
-	return []*os.File{host, agentSock, exe, filter}, nil
+	return []*os.File{host, agentSock, exe, f}, nil
+}
+
+// filterFile is the jails' seccomp filter, the variant of traced, in a
+// file.
+func (js *jails) filterFile(traced bool) (*os.File, error) {
+	b := js.filter[btoi(traced)]
+	if js.layer == LayerLandlock {
+		b = js.layerFilter[btoi(traced)]
+	}
+	return filterFile(b)
 }
 
 // filterFile is a sealed memfd holding the seccomp filter.
@@ -242,11 +286,11 @@ func filterFile(b []byte) (*os.File, error) {
 	return f, nil
 }
 
-// awaitReady waits until the agent says it is ready, bwrap or the agent
-// ends, or ctx ends.
-func (j *jail) awaitReady(ctx context.Context) error {
+// await waits until the agent says it is ready (ch, j.ready) or idle
+// (j.idle), bwrap or the agent ends, or ctx ends.
+func (j *jail) await(ctx context.Context, ch chan struct{}) error {
 	select {
-	case <-j.ready:
+	case <-ch:
 		return nil
 	case <-j.gone:
 		return j.goneErr()
@@ -485,6 +529,7 @@ func (j *jail) closeNow() error {
 		wait := 5 * time.Second
 		select {
 		case <-j.ready:
+		case <-j.idle: // nil but in a pooled jail
 		default:
 			wait = 0
 		}
@@ -503,6 +548,9 @@ func (j *jail) closeNow() error {
 	}
 	j.sendMu.Unlock()
 	j.closeProxy() // after the reader, which set it
+	if j.mntns >= 0 {
+		unix.Close(j.mntns) // after the reader, which set it
+	}
 	if j.fence != nil {
 		j.fence.close() // after the jail's processes
 	}

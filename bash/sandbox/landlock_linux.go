@@ -30,18 +30,35 @@ func landlockABI() int {
 // run directly, which restricts itself before it starts any shell. The
 // session gets a temporary directory of its own, its commands' TMPDIR.
 func (js *jails) agentCmd(j *jail, jp jailPaths) error {
-	tmp, err := js.sessionTemp()
+	agent, err := js.layerAgent(j, jp)
 	if err != nil {
 		return err
 	}
+	agent.Filter = fdFilter
+	js.aloneCmd(j, agent, jp.env)
+	return nil
+}
+
+// layerAgent is the configuration of a Landlock-layer agent for a
+// session, whose temporary directory (j.tmp) it makes.
+func (js *jails) layerAgent(j *jail, jp jailPaths) (agentConfig, error) {
+	tmp, err := js.sessionTemp()
+	if err != nil {
+		return agentConfig{}, err
+	}
 	j.tmp = tmp
-	agent := agentConfig{Socket: fdAgentSock, Exe: fdAgentExe, Alone: true, Filter: fdFilter,
+	return agentConfig{Socket: fdAgentSock, Exe: fdAgentExe, Alone: true,
 		Writable:   slices.Concat(js.policy.writable(jp), []string{tmp}, landlockDevices),
 		Readable:   js.policy.landlockReadable(jp, tmp),
-		NetworkOff: js.policy.Network == NetworkOff, Deny: jp.deny, DenyPath: envPath(jp.env)}
-	j.cmd = &exec.Cmd{Path: js.agent, Args: append([]string{js.agent}, agentArgs(agent)...), Env: jp.env,
+		NetworkOff: js.policy.Network == NetworkOff, Deny: jp.deny, DenyPath: envPath(jp.env)}, nil
+}
+
+// aloneCmd is the command of a Landlock-layer agent of configuration c:
+// the agent itself, which dies with the server.
+func (js *jails) aloneCmd(j *jail, c agentConfig, env []string) {
+	j.alone = true
+	j.cmd = &exec.Cmd{Path: js.agent, Args: append([]string{js.agent}, agentArgs(c)...), Env: env,
 		SysProcAttr: &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setsid: true}}
-	return nil
 }
 
 // landlockDevices are the devices commands of the Landlock layer may

@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
@@ -28,8 +27,7 @@ type limiter struct {
 	limits Limits
 	dirs   jailCgroups // our directory in each hierarchy; "" if none
 
-	forkMu sync.Mutex // one thread moved at a time
-	next   atomic.Uint64
+	next atomic.Uint64
 }
 
 // The v1 controllers a jail gets a cgroup of, in the order of jailCgroups.
@@ -146,8 +144,10 @@ func v1Dir(mountinfo, cgroup, ctrl string) (string, error) {
 // active reports whether any limit applies.
 func (lm *limiter) active() bool { return lm != nil && lm.dirs != jailCgroups{} }
 
-// make makes a jail's cgroups with the limits.
-func (lm *limiter) make() (jailCgroups, error) {
+// make makes a jail's cgroups with the limits; a warm jail's (warm) with
+// the least CPU weight, idleCPUShares, until a session claims it
+// (claimCPU): it starts on what CPU the sessions leave.
+func (lm *limiter) make(warm bool) (jailCgroups, error) {
 	var cg jailCgroups
 	if !lm.active() {
 		return cg, nil
@@ -157,7 +157,11 @@ func (lm *limiter) make() (jailCgroups, error) {
 		if dir == "" {
 			continue
 		}
-		if err := mkLimited(filepath.Join(dir, name), controllers[c].file, lm.limits.limit(c)); err != nil {
+		v := lm.limits.limit(c)
+		if c == ctlCPU && warm {
+			v = idleCPUShares
+		}
+		if err := mkLimited(filepath.Join(dir, name), controllers[c].file, v); err != nil {
 			cg.remove()
 			return jailCgroups{}, err
 		}
@@ -177,38 +181,42 @@ func mkLimited(dir, file string, v int64) error {
 	return nil
 }
 
-// startIn runs start, which forks the jail's first process, from a thread
-// moved into cg for the while.
-func (lm *limiter) startIn(cg jailCgroups, start func() error) error {
-	if cg == (jailCgroups{}) {
-		return start()
+// idleCPUShares is the cpu.shares of a warm jail until its claim: the
+// least the kernel takes.
+const idleCPUShares = 2
+
+// claimCPU gives a claimed warm jail's cgroup a session's CPU weight.
+func (cg jailCgroups) claimCPU() error {
+	if cg[ctlCPU] == "" {
+		return nil
 	}
-	lm.forkMu.Lock()
-	defer lm.forkMu.Unlock()
-	done := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		tid := unix.Gettid()
-		back, err := threadCgroups(tid, cg)
-		if err == nil {
-			err = moveThread(tid, cg)
-		}
-		if err != nil {
-			runtime.UnlockOSThread()
-			done <- fmt.Errorf("enter the session's cgroups: %w", err)
-			return
-		}
-		serr := start()
-		if err := moveThread(tid, back); err != nil {
-			// The thread must run nothing more charged to the jail: this
-			// goroutine ends locked to it, which ends the thread.
-			done <- errors.Join(serr, fmt.Errorf("leave the session's cgroups: %w", err))
-			return
-		}
-		runtime.UnlockOSThread()
-		done <- serr
-	}()
-	return <-done
+	if err := os.WriteFile(filepath.Join(cg[ctlCPU], controllers[ctlCPU].file), []byte(strconv.Itoa(cpuShares)), 0); err != nil {
+		return fmt.Errorf("set the session's CPU weight: %w", err)
+	}
+	return nil
+}
+
+// startIn runs start, which forks the jail's first process, on the
+// calling thread, locked to its goroutine (the spawner's), moved into cg
+// for the while. stuck says the thread stays in cg: it must start nothing
+// more.
+func (lm *limiter) startIn(cg jailCgroups, start func() error) (err error, stuck bool) {
+	if cg == (jailCgroups{}) {
+		return start(), false
+	}
+	tid := unix.Gettid()
+	back, err := threadCgroups(tid, cg)
+	if err == nil {
+		err = moveThread(tid, cg)
+	}
+	if err != nil {
+		return fmt.Errorf("enter the session's cgroups: %w", err), false
+	}
+	serr := start()
+	if err := moveThread(tid, back); err != nil {
+		return errors.Join(serr, fmt.Errorf("leave the session's cgroups: %w", err)), true
+	}
+	return serr, false
 }
 
 // threadCgroups is where thread tid is now in the hierarchies where jail

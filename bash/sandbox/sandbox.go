@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strconv"
 	"sync/atomic"
 	"time"
 
 	"github.com/dshgo/dsh/bash"
 	"github.com/dshgo/dsh/bash/local"
+	"github.com/dshgo/dsh/observe"
 )
 
 // ErrUnavailable: the sandbox cannot run on this host (no bwrap, no user
@@ -67,6 +69,33 @@ type Options struct {
 	// to that one call) run outside the sandbox; by default such a spec
 	// fails with bash.ErrSandboxFinal, and the sandbox is final.
 	AllowUnsandboxed bool
+	// Warm is how many started jails (in the Landlock layer, agents) to
+	// keep ready for new sessions, so that a session's first call costs
+	// what a later one does. A warm jail holds nothing of any session's;
+	// the session that claims it gets its workspace, spill directory,
+	// read-only paths, Landlock rules and deny rules bound in then, and
+	// it serves that session alone and ends with it, as a jail started
+	// for it would. The pool is refilled in the background. Each idle
+	// jail costs its processes (bwrap and the agent) and their memory.
+	// In a jail, the claim enters the jail's mount namespace, which takes
+	// a server run as root (CAP_SYS_ADMIN); New refuses a pool of jails
+	// that cannot work here. Default 0: none, each session's jail starts
+	// on its first call.
+	Warm int
+	// WarmRefillDelay is how long the pool waits after a claim, for
+	// another that does not come, before it starts the jails that replace
+	// those claimed: the sessions of a burst do not share the CPU with
+	// the pool's refill. Default DefaultWarmRefillDelay; negative: none.
+	WarmRefillDelay time.Duration
+	// Observe receives an observe.JailStart for each jail started (for
+	// a session, or for the warm pool) and each warm one claimed; nil
+	// discards them.
+	Observe observe.Sink
+	// Logf reports what happens outside any call: a warm jail that did
+	// not start (and when the pool tries again), one that ended while
+	// idle, one whose claim failed (the session gets a jail started for
+	// it instead). Nil discards it.
+	Logf func(format string, args ...any)
 
 	// noFence leaves the jails without the fence, for benchmarks that
 	// measure it.
@@ -78,7 +107,13 @@ type Options struct {
 	// throwaway jail), with Layer the one an earlier check found here:
 	// for the conformance suite's executors, made by the hundred.
 	noCheck bool
+	// warmOnce, for tests, has the warm pool start its Warm jails once,
+	// and no more after claims.
+	warmOnce bool
 }
+
+// DefaultWarmRefillDelay is Options.WarmRefillDelay by default.
+const DefaultWarmRefillDelay = 100 * time.Millisecond
 
 // Egress serves the connections the commands of a session make through
 // its jail's proxy listener.
@@ -132,6 +167,7 @@ type Executor struct {
 	tempDirs []string // where the jails' /tmp and the spill files are made
 	jailErr  error    // why LayerAuto fell back to the Landlock layer
 	egress   Egress   // Options.Egress
+	checks   atomic.Uint64
 }
 
 var _ bash.Executor = (*Executor)(nil)
@@ -139,7 +175,9 @@ var _ bash.Executor = (*Executor)(nil)
 // New makes a sandbox executor. It runs one command in a throwaway jail
 // first, and fails with an error matching ErrUnavailable when that cannot
 // work here, so that a host without jails fails at New, not at the
-// model's first command.
+// model's first command. With Options.Warm, it then claims a warm jail of
+// its own, failing (with another error: the sandbox works, its pool does
+// not) where that cannot work, and starts the pool.
 func New(ctx context.Context, opts *Options) (*Executor, error) {
 	o := Options{}
 	if opts != nil {
@@ -154,6 +192,9 @@ func New(ctx context.Context, opts *Options) (*Executor, error) {
 	}
 	if o.Agent == "" && !mainCalled.Load() {
 		return nil, ErrNoMain
+	}
+	if o.Warm < 0 {
+		return nil, fmt.Errorf("sandbox: Options.Warm must not be negative (got %d)", o.Warm)
 	}
 	if o.Bwrap == "" {
 		o.Bwrap = "bwrap"
@@ -172,10 +213,23 @@ func New(ctx context.Context, opts *Options) (*Executor, error) {
 		le.Close()
 		return nil, err
 	}
-	if o.noCheck {
-		return e, nil
+	if !o.noCheck {
+		err = e.checkLayer(ctx, &o)
 	}
-	err = e.check(ctx)
+	if err == nil {
+		err = e.startPool(ctx, &o, lo.ExecRules, !o.noCheck)
+	}
+	if err != nil {
+		e.Close()
+		return nil, err
+	}
+	return e, nil
+}
+
+// checkLayer is New's check, which falls back from LayerAuto's jail to
+// the Landlock layer where jails cannot work.
+func (e *Executor) checkLayer(ctx context.Context, o *Options) error {
+	err := e.check(ctx)
 	if err != nil && o.Policy.Network == NetworkAllowlist && o.Layer == LayerAuto && errors.Is(err, ErrUnavailable) {
 		// Where a Landlock layer would have stood in: say why it cannot.
 		err = fmt.Errorf("%w (%w)", err, errAllowlistNeedsJail)
@@ -187,12 +241,16 @@ func New(ctx context.Context, opts *Options) (*Executor, error) {
 			err = fmt.Errorf("%w; and the jail: %w", err, e.jailErr)
 		}
 	}
-	if err != nil {
-		e.Close()
-		return nil, err
-	}
-	return e, nil
+	return err
 }
+
+// PoolStatus is the state of the warm pool (Options.Warm): ready is how
+// many warm jails are started and idle now, target how many the pool
+// keeps (0: no pool). A new session starts warm while ready is above 0.
+// A readiness check (/readyz) can ask for that (ready == target flips
+// while the pool refills after each burst of claims); a metric shows
+// both. It never waits for a jail.
+func (e *Executor) PoolStatus() (ready, target int) { return e.jails.poolStatus() }
 
 // Layer is the layer the executor's sandbox is (LayerJail or
 // LayerLandlock), and why not a jail when it is the Landlock layer
@@ -218,10 +276,20 @@ func (e *Executor) Resolve(ctx context.Context, req bash.ExecRequest) (bash.Exec
 	return spec, nil
 }
 
+// Check runs one command in a throwaway jail of its own, with a workspace
+// of its own, then ends that jail, as New checks the sandbox before it
+// returns: for a readiness probe. It never takes a warm jail. Calls may
+// overlap; each has its own jail.
+func (e *Executor) Check(ctx context.Context) error { return e.check(ctx) }
+
+// checkOwner begins the owner token of a check's session, which never
+// takes a warm jail.
+const checkOwner = "dsh-sandbox-check"
+
 // check runs one command in a throwaway jail (see New), with a workspace
 // of its own: whether jails work here does not depend on the default one.
 func (e *Executor) check(ctx context.Context) error {
-	const owner = "dsh-sandbox-check"
+	owner := checkOwner + "-" + strconv.FormatUint(e.checks.Add(1), 10)
 	ws, err := os.MkdirTemp(e.tempDirs[0], "dsh-sandbox-check-")
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrUnavailable, err)

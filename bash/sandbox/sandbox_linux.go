@@ -12,6 +12,9 @@ import (
 
 	"github.com/dshgo/dsh/bash"
 	"github.com/dshgo/dsh/bash/local"
+	"github.com/dshgo/dsh/observe"
+	"github.com/dshgo/dsh/permission"
+	"golang.org/x/sys/unix"
 )
 
 // jails keeps one jail per session (owner token and workspace).
@@ -44,9 +47,13 @@ type jails struct {
 	rootOnce         sync.Once // the Landlock layer's sessions' temporary directories
 	root             string
 	rootErr          error
+	observe          observe.Sink                     // Options.Observe
+	logf             func(format string, args ...any) // Options.Logf, never nil
 
 	mu       sync.Mutex
 	byKey    map[string]*jail
+	pool     *pool // the warm jails (Options.Warm); nil: none
+	spawner  spawner
 	closed   bool
 	fenceErr string // why the last jail could not be fenced, if it could not
 }
@@ -99,7 +106,11 @@ func newJails(o *Options, serverTemp []string, hold func(string) (string, func()
 		startTimeout = 30 * time.Second
 	}
 	limits, limitsErr := newLimiter(o.Limits)
-	return &jails{noFence: o.noFence, afterStart: o.afterStart, egress: o.Egress, allowUnsandboxed: o.AllowUnsandboxed, layer: layer, noJail: noJail, policy: o.Policy, bwrap: bw, agent: agent, filter: filters, layerFilter: layerFilters, tempDir: o.TempDir, serverTemp: serverTemp,
+	logf := o.Logf
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	return &jails{observe: o.Observe, logf: logf, noFence: o.noFence, afterStart: o.afterStart, egress: o.Egress, allowUnsandboxed: o.AllowUnsandboxed, layer: layer, noJail: noJail, policy: o.Policy, bwrap: bw, agent: agent, filter: filters, layerFilter: layerFilters, tempDir: o.TempDir, serverTemp: serverTemp,
 		startTimeout: startTimeout, limits: limits, limitsErr: limitsErr, hold: hold, admit: admit, byKey: map[string]*jail{}}, nil
 }
 
@@ -145,48 +156,139 @@ func (js *jails) spawn(ctx context.Context, req *local.SpawnRequest) (local.Proc
 	}
 }
 
-// get returns the session's jail, starting it if there is none. Concurrent
-// callers of one session wait for the same start.
+// get returns the session's jail, starting it (or claiming a warm one) if
+// there is none. Concurrent callers of one session wait for the same.
 func (js *jails) get(ctx context.Context, req *local.SpawnRequest) (*jail, error) {
 	if err := js.admit(req.Workspace); err != nil {
 		return nil, err // a spec not made by Resolve
 	}
 	key := jailKey(req.Owner, req.Workspace)
-	js.mu.Lock()
-	if js.closed {
+	for {
+		js.mu.Lock()
+		j, closed, p := js.byKey[key], js.closed, js.pool
 		js.mu.Unlock()
-		return nil, errJailGone
-	}
-	j := js.byKey[key]
-	if j == nil {
-		j = newJail(key, req.Owner)
-		j.afterStart = js.afterStart
-		js.byKey[key] = j
-		js.mu.Unlock()
-		err := js.startJail(ctx, j, req)
-		j.startFinished(err)
-		if err != nil {
-			_ = js.drop(j) // the start's error says more
-			return nil, fmt.Errorf("start the session's sandbox: %w", err)
+		if closed {
+			return nil, errJailGone
+		}
+		if j == nil {
+			if j = js.newSessionJail(key, req, p); j == nil {
+				continue // another call of the session was first
+			}
+			return js.begin(ctx, j, req)
+		}
+		select {
+		case <-j.startDone:
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		}
+		if errors.Is(j.startErr, errStartAgain) {
+			continue // the warm jail it waited for failed its claim
+		}
+		if j.startErr != nil {
+			return nil, fmt.Errorf("start the session's sandbox: %w", j.startErr)
 		}
 		return j, nil
 	}
-	js.mu.Unlock()
-	select {
-	case <-j.startDone:
-	case <-ctx.Done():
-		return nil, context.Cause(ctx)
+}
+
+// errStartAgain ends the start of a warm jail whose claim failed: the
+// session's calls that waited for it look again (its first call starts
+// a jail for it meanwhile).
+var errStartAgain = errors.New("the warm sandbox could not be claimed")
+
+// newSessionJail makes the session's jail, a warm one from p if it has
+// one for the session (a check's session never takes one), and enters it
+// as the session's; nil when another call of the session entered one
+// first.
+func (js *jails) newSessionJail(key string, req *local.SpawnRequest, p *pool) *jail {
+	var j *jail
+	if p != nil && !strings.HasPrefix(req.Owner, checkOwner) {
+		j = p.take(js.template(req.Env, len(req.ExecRules.Patterns()) > 0))
 	}
-	if j.startErr != nil {
-		return nil, fmt.Errorf("start the session's sandbox: %w", j.startErr)
+	js.mu.Lock()
+	defer js.mu.Unlock()
+	if js.byKey[key] != nil || js.closed {
+		if j != nil {
+			p.putBack(j) // untouched: no session claimed it
+		}
+		return nil
+	}
+	if j == nil {
+		j = newJail(key, req.Owner)
+	}
+	j.key, j.owner, j.afterStart = key, req.Owner, js.afterStart
+	js.byKey[key] = j
+	return j
+}
+
+// begin starts the session's jail j, which is the session's in byKey:
+// claims it, when it is a warm one, else starts it. A warm one whose claim
+// fails is closed, and a new jail started in its place.
+func (js *jails) begin(ctx context.Context, j *jail, req *local.SpawnRequest) (*jail, error) {
+	start := time.Now()
+	if j.claimed != nil {
+		err := js.claimJail(ctx, j, req)
+		js.emitStart(req.Owner, true, start, err)
+		if err == nil {
+			j.startFinished(nil)
+			return j, nil
+		}
+		js.logf("a warm sandbox could not be claimed (a new one starts instead): %v", err)
+		if j = js.replace(j); j == nil {
+			return nil, fmt.Errorf("start the session's sandbox: %w", errJailGone)
+		}
+		start = time.Now()
+	}
+	err := js.startJail(ctx, j, req)
+	js.emitStart(req.Owner, false, start, err)
+	j.startFinished(err)
+	if err != nil {
+		_ = js.drop(j) // the start's error says more
+		return nil, fmt.Errorf("start the session's sandbox: %w", err)
 	}
 	return j, nil
+}
+
+// replace closes the warm jail j whose claim failed and puts a new jail
+// in its place as the session's, which it returns; nil when j is no
+// longer the session's (the session or the executor ended meanwhile).
+func (js *jails) replace(j *jail) *jail {
+	fresh := newJail(j.key, j.owner)
+	fresh.afterStart = js.afterStart
+	js.mu.Lock()
+	ours := js.byKey[j.key] == j && !js.closed
+	if ours {
+		js.byKey[j.key] = fresh
+	}
+	js.mu.Unlock()
+	j.startFinished(errStartAgain)
+	_ = j.close()
+	if !ours {
+		return nil
+	}
+	return fresh
+}
+
+// emitStart tells Options.Observe of a jail's start (owner "": for the
+// warm pool), or a warm one's claim (pooled).
+func (js *jails) emitStart(owner string, pooled bool, start time.Time, err error) {
+	if js.observe == nil {
+		return
+	}
+	ev := &observe.JailStart{Time: start, Session: observe.SessionName(owner), Layer: "jail", Pooled: pooled, Duration: time.Since(start)}
+	if js.layer == LayerLandlock {
+		ev.Layer = "landlock layer"
+	}
+	if err != nil {
+		ev.Err = err.Error()
+	}
+	js.observe.Emit(ev)
 }
 
 func newJail(key, owner string) *jail {
 	return &jail{key: key, owner: owner, ready: make(chan struct{}), gone: make(chan struct{}),
 		readDone: make(chan struct{}), exited: make(chan struct{}), startDone: make(chan struct{}),
-		waiters: map[uint64]*waiter{}}
+		waiters: map[uint64]*waiter{}, mntns: -1, stderr: &capBuffer{max: 4 << 10}}
 }
 
 // started records the end of the jail's start.
@@ -208,31 +310,41 @@ func (js *jails) drop(j *jail) error {
 	return j.close()
 }
 
-// endOwner closes every jail of owner.
+// endOwner closes every jail of owner: those a call of the session is
+// starting too, and one that takes the place of a warm jail whose claim
+// failed meanwhile.
 func (js *jails) endOwner(owner string) error {
-	js.mu.Lock()
-	var end []*jail
-	for _, j := range js.byKey {
-		if j.owner == owner {
-			end = append(end, j)
+	var errs []error
+	for {
+		js.mu.Lock()
+		var end []*jail
+		for _, j := range js.byKey {
+			if j.owner == owner {
+				end = append(end, j)
+			}
+		}
+		js.mu.Unlock()
+		if len(end) == 0 {
+			return errors.Join(errs...)
+		}
+		for _, j := range end {
+			<-j.startDone
+			errs = append(errs, js.drop(j))
 		}
 	}
-	js.mu.Unlock()
-	var errs []error
-	for _, j := range end {
-		<-j.startDone
-		errs = append(errs, js.drop(j))
-	}
-	return errors.Join(errs...)
 }
 
-// close closes every jail and removes the jails' directory.
+// close closes the warm jails and every session's, and removes the
+// jails' directory.
 func (js *jails) close() error {
 	js.mu.Lock()
 	js.closed = true
-	all := js.byKey
+	all, p := js.byKey, js.pool
 	js.byKey = map[string]*jail{}
 	js.mu.Unlock()
+	if p != nil {
+		p.close()
+	}
 	var wg sync.WaitGroup
 	errs := make([]error, len(all), len(all)+1) // one slot per jail, written by its closer
 	i := 0
@@ -245,6 +357,7 @@ func (js *jails) close() error {
 		})
 	}
 	wg.Wait()
+	js.spawner.close() // after every jail it started
 	errs = append(errs, js.limits.close())
 	if js.root != "" {
 		errs = append(errs, removeTree(js.root))
@@ -260,4 +373,62 @@ func envPath(env []string) string {
 		}
 	}
 	return ""
+}
+
+// startPool starts the warm pool of o.Warm jails (none for 0), for sessions
+// whose commands have the executor's environment and deny rules; with
+// check, it first claims one warm jail itself, so that a pool that cannot
+// work here fails New.
+func (e *Executor) startPool(ctx context.Context, o *Options, rules *permission.ExecRules, check bool) error {
+	if o.Warm == 0 {
+		return nil
+	}
+	js := e.jails
+	t := js.template(e.Executor.Env(), len(rules.Patterns()) > 0)
+	if check {
+		if err := js.checkClaim(ctx, t, rules); err != nil {
+			hint := ""
+			if errors.Is(err, unix.EPERM) && js.layer == LayerJail {
+				hint = " (a pool of jails needs a server run as root, which binds each session's workspace into its warm jail; without root, use the Landlock layer's pool, or none)"
+			}
+			return fmt.Errorf("sandbox: the warm pool cannot work here: %w%s", err, hint)
+		}
+	}
+	js.mu.Lock()
+	defer js.mu.Unlock()
+	if !js.closed {
+		js.pool = newPool(js, o, t, js.logf)
+	}
+	return nil
+}
+
+// checkClaim starts a warm jail and claims it for a session of its own.
+func (js *jails) checkClaim(ctx context.Context, t poolTemplate, rules *permission.ExecRules) error {
+	ws, err := os.MkdirTemp(js.serverTemp[0], "dsh-sandbox-check-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(ws)
+	j, err := js.startIdle(ctx, t)
+	if err != nil {
+		return err
+	}
+	j.owner = "dsh-sandbox-check-warm"
+	err = js.claimJail(ctx, j, &local.SpawnRequest{Owner: j.owner, Workspace: ws, Env: t.env, ExecRules: rules})
+	err = errors.Join(err, j.close())
+	if js.egress != nil {
+		js.egress.EndOwner(j.owner)
+	}
+	return err
+}
+
+// poolStatus is Executor.PoolStatus.
+func (js *jails) poolStatus() (ready, target int) {
+	js.mu.Lock()
+	p := js.pool
+	js.mu.Unlock()
+	if p == nil {
+		return 0, 0
+	}
+	return p.status()
 }

@@ -43,7 +43,14 @@ type agentMsg struct {
 	Code    int    `json:"code"`
 	Signal  int    `json:"signal,omitempty"`
 	Started bool   `json:"started,omitempty"`
-	Skipped []int  `json:"skipped,omitempty"` // ready: the optional forwards it has no listener for
+	// Idle: the first message of a pooled jail's agent (agentConfig.Pooled),
+	// which is up and waits for a session to claim it; a jail's comes
+	// with the jail's mount namespace, into which the host binds the
+	// session's workspace at the claim. The claim is an agentConfig, the
+	// Landlock layer's with its seccomp filter; the agent's next message
+	// says it is ready, as a fresh agent's first.
+	Idle    bool  `json:"idle,omitempty"`
+	Skipped []int `json:"skipped,omitempty"` // ready: the optional forwards it has no listener for
 	// In the first message: the fence's listener and sock_diag socket
 	// follow the proxy listener (Fence), or why the jail has none
 	// (FenceErr: unix sockets are refused instead).

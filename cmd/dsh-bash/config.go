@@ -65,6 +65,7 @@ type sandboxConfig struct {
 	Pids           int      `json:"pids"`   // as --sandbox-pids
 	Tmp            string   `json:"tmp"`    // as --sandbox-tmp
 	Escape         string   `json:"escape"` // as --sandbox-escape
+	Warm           int      `json:"warm"`   // as --sandbox-warm
 }
 
 // configPath is the file read when neither --config nor $DSH_BASH_CONFIG

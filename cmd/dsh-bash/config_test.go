@@ -27,6 +27,7 @@ func TestLoadConfig(t *testing.T) {
 				Hidden: []string{home, "/opt/secret"}}},
 		{name: "remote hosts", file: `{"remote": {"hosts": ["ssh://a/w", "ssh://b/w"], "upload": true}}`},
 		{name: "kubernetes", file: `{"remote": {"hosts": ["k8s://agents/w"], "k8s": {"template": "~/pod.yaml", "warm": 2}}}`},
+		{name: "warm jails", file: `{"sandbox": {"warm": 4}}`, want: sandboxConfig{Warm: 4}},
 		{name: "kubernetes, relative template", file: "{\"remote\": {\"hosts\": [\"k8s://agents\"],\n\"k8s\": {\"template\": \"pod.yaml\"}}}", err: `line 2: remote.k8s.template: path "pod.yaml" is not absolute`},
 		{name: "unknown field", file: "{\"sandbox\": {\n\"writeable\": []}}", err: `line 2: json: unknown field "writeable"`},
 		{name: "unknown field, object closed later", file: "{\"sandbox\": {\n\"mode\": \"on\",\n\"writeable\": [],\n\"network\": \"on\"\n}\n}", err: `line 3: json: unknown field "writeable"`},
@@ -80,16 +81,17 @@ func TestLoadConfigMissing(t *testing.T) {
 // TestConfigPrecedence: a flag given wins over $DSH_BASH_SANDBOX, which wins
 // over the file; the file's paths come first, then the flags'.
 func TestConfigPrecedence(t *testing.T) {
-	file := sandboxConfig{Mode: "on", Network: "off", Writable: []string{"/from/file"}}
+	file := sandboxConfig{Mode: "on", Network: "off", Writable: []string{"/from/file"}, Warm: 3}
 	tests := []struct {
 		name, env string
 		args      []string
 		mode, net string
 		writable  []string
+		warm      int
 	}{
-		{"file only", "", nil, "on", "off", []string{"/from/file"}},
-		{"env over file", "off", nil, "off", "off", []string{"/from/file"}},
-		{"flags over both", "off", []string{"--sandbox=auto", "--sandbox-network=on", "--sandbox-writable=/from/flag"}, "auto", "on", []string{"/from/file", "/from/flag"}},
+		{"file only", "", nil, "on", "off", []string{"/from/file"}, 3},
+		{"env over file", "off", nil, "off", "off", []string{"/from/file"}, 3},
+		{"flags over both", "off", []string{"--sandbox=auto", "--sandbox-network=on", "--sandbox-writable=/from/flag", "--sandbox-warm=0"}, "auto", "on", []string{"/from/file", "/from/flag"}, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -106,8 +108,8 @@ func TestConfigPrecedence(t *testing.T) {
 			if err := f.merge(&c); err != nil {
 				t.Fatal(err)
 			}
-			if f.mode != tt.mode || f.network != tt.net || !reflect.DeepEqual([]string(f.writable), tt.writable) {
-				t.Errorf("mode %q network %q writable %q; want %q %q %q", f.mode, f.network, f.writable, tt.mode, tt.net, tt.writable)
+			if f.mode != tt.mode || f.network != tt.net || !reflect.DeepEqual([]string(f.writable), tt.writable) || f.warm != tt.warm {
+				t.Errorf("mode %q network %q writable %q warm %d; want %q %q %q %d", f.mode, f.network, f.writable, f.warm, tt.mode, tt.net, tt.writable, tt.warm)
 			}
 		})
 	}

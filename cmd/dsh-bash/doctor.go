@@ -42,6 +42,9 @@ func doctorCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	opts := ef.options()
 	opts.Cwd = *cwd
 	ef.remote.k8s.Warm = 0 // its probe makes the one pod it needs
+	// One warm jail at most: New claims one, and refuses a pool that
+	// cannot work here, as the server would.
+	ef.sandbox.warm = min(ef.sandbox.warm, 1)
 	fmt.Fprint(stdout, versionLine())
 	s, err := ef.newExecutor(ctx, "doctor", opts, stderr)
 	if err != nil {

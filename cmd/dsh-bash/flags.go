@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/dshgo/dsh/bash/local"
@@ -146,13 +147,24 @@ func (f *execFlags) newExecutor(ctx context.Context, name string, opts *local.Op
 	// What the operators are told: the metrics (mcp) and the audit log
 	// (mcp, acp), through setup to the front end (Setup.Observe).
 	so := &setup.Options{Stderr: stderr, Observe: f.audit.sink()}
+	var built atomic.Pointer[setup.Setup] // for the metrics of its warm pool
 	if f.observing != nil {
-		so.Observe = observe.Tee(f.observing.sink(), so.Observe)
+		var pool func() (int, int)
+		if cfg.Sandbox.Warm > 0 {
+			pool = func() (int, int) {
+				if s := built.Load(); s != nil {
+					return s.PoolStatus()
+				}
+				return 0, cfg.Sandbox.Warm
+			}
+		}
+		so.Observe = observe.Tee(f.observing.sink(pool), so.Observe)
 	}
 	s, err := setup.New(ctx, cfg, so)
 	if err != nil {
 		return nil, err
 	}
+	built.Store(s)
 	for _, w := range s.Warnings() {
 		fmt.Fprintf(stderr, "dsh-bash %s: %s\n", name, w)
 	}

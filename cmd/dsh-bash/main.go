@@ -127,6 +127,7 @@ sandbox flags (see README):
   --sandbox-read-only PATH, --sandbox-hide PATH, --sandbox-lock-caches,
   --sandbox-memory SIZE, --sandbox-pids N, --sandbox-tmp SIZE,
   --sandbox-escape ask|off
+  --sandbox-warm N         started jails kept ready for new sessions
   --allow-domain HOST      with the allowlist: a host commands may reach
   --deny-domain HOST       one they may never reach (each repeatable)
   --default-domains=false  drop the built-in registries and source hosts

@@ -362,6 +362,7 @@ func TestBadFlagValues(t *testing.T) {
 		{[]string{"--max-timeout-ms", "9999999999999999"}, "--max-timeout-ms must be at most"},
 		{[]string{"--default-timeout-ms", "2000", "--max-timeout-ms", "1000"}, "--default-timeout-ms 2000 is above --max-timeout-ms 1000"},
 		{[]string{"--env", "NOEQUALS"}, `--env "NOEQUALS" is not NAME=VALUE`},
+		{[]string{"--sandbox=on", "--sandbox-warm", "-1"}, "--sandbox-warm must not be negative (got -1)"},
 	} {
 		for _, cmd := range [][]string{{"run"}, {"mcp"}} {
 			args := append(append(cmd, tc.args...), "--", "true")

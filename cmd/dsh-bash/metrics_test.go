@@ -164,3 +164,39 @@ func TestJailCannotReachMetrics(t *testing.T) {
 		t.Errorf("the host's scrape: %q", body)
 	}
 }
+
+// TestMetricsWarmPool: with --sandbox-warm the metrics show the warm
+// pool's target and state, and the session's jail start (a claim, or a
+// start where no warm jail was ready yet).
+func TestMetricsWarmPool(t *testing.T) {
+	t.Parallel()
+	requireBwrap(t)
+	if os.Geteuid() != 0 {
+		t.Skip("a pool of jails needs root")
+	}
+	s := startHTTP(t, nil, "--http", "127.0.0.1:0", "--no-auth", "--sandbox=jail", "--sandbox-network=off", "--sandbox-warm", "1")
+	cs := mustClient(t, s, "")
+	callText(t, cs, "bash", map[string]any{"command": "echo hi", "description": "Say hi"})
+	body := scrape(t, s.where+"metrics", "", http.StatusOK)
+	for _, want := range []string{"dsh_bash_pool_target_jails 1", "dsh_bash_pool_ready_jails "} {
+		if !strings.Contains(body, "\n"+want) {
+			t.Errorf("the metrics lack %s", want)
+		}
+	}
+	if !strings.Contains(body, `dsh_bash_jail_starts_total{kind="pooled",layer="jail",result="ok"} 1`) &&
+		!strings.Contains(body, `dsh_bash_jail_starts_total{kind="fresh",layer="jail",result="ok"} 2`) { // New's check, then the session's
+		t.Errorf("the session's jail start is not counted:\n%s", grepLines(body, "dsh_bash_jail_starts_total"))
+	}
+	s.stop(t)
+}
+
+// grepLines are the lines of s that hold sub.
+func grepLines(s, sub string) string {
+	var out []string
+	for line := range strings.Lines(s) {
+		if strings.Contains(line, sub) {
+			out = append(out, line)
+		}
+	}
+	return strings.Join(out, "")
+}

@@ -100,13 +100,13 @@ func (of *observeFlags) serverPaths() []string {
 }
 
 // sink makes what the flags ask for and returns the sink the server and
-// what setup builds tell their events to; nil when nothing listens.
-func (of *observeFlags) sink() observe.Sink {
+// what setup builds tell their events to; nil when nothing listens. pool,
+// with a warm pool, reports its state (metrics.Options.PoolSize).
+func (of *observeFlags) sink(pool func() (ready, target int)) observe.Sink {
 	if of.metricsAddr == "" && !of.http {
 		return nil
 	}
-	// The warm pool, once there is one, gives metrics.Options.PoolSize.
-	of.metrics = metrics.New(nil)
+	of.metrics = metrics.New(&metrics.Options{PoolSize: pool})
 	return observe.Tee(of.metrics.Sink())
 }
 

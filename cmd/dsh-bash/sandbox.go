@@ -27,6 +27,7 @@ type sandboxFlags struct {
 	pids       int    // 0 default, -1 none
 	tmp        string // a size ("1G"), or "" for the default
 	escape     string // ask, off: may a call ask to run outside the sandbox
+	warm       int    // jails kept started for new sessions
 	fs         *flag.FlagSet
 }
 
@@ -44,6 +45,7 @@ func (f *sandboxFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.memory, "sandbox-memory", "", "most memory one session's commands may use together: a size (512M, 2G) or off (default: a quarter of the machine's)")
 	fs.IntVar(&f.pids, "sandbox-pids", 0, "most processes one session may have at once; -1 no limit (default 4096)")
 	fs.StringVar(&f.escape, "sandbox-escape", "ask", "ask: a model's call may ask the user to run that one call outside the sandbox (the bash argument unsandboxed, asked by ACP request_permission or MCP elicitation), off: never (the argument is not offered)")
+	fs.IntVar(&f.warm, "sandbox-warm", 0, "keep `N` started jails ready (Landlock-layer agents in that layer), so that a new session's first call waits for no jail to start; each is bound to the session that claims it and ends with it (a pool of jails needs root; docs/operations.md)")
 	fs.StringVar(&f.tmp, "sandbox-tmp", "", "the size of each session's private /tmp, kept in memory: a size (256M, 1G) (default: half of --sandbox-memory)")
 }
 
@@ -73,6 +75,9 @@ func (f *sandboxFlags) merge(c *sandboxConfig) error {
 	}
 	if !given["sandbox-tmp"] && c.Tmp != "" {
 		f.tmp = c.Tmp
+	}
+	if !given["sandbox-warm"] && c.Warm != 0 {
+		f.warm = c.Warm
 	}
 	if !given["sandbox-escape"] && c.Escape != "" {
 		f.escape = c.Escape
@@ -140,6 +145,10 @@ func (f *sandboxFlags) config() (setup.Sandbox, error) {
 	if _, ok := sandboxModes[f.mode]; !ok {
 		return c, usageErr(fmt.Errorf("--sandbox must be auto, on, jail, landlock or off (got %q)", f.mode))
 	}
+	if f.warm < 0 {
+		return c, usageErr(fmt.Errorf("--sandbox-warm must not be negative (got %d)", f.warm))
+	}
+	c.Warm = f.warm
 	c.Limits, err = f.limits()
 	return c, err
 }

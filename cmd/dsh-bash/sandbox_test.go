@@ -388,3 +388,19 @@ func TestSandboxWhereNamespacesBlocked(t *testing.T) {
 		t.Errorf("doctor: %q", out)
 	}
 }
+
+// TestSandboxWarm: with --sandbox-warm, dsh-bash claims a warm jail at
+// its start (a pool that cannot work here is refused then) and keeps the
+// pool; the call runs as it does without one, and the pool reports no
+// trouble.
+func TestSandboxWarm(t *testing.T) {
+	t.Parallel()
+	requireBwrap(t)
+	if os.Geteuid() != 0 {
+		t.Skip("a pool of jails needs root")
+	}
+	out, errOut, code := dshBash(t, t.TempDir(), "run", "--sandbox=jail", "--sandbox-warm", "1", "--", "echo hi")
+	if code != 0 || out != "hi\n" || strings.Contains(errOut, "dsh-bash: sandbox:") {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+}
