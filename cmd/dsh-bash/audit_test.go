@@ -94,7 +94,7 @@ func TestAuditLog(t *testing.T) {
 			t.Errorf("the log holds %q:\n%s%s", secret, all, now)
 		}
 	}
-	checkEvents(t, old, "session_start", "call")
+	checkEvents(t, old, "session_start", "jail_start", "call") // the session's jail started on its first call
 	checkEvents(t, cur, "call", "session_end")
 	if s := old[0]; s["front"] != "mcp-stdio" || s["client"] != "audit-test" || s["client_version"] != "1.2" ||
 		!strings.HasPrefix(s["containment"].(string), "sandbox (") {
@@ -117,6 +117,7 @@ func TestAuditLog(t *testing.T) {
 var auditFields = map[string][]string{
 	"session_start": {"client", "client_version", "containment", "event", "front", "roots", "session", "time"},
 	"session_end":   {"duration_ms", "event", "front", "reason", "session", "time"},
+	"jail_start":    {"duration_ms", "error", "event", "layer", "pooled", "session", "time"},
 	"call": {"command", "description", "duration_ms", "error", "event", "exit_code", "limit", "outcome", "permission", "refused",
 		"refused_more", "session", "signal", "spilled_bytes", "spills", "stderr_bytes", "stdout_bytes", "task", "time", "tool", "unsandboxed"},
 }
