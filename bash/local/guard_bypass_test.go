@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/dshgo/dsh/internal/execbypass"
@@ -55,7 +56,7 @@ func replayBypass(t *testing.T, c execbypass.Case, checked bool) bool {
 		t.Fatal(err)
 	}
 	zap := "#!/bin/sh\n: > '" + mark + "'\n"
-	if err := os.WriteFile(filepath.Join(bin, "zap"), []byte(zap), 0o755); err != nil {
+	if err := writeProgram(filepath.Join(bin, "zap"), zap); err != nil {
 		t.Fatal(err)
 	}
 	env := []string{"PATH=" + bin + ":" + os.Getenv("PATH"), "HOME=" + home, "ZAPMARK=" + mark}
@@ -94,4 +95,14 @@ func replayBypass(t *testing.T, c execbypass.Case, checked bool) bool {
 		t.Errorf("zap did not run, but the result names no refusal: %+v", res)
 	}
 	return ran
+}
+
+// writeProgram writes an executable file with syscall.ForkLock held: a
+// child that another test forks meanwhile would otherwise hold the file
+// open for writing, from its fork to its exec, and running the file then
+// fails with "text file busy" (exit 126).
+func writeProgram(path, text string) error {
+	syscall.ForkLock.RLock()
+	defer syscall.ForkLock.RUnlock()
+	return os.WriteFile(path, []byte(text), 0o755)
 }
