@@ -6,6 +6,7 @@ import (
 	"context"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/dshgo/dsh/bash"
 	"github.com/dshgo/dsh/bash/bashtest"
@@ -38,7 +39,10 @@ func TestExecConformance(t *testing.T) {
 			t.Fatal(err)
 		}
 		return ex
-	}, bashtest.SetsidEscapes()) // no cgroup in the pod: its executor holds a command by its process group
+	}, bashtest.SetsidEscapes(), // no cgroup in the pod: its executor holds a command by its process group
+		// An exec stream the API server closed abruptly (websocket 1006)
+		// ends a few seconds after Close, when client-go's streams do.
+		bashtest.Teardown(15*time.Second))
 }
 
 // TestTranscript: the model reads the same bytes through a pod per
