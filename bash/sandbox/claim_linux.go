@@ -137,16 +137,7 @@ func (js *jails) claimJail(ctx context.Context, j *jail, req *local.SpawnRequest
 	if err := j.sendClaim(c, fds); err != nil {
 		return fmt.Errorf("claim a warm sandbox: %w", err)
 	}
-	ctx, cancel := context.WithTimeoutCause(ctx, js.startTimeout,
-		fmt.Errorf("a warm sandbox was not ready within %v of its claim (%s: %s)", js.startTimeout, j.starter(), bwrapSaid(j)))
-	defer cancel()
-	if err := j.await(ctx, j.ready); err != nil {
-		return err
-	}
-	if j.fenceErr != "" {
-		js.noteFenceErr(j.fenceErr)
-	}
-	return nil
+	return js.awaitReady(ctx, j, fmt.Errorf("a warm sandbox was not ready within %v of its claim (%s: %s)", js.startTimeout, j.starter(), bwrapSaid(j)))
 }
 
 // bindSession makes a pooled jail's mounts of the session of jp (holding

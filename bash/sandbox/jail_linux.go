@@ -131,8 +131,14 @@ func (js *jails) startJail(ctx context.Context, j *jail, req *local.SpawnRequest
 	if reading, err = js.launch(j, files); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeoutCause(ctx, js.startTimeout,
-		fmt.Errorf("the sandbox did not start within %v (%s: %s)", js.startTimeout, j.starter(), bwrapSaid(j)))
+	return js.awaitReady(ctx, j, fmt.Errorf("the sandbox did not start within %v (%s: %s)", js.startTimeout, j.starter(), bwrapSaid(j)))
+}
+
+// awaitReady waits for j's agent to say it is ready, within the start
+// timeout (late is the error then), and notes why j could not be
+// fenced, if it could not.
+func (js *jails) awaitReady(ctx context.Context, j *jail, late error) error {
+	ctx, cancel := context.WithTimeoutCause(ctx, js.startTimeout, late)
 	defer cancel()
 	if err := j.await(ctx, j.ready); err != nil {
 		return err
