@@ -39,16 +39,8 @@ func initializeRaw(t *testing.T, url, auth string) (int, string, string) {
 	req, _ := http.NewRequest("POST", url, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	if auth != "" {
-		req.Header.Set("Authorization", auth)
-	}
-	resp, err := (&http.Client{Timeout: testwait.Limit}).Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, resp.Header.Get("Retry-After"), string(b)
+	resp, b := send(t, req, auth)
+	return resp.StatusCode, resp.Header.Get("Retry-After"), b
 }
 
 // waitLine reads s's stderr up to the line want, failing the test if it

@@ -68,6 +68,18 @@ func TestMetricsBinary(t *testing.T) {
 func scrape(t *testing.T, url, auth string, want int) string {
 	t.Helper()
 	req, _ := http.NewRequest("GET", url, nil)
+	resp, body := send(t, req, auth)
+	if resp.StatusCode != want {
+		t.Fatalf("GET %s: %s, want %d", url, resp.Status, want)
+	}
+	return body
+}
+
+// send sends req with the Authorization header auth ("" for none),
+// within testwait.Limit, and returns the response and its body, read
+// whole; the test fails if no response comes.
+func send(t *testing.T, req *http.Request, auth string) (*http.Response, string) {
+	t.Helper()
 	if auth != "" {
 		req.Header.Set("Authorization", auth)
 	}
@@ -77,10 +89,7 @@ func scrape(t *testing.T, url, auth string, want int) string {
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != want {
-		t.Fatalf("GET %s: %s, want %d", url, resp.Status, want)
-	}
-	return string(b)
+	return resp, string(b)
 }
 
 // TestMetricsUsage: the metrics listener has no token, so it takes a
