@@ -31,6 +31,9 @@ type agentConfig struct {
 	Readable   []string `json:"readable,omitempty"`   // Landlock: paths commands may read (else all)
 	Filter     int      `json:"filter,omitempty"`     // the seccomp filter to install itself (bwrap did in a jail)
 	NetworkOff bool     `json:"networkOff,omitempty"` // Landlock: no TCP connect or bind
+	// NoClone3Guard leaves the commands' clone3 unsupervised (see
+	// clone3Guard): Options.noClone3Guard, for a benchmark.
+	NoClone3Guard bool `json:"noClone3Guard,omitempty"`
 
 	// Proxy: listen at ProxyAddr and hand the listener to the host with
 	// the first message (NetworkAllowlist), then one per Forward.
@@ -161,7 +164,7 @@ func runAgent(c agentConfig) error {
 			return err
 		}
 	}
-	fk, listener, why, err := startForker(c.Fence, why, g, ruleset)
+	fk, listener, why, err := startForker(c.Fence, c.Alone && !c.NoClone3Guard, why, g, ruleset)
 	if err != nil {
 		return err
 	}
@@ -224,7 +227,7 @@ func (a *agent) ready(c agentConfig, listener, diag int, why error) error {
 		return err
 	}
 	defer func() { closeFDs(fds) }()
-	m := agentMsg{Started: true, Skipped: skipped}
+	m := agentMsg{Started: true, Skipped: skipped, UsernsErr: a.forker.usernsErr}
 	if listener >= 0 {
 		fds = append(fds, listener, diag)
 		m.Fence = true

@@ -60,6 +60,49 @@ func BenchmarkCallTrue(b *testing.B) {
 	b.ReportMetric(median(diffLl), "landlock-over-local-median-ms")
 }
 
+// BenchmarkClone3Guard measures what the supervision of clone3 in the
+// Landlock layer (see clone3Guard) costs a call: of `true` (the agent's
+// own clone3, to start the shell in its cgroup) and of python3 starting
+// 20 threads (each a refused clone3, then a clone), with the guard and
+// without (the baseline), alternating in one loop.
+func BenchmarkClone3Guard(b *testing.B) {
+	ctx := context.Background()
+	const threads = `/usr/bin/python3 -c 'import threading
+ts = [threading.Thread(target=int) for _ in range(20)]
+for t in ts: t.start()
+for t in ts: t.join()'`
+	var calls [2][2]func()
+	for i, off := range []bool{false, true} {
+		se, err := newSandbox(b, &Options{Layer: LayerLandlock, noClone3Guard: off, Local: &local.Options{Cwd: b.TempDir()}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { se.Close() })
+		for j, cmd := range []string{"true", threads} {
+			spec, _ := se.Resolve(ctx, bash.ExecRequest{Command: cmd, Owner: "bench"})
+			calls[i][j] = func() {
+				if res, err := se.Run(ctx, spec); err != nil || res.ExitCode != 0 {
+					b.Fatal(err, res.Stderr.Text)
+				}
+			}
+			calls[i][j]()
+		}
+	}
+	var ts [2][2][]time.Duration
+	for b.Loop() {
+		for i := range calls {
+			for j := range calls[i] {
+				ts[i][j] = append(ts[i][j], timed(calls[i][j]))
+			}
+		}
+	}
+	for i, guard := range []string{"guarded", "unguarded"} {
+		for j, cmd := range []string{"true", "threads"} {
+			b.ReportMetric(median(ts[i][j]), cmd+"-"+guard+"-median-ms")
+		}
+	}
+}
+
 // BenchmarkSessionStart measures a new session's first call: the jail's
 // start (bwrap, the agent, its Landlock rules) and one `true` in it, then
 // the session's end.

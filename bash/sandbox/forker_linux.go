@@ -21,14 +21,19 @@ import (
 type forker struct {
 	calls chan func()
 	guard *guard
+	// usernsErr: why the shells of the Landlock layer's forker can make
+	// user namespaces (see clone3Guard).
+	usernsErr string
 }
 
 // startForker starts the forker's thread, restricts it with ruleset (a
 // jail's Landlock rules, which its shells inherit) and, with fence,
 // installs the fence's filter on it: it returns the filter's listener, which the host
 // is to supervise, or -1 and why it cannot be (why, a reason there is
-// already, or the kernel's), where noUnixProgram stands in for it.
-func startForker(fence bool, why error, g *guard, ruleset landlockRuleset) (f *forker, listener int, _ error, err error) {
+// already, or the kernel's), where noUnixProgram stands in for it. With
+// layer (the Landlock layer's agent) and no guard, it puts the thread's
+// clone3 under the agent's supervision (see clone3Guard).
+func startForker(fence, layer bool, why error, g *guard, ruleset landlockRuleset) (f *forker, listener int, _ error, err error) {
 	f = &forker{calls: make(chan func()), guard: g}
 	type setup struct {
 		listener  int
@@ -48,6 +53,11 @@ func startForker(fence bool, why error, g *guard, ruleset landlockRuleset) (f *f
 		if s.fail == nil && g != nil {
 			// What the forker starts stays in its tracer's sight.
 			s.fail = execguard.CloneFilter()
+		}
+		if s.fail == nil && g == nil && layer {
+			if why := guardClone3(); why != nil {
+				f.usernsErr = why.Error()
+			}
 		}
 		done <- s
 		if s.fail != nil {

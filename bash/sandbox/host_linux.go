@@ -126,7 +126,7 @@ func (j *jail) readyMsg(m agentMsg, fds []int) error {
 		}
 		j.fence = f
 	}
-	j.fenceErr = m.FenceErr
+	j.fenceErr, j.usernsErr = m.FenceErr, m.UsernsErr
 	if j.egress != nil {
 		if err := j.serveListeners(fds[:listeners], m.Skipped); err != nil {
 			return err

@@ -64,6 +64,9 @@ type jail struct {
 	mntns         int
 	sig           string
 	alone         bool // the Landlock layer's agent, which no bwrap starts
+	// usernsErr: why the Landlock layer's commands may make user
+	// namespaces, as its agent's ready message says (see clone3Guard).
+	usernsErr string
 
 	afterStart func(pidfd int) // Options.afterStart
 	git        *gitHolds       // the jail's (none in the Landlock layer); under mu once started
@@ -145,6 +148,9 @@ func (js *jails) awaitReady(ctx context.Context, j *jail, late error) error {
 	}
 	if j.fenceErr != "" {
 		js.noteFenceErr(j.fenceErr)
+	}
+	if j.usernsErr != "" {
+		js.noteUsernsErr(j.usernsErr)
 	}
 	return nil
 }

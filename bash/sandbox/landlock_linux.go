@@ -47,7 +47,7 @@ func (js *jails) layerAgent(j *jail, jp jailPaths) (agentConfig, error) {
 		return agentConfig{}, err
 	}
 	j.tmp = tmp
-	return agentConfig{Socket: fdAgentSock, Exe: fdAgentExe, Alone: true,
+	return agentConfig{Socket: fdAgentSock, Exe: fdAgentExe, Alone: true, NoClone3Guard: js.noClone3Guard,
 		Writable:   slices.Concat(js.policy.writable(jp), []string{tmp}, landlockDevices),
 		Readable:   js.policy.landlockReadable(jp, tmp),
 		NetworkOff: js.policy.Network == NetworkOff, Deny: jp.deny, DenyPath: envPath(jp.env)}, nil

@@ -100,6 +100,9 @@ type Options struct {
 	// noFence leaves the jails without the fence, for benchmarks that
 	// measure it.
 	noFence bool
+	// noClone3Guard leaves the Landlock layer's commands' clone3
+	// unsupervised (see clone3Guard), for the benchmark that measures it.
+	noClone3Guard bool
 	// afterStart, for tests, runs once a jail's agent has answered a
 	// spawn with the shell's pidfd, before the answer is taken up.
 	afterStart func(pidfd int)

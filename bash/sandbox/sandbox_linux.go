@@ -40,6 +40,7 @@ type jails struct {
 
 	allowUnsandboxed bool      // Options.AllowUnsandboxed
 	noFence          bool      // Options.noFence
+	noClone3Guard    bool      // Options.noClone3Guard
 	afterStart       func(int) // Options.afterStart
 	egress           Egress    // Options.Egress
 	layer            Layer     // LayerJail or LayerLandlock
@@ -56,6 +57,17 @@ type jails struct {
 	spawner  spawner
 	closed   bool
 	fenceErr string // why the last jail could not be fenced, if it could not
+	// usernsErr: why the last Landlock-layer agent could not keep its
+	// commands from making user namespaces, if it could not.
+	usernsErr string
+}
+
+// noteUsernsErr records why an agent of the Landlock layer could not
+// keep its commands from making user namespaces, for View.
+func (js *jails) noteUsernsErr(why string) {
+	js.mu.Lock()
+	js.usernsErr = why
+	js.mu.Unlock()
 }
 
 // noteFenceErr records why a jail could not be fenced, for View.
@@ -110,7 +122,7 @@ func newJails(o *Options, serverTemp []string, hold func(string) (string, func()
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
-	return &jails{observe: o.Observe, logf: logf, noFence: o.noFence, afterStart: o.afterStart, egress: o.Egress, allowUnsandboxed: o.AllowUnsandboxed, layer: layer, noJail: noJail, policy: o.Policy, bwrap: bw, agent: agent, filter: filters, layerFilter: layerFilters, tempDir: o.TempDir, serverTemp: serverTemp,
+	return &jails{observe: o.Observe, logf: logf, noFence: o.noFence, noClone3Guard: o.noClone3Guard, afterStart: o.afterStart, egress: o.Egress, allowUnsandboxed: o.AllowUnsandboxed, layer: layer, noJail: noJail, policy: o.Policy, bwrap: bw, agent: agent, filter: filters, layerFilter: layerFilters, tempDir: o.TempDir, serverTemp: serverTemp,
 		startTimeout: startTimeout, limits: limits, limitsErr: limitsErr, hold: hold, admit: admit, byKey: map[string]*jail{}}, nil
 }
 

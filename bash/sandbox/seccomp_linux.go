@@ -24,7 +24,9 @@ import (
 // clone3 stays allowed: its flags are behind a pointer no filter can read,
 // and the agent needs it to start each shell in its command's cgroup. What
 // it could do beyond clone is still refused: the jail holds no capability,
-// and user namespaces are disabled inside it (bwrap --disable-userns).
+// and user namespaces are disabled inside it (bwrap --disable-userns; in
+// the Landlock layer, the agent refuses its commands' clone3: see
+// clone3Guard).
 
 // deniedSyscalls are refused outright.
 var deniedSyscalls = []uintptr{

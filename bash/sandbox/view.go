@@ -33,6 +33,10 @@ type View struct {
 	// tell them apart here, and the jail refuses unix sockets altogether.
 	Network  Network
 	FenceErr string
+	// UsernsErr, in the Landlock layer, says why its commands can make
+	// user namespaces where the system lets them (its agent could not
+	// supervise their clone3). Empty: they cannot, as in a jail.
+	UsernsErr string
 	// LandlockABI is the kernel's Landlock ABI version, which the agent
 	// restricts writes with too (0: none, the bind mounts alone).
 	LandlockABI int

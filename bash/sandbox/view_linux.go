@@ -48,6 +48,9 @@ func (e *Executor) landlockView(jp jailPaths, abi int) View {
 	if _, why := e.Layer(); why != nil {
 		v.JailError = why.Error()
 	}
+	e.jails.mu.Lock()
+	v.UsernsErr = e.jails.usernsErr
+	e.jails.mu.Unlock()
 	e.limitsView(&v)
 	return v
 }

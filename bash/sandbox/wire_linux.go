@@ -56,6 +56,9 @@ type agentMsg struct {
 	// (FenceErr: unix sockets are refused instead).
 	Fence    bool   `json:"fence,omitempty"`
 	FenceErr string `json:"fenceErr,omitempty"`
+	// UsernsErr, in the Landlock layer's ready message: why its
+	// commands can make user namespaces (see clone3Guard).
+	UsernsErr string `json:"usernsErr,omitempty"`
 	// Refused: a program of the shell's tree refused at its exec (with
 	// agentConfig.Deny), before the shell's end.
 	Refused *bash.Refusal `json:"refused,omitempty"`

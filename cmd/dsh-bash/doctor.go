@@ -203,6 +203,11 @@ func describe(w io.Writer, s *setup.Setup, ws, wsLine string) {
 			fmt.Fprintf(w, " (%s)", v.JailError)
 		}
 		fmt.Fprintf(w, ": Landlock ABI %d restricts reads and writes, seccomp filter, no capabilities; not covered: %s\n", v.LandlockABI, setup.LandlockLacks)
+		if v.UsernsErr != "" {
+			fmt.Fprintf(w, "user namespaces: not refused to commands: %s\n", v.UsernsErr)
+		} else {
+			fmt.Fprintln(w, "user namespaces: refused to commands")
+		}
 	} else {
 		net := ""
 		if v.Network != sandbox.NetworkOn {

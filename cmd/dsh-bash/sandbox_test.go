@@ -226,7 +226,7 @@ func TestDoctor(t *testing.T) {
 	}
 	out, errOut, code = dshBashEnv(t, ws, []string{"PATH=" + bin, "DSH_BASH_SANDBOX=auto"}, "doctor")
 	if code != 0 || !strings.Contains(out, "sandbox: active (--sandbox=auto): the Landlock layer, without a jail (no bwrap") ||
-		!strings.Contains(out, "not covered: ") {
+		!strings.Contains(out, "not covered: ") || !strings.Contains(out, "\nuser namespaces: refused to commands\n") {
 		t.Errorf("doctor without bwrap: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 	// The allowlist: its rules, the defaults among them; and with the

@@ -176,8 +176,9 @@ func errorText(errno syscall.Errno) string {
 }
 
 // probeUserns makes a user namespace with clone3, whose flags no seccomp
-// filter can read: what stops it in a jail is that user namespaces are
-// disabled there (bwrap --disable-userns).
+// filter can read: what stops it is that user namespaces are disabled in
+// a jail, and that the Landlock layer's agent answers its commands'
+// clone3 with ENOSYS.
 func probeUserns(w io.Writer) {
 	args := struct{ flags, pidfd, childTID, parentTID, exitSignal, stack, stackSize, tls uint64 }{
 		flags: unix.CLONE_NEWUSER, exitSignal: uint64(syscall.SIGCHLD)}

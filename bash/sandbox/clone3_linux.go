@@ -1,0 +1,104 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"unsafe"
+
+	"github.com/dshgo/dsh/bash/execguard"
+	"golang.org/x/net/bpf"
+	"golang.org/x/sys/unix"
+)
+
+// The Landlock layer's commands must not make user namespaces, as a
+// jail's cannot (bwrap --disable-userns): in one of its own a process
+// holds every capability again, over the namespaces it then makes (a
+// network namespace's nftables, the kernel's most attacked code). The
+// layer's filter refuses clone and unshare with a namespace's flag; but
+// clone3's flags are behind a pointer no filter reads, and the agent
+// needs clone3 itself, to start each shell in its command's cgroup
+// (CLONE_INTO_CGROUP).
+//
+// So the forker's thread puts clone3 under the agent's supervision
+// (clone3Guard), as does every process it starts, and theirs: the agent
+// lets the kernel go on with the forker's own (a notification's pid is
+// the calling thread's) and answers every other ENOSYS, as if the kernel
+// had no clone3, which the C library takes for a cue to use clone (under
+// the filter). A thread's creation in a command costs a round trip to the
+// agent, a fork none (fork and posix_spawn use clone).
+//
+// A jail needs none of this (bwrap's --disable-userns holds), nor a
+// forker with a guard (its clone filter refuses clone3 outright, and it
+// moves each shell into its cgroup at its first stop).
+
+// clone3Guard answers the clone3 calls of the forker's thread and of
+// every process it started.
+type clone3Guard struct {
+	listener int
+	forker   int // the forker's thread id
+}
+
+// guardClone3 puts clone3 on the calling thread, the forker's, under the
+// agent's supervision and starts answering; why says why it cannot be
+// (the kernel has no user notification, or another supervisor has the
+// thread's), and then commands can make user namespaces where the
+// system lets them.
+func guardClone3() (why error) {
+	prog, err := clone3Program()
+	if err != nil {
+		return err
+	}
+	listener, err := execguard.ThreadFilter(prog, unix.SECCOMP_FILTER_FLAG_NEW_LISTENER)
+	if err != nil {
+		return fmt.Errorf("the kernel cannot supervise the commands' clone3 (%w): they can make user namespaces where the system lets them", err)
+	}
+	g := &clone3Guard{listener: listener, forker: unix.Gettid()}
+	go g.answer()
+	return nil
+}
+
+// clone3Program assembles the filter: clone3 is the supervisor's; any
+// other call, and a call of another architecture (which the layer's
+// filter kills), is left to the other filters.
+func clone3Program() ([]bpf.RawInstruction, error) {
+	arch, err := auditArch()
+	if err != nil {
+		return nil, err
+	}
+	return bpf.Assemble([]bpf.Instruction{
+		bpf.LoadAbsolute{Off: offArch, Size: 4},
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: arch, SkipFalse: 3},
+		bpf.LoadAbsolute{Off: offNr, Size: 4},
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.SYS_CLONE3, SkipFalse: 1},
+		bpf.RetConstant{Val: unix.SECCOMP_RET_USER_NOTIF},
+		bpf.RetConstant{Val: retAllow},
+	})
+}
+
+// answer answers every clone3 until the agent ends: the forker's goes
+// on, any other fails with ENOSYS.
+func (g *clone3Guard) answer() {
+	for {
+		var n seccompNotif // the kernel wants it zeroed
+		err := g.ioctl(unix.SECCOMP_IOCTL_NOTIF_RECV, unsafe.Pointer(&n))
+		switch {
+		case errors.Is(err, unix.EINTR), errors.Is(err, unix.ENOENT):
+			continue // ENOENT: the caller was gone before it was received
+		case err != nil:
+			return
+		}
+		resp := seccompResp{ID: n.ID, Error: -int32(unix.ENOSYS)}
+		if int(n.Pid) == g.forker {
+			resp.Error, resp.Flags = 0, unix.SECCOMP_USER_NOTIF_FLAG_CONTINUE
+		}
+		_ = g.ioctl(unix.SECCOMP_IOCTL_NOTIF_SEND, unsafe.Pointer(&resp)) // ENOENT: the caller is gone
+	}
+}
+
+func (g *clone3Guard) ioctl(req uint, arg unsafe.Pointer) error {
+	_, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(g.listener), uintptr(req), uintptr(arg))
+	if errno != 0 {
+		return errno
+	}
+	return nil
+}
