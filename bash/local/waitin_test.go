@@ -138,18 +138,30 @@ func startHelperInput(t *testing.T, e *Executor, mode string, tty bool) bash.Tas
 // promptThenAnswer reads the wait helper's first prompt, then answers it
 // with a line, both with in's waits, and returns all it printed and the
 // answer's read.
+//
+// The answer is typed once the prompt is read: a terminal echoes what is
+// typed before a prompt printed after it, and a busy machine can keep
+// the helper from printing its prompt within a wait (the spinner's).
 func promptThenAnswer(t *testing.T, e *Executor, id bash.TaskID, in bash.Input) (string, bash.TaskRead) {
 	t.Helper()
-	first, err := e.WriteInput(context.Background(), id, in)
-	if err != nil {
-		t.Fatal(err)
+	var prompt string
+	deadline := time.Now().Add(testwait.Limit)
+	for !strings.HasSuffix(prompt, "> ") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no prompt within %v: %q", testwait.Limit, prompt)
+		}
+		first, err := e.WriteInput(context.Background(), id, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		prompt += first.Stdout.Text
 	}
 	in.Data = []byte("x\n")
 	r, err := e.WriteInput(context.Background(), id, in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return first.Stdout.Text + r.Stdout.Text, r
+	return prompt + r.Stdout.Text, r
 }
 
 // TestWaitingSyscalls: a program waiting for input in each system call a

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"os/exec"
 	"slices"
 	"strconv"
 	"sync"
@@ -26,7 +27,9 @@ import (
 // percentile without and with the pool, the second call's median, the
 // claim's median, and what an idle warm jail costs: its processes,
 // their resident and proportional memory (the agent's text is shared
-// by all).
+// by all). The floor is the median of as many `bash -c true` started at
+// once by the benchmark itself (os/exec, no executor, no sandbox), in
+// the same loop: what the machine takes to run the shells alone.
 //
 // Run it without -race: go test -run '^$' -bench WarmStart -benchtime 20x
 func BenchmarkWarmStart(b *testing.B) {
@@ -43,7 +46,7 @@ func benchWarmStart(b *testing.B, layer Layer, n int) {
 	warm.full(b, n)
 	procs, rss, pss := warm.idleCost(b)
 	var first [2][]time.Duration
-	var later []time.Duration
+	var later, raw []time.Duration
 	wave := 0
 	for b.Loop() {
 		for i, e := range []*benchWarm{cold, warm} {
@@ -53,12 +56,14 @@ func benchWarmStart(b *testing.B, layer Layer, n int) {
 			first[i] = append(first[i], f...)
 			later = append(later, l...)
 		}
+		raw = append(raw, rawWave(b, n)...)
 	}
 	b.ReportMetric(percentile(first[0], 50), "first-p50-ms-cold")
 	b.ReportMetric(percentile(first[0], 99), "first-p99-ms-cold")
 	b.ReportMetric(percentile(first[1], 50), "first-p50-ms-warm")
 	b.ReportMetric(percentile(first[1], 99), "first-p99-ms-warm")
 	b.ReportMetric(percentile(later, 50), "second-p50-ms")
+	b.ReportMetric(percentile(raw, 50), "floor-p50-ms")
 	warm.mu.Lock()
 	b.ReportMetric(percentile(warm.claims, 50), "claim-p50-ms")
 	warm.mu.Unlock()
@@ -146,6 +151,27 @@ func (bw *benchWarm) atOnce(b *testing.B, specs []bash.ExecSpec) []time.Duration
 			t := time.Now()
 			if _, err := bw.e.Run(context.Background(), spec); err != nil {
 				b.Errorf("session %d: %v", i, err)
+			}
+			d[i] = time.Since(t)
+		})
+	}
+	close(start)
+	wg.Wait()
+	return d
+}
+
+// rawWave runs n `bash -c true` at once, without an executor, and returns
+// their durations.
+func rawWave(b *testing.B, n int) []time.Duration {
+	d := make([]time.Duration, n)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			t := time.Now()
+			if err := exec.Command("bash", "-c", "true").Run(); err != nil {
+				b.Errorf("bash %d: %v", i, err)
 			}
 			d[i] = time.Since(t)
 		})
