@@ -40,15 +40,36 @@ const (
 // listed (see protected).
 func (p *Policy) bwrapArgs(jp jailPaths, prepare func(gitDir string)) []string {
 	a := p.rootArgs(jp)
-	a = append(a, bindArgs("--bind", p.writable(jp))...)
+	writable := p.writable(jp)
+	a = append(a, bindArgs("--bind", writable)...)
 	mounts, readOnly := protected(jp.workspace, prepare)
 	a = append(a, bindArgs("--bind", mounts)...)
 	a = append(a, bindArgs("--ro-bind", append(readOnly, p.ReadOnly...))...)
 	if jp.spill != "" {
 		a = append(a, "--ro-bind", jp.spill, jp.spill)
 	}
-	a = append(a, mountArgs(p.hideOps(p.hiddenLast()))...)
+	again := systemHiddenIn(slices.Concat(writable, p.ReadOnly))
+	a = append(a, mountArgs(p.hideOps(append(again, p.hiddenLast()...)))...)
 	return append(a, "--chdir", jp.workspace, "--seccomp", strconv.Itoa(fdSeccomp))
+}
+
+// systemHiddenIn are the hidden system paths that lie within one of
+// binds (not those that hold one): a bind made after rootArgs hid them
+// shows them again (a workspace of /etc, its /etc/shadow), so they are
+// hidden again after it. One that holds a bind (a workspace in /run)
+// stays hidden around it.
+func systemHiddenIn(binds []string) []string {
+	var in []string
+	for _, h := range hiddenSystemPaths {
+		rh := realPath(h)
+		for _, b := range binds {
+			if rb := realPath(b); rh != rb && within(rh, rb) {
+				in = append(in, h)
+				break
+			}
+		}
+	}
+	return in
 }
 
 // rootArgs are the options and mounts of every jail before its writable
@@ -77,9 +98,11 @@ func (p *Policy) rootArgs(jp jailPaths) []string {
 // spill directory), which sessionMounts adds when one claims it.
 func (p *Policy) poolArgs(jp jailPaths) []string {
 	a := p.rootArgs(jp)
-	a = append(a, bindArgs("--bind", p.writable(jp)[1:])...)
+	writable := p.writable(jp)[1:]
+	a = append(a, bindArgs("--bind", writable)...)
 	a = append(a, bindArgs("--ro-bind", p.ReadOnly)...)
-	a = append(a, mountArgs(p.hideOps(p.hiddenLast()))...)
+	again := systemHiddenIn(slices.Concat(writable, p.ReadOnly))
+	a = append(a, mountArgs(p.hideOps(append(again, p.hiddenLast()...)))...)
 	return append(a, "--chdir", "/", "--seccomp", strconv.Itoa(fdSeccomp))
 }
 
@@ -94,16 +117,18 @@ func (p *Policy) sessionMounts(jp jailPaths, prepare func(gitDir string)) []moun
 	ops := bindOps(mountBind, []string{jp.workspace})
 	mounts, readOnly := protected(jp.workspace, prepare)
 	ops = append(ops, bindOps(mountBind, mounts)...)
-	ops = append(ops, bindOps(mountReadOnly, append(readOnly, overlapping(p.ReadOnly, jp.workspace)...))...)
+	ro := append(readOnly, overlapping(p.ReadOnly, jp.workspace)...)
+	ops = append(ops, bindOps(mountReadOnly, ro)...)
 	if jp.spill != "" {
 		ops = append(ops, mountOp{mountReadOnly, jp.spill})
 	}
-	for _, op := range p.hideOps(p.hiddenLast()) {
-		if overlaps(op.path, jp.workspace) {
-			ops = append(ops, op)
+	hide := systemHiddenIn(append([]string{jp.workspace}, ro...))
+	for _, h := range p.hiddenLast() {
+		if overlaps(h, jp.workspace) {
+			hide = append(hide, h)
 		}
 	}
-	return ops
+	return append(ops, p.hideOps(hide)...)
 }
 
 // bindOps bind each existing path onto itself (as bindArgs).

@@ -667,3 +667,62 @@ func TestWarmClaimFollowsNoLink(t *testing.T) {
 		t.Errorf("the claim did not fail on the link: %+v (the call: %v)", starts, err)
 	}
 }
+
+// TestSystemHiddenInWorkspace: a hidden system path within a path a jail
+// binds after hiding them (a workspace of /etc/ssh, its host keys; a
+// read-only /etc, its /etc/shadow) stays hidden, in a fresh jail and in
+// a warm one. As root, which could read them.
+func TestSystemHiddenInWorkspace(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		t.Skip("only root reads what is hidden here; a pool of jails needs root too")
+	}
+	keys, _ := filepath.Glob("/etc/ssh/ssh_host_*_key")
+	if len(keys) == 0 {
+		t.Skip("no ssh host key to hide")
+	}
+	const hidden, shown = "cat /etc/ssh/ssh_host_*_key /etc/shadow 2>/dev/null | wc -c", "cat /etc/ssh/ssh_config /etc/passwd | wc -c"
+	for _, c := range []struct {
+		name, ws string
+		readOnly []string
+	}{{"workspace=/etc/ssh", "/etc/ssh", nil}, {"readonly=/etc", "", []string{"/etc"}}} {
+		for _, warm := range []int{0, 1} {
+			t.Run(c.name+"/warm="+strconv.Itoa(warm), func(t *testing.T) {
+				t.Parallel()
+				ws := cmp.Or(c.ws, t.TempDir())
+				pooled := make(chan bool, 2)
+				e, err := newSandbox(t, &Options{Layer: checkedLayer(t, LayerJail), noCheck: true, Warm: warm, warmOnce: true,
+					TempDir: t.TempDir(), Policy: Policy{Home: t.TempDir(), ReadOnly: c.readOnly},
+					Local: &local.Options{Cwd: ws, SpillDir: t.TempDir()},
+					Observe: func(ev observe.Event) {
+						if js := ev.(*observe.JailStart); js.Session != "" {
+							pooled <- js.Pooled
+						}
+					}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { e.Close() })
+				if !testwait.Until(func() bool { ready, _ := e.PoolStatus(); return ready == warm }) {
+					t.Fatal("the pool did not fill")
+				}
+				ctx := t.Context()
+				spec, err := e.Resolve(ctx, bash.ExecRequest{Owner: "s", Workspace: ws, Workdir: ws, Timeout: testwait.Limit,
+					Command: hidden + "; " + shown})
+				if err != nil {
+					t.Fatal(err)
+				}
+				res, err := e.Run(ctx, spec)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := strings.Fields(res.Stdout.Text); len(got) != 2 || got[0] != "0" || got[1] == "0" {
+					t.Errorf("hidden bytes read, then bytes of what is not hidden: %q (stderr %q)", res.Stdout.Text, res.Stderr.Text)
+				}
+				if p := <-pooled; p != (warm == 1) {
+					t.Errorf("the session's jail was pooled: %v", p)
+				}
+			})
+		}
+	}
+}
