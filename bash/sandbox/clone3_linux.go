@@ -44,7 +44,7 @@ type clone3Guard struct {
 // thread's), and then commands can make user namespaces where the
 // system lets them.
 func guardClone3() (why error) {
-	prog, err := clone3Program()
+	prog, err := notifyProgram(unix.SYS_CLONE3)
 	if err != nil {
 		return err
 	}
@@ -57,10 +57,10 @@ func guardClone3() (why error) {
 	return nil
 }
 
-// clone3Program assembles the filter: clone3 is the supervisor's; any
-// other call, and a call of another architecture (which the layer's
-// filter kills), is left to the other filters.
-func clone3Program() ([]bpf.RawInstruction, error) {
+// notifyProgram assembles a filter that makes system call nr its
+// supervisor's; any other call, and a call of another architecture
+// (which the layer's filter kills), is left to the other filters.
+func notifyProgram(nr uint32) ([]bpf.RawInstruction, error) {
 	arch, err := auditArch()
 	if err != nil {
 		return nil, err
@@ -69,7 +69,7 @@ func clone3Program() ([]bpf.RawInstruction, error) {
 		bpf.LoadAbsolute{Off: offArch, Size: 4},
 		bpf.JumpIf{Cond: bpf.JumpEqual, Val: arch, SkipFalse: 3},
 		bpf.LoadAbsolute{Off: offNr, Size: 4},
-		bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.SYS_CLONE3, SkipFalse: 1},
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: nr, SkipFalse: 1},
 		bpf.RetConstant{Val: unix.SECCOMP_RET_USER_NOTIF},
 		bpf.RetConstant{Val: retAllow},
 	})

@@ -19,7 +19,6 @@ import (
 	"github.com/dshgo/dsh/bash"
 	"github.com/dshgo/dsh/bash/local"
 	"github.com/dshgo/dsh/internal/testwait"
-	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 )
 
@@ -65,18 +64,7 @@ func layerServer(busy, agent, ws, cmd string, w io.Writer) int {
 // with a listener, whose supervisor nothing asks (it supervises only
 // vhangup, which nothing here calls).
 func superviseSelf() error {
-	arch, err := auditArch()
-	if err != nil {
-		return err
-	}
-	prog, err := bpf.Assemble([]bpf.Instruction{
-		bpf.LoadAbsolute{Off: offArch, Size: 4},
-		bpf.JumpIf{Cond: bpf.JumpEqual, Val: arch, SkipFalse: 3},
-		bpf.LoadAbsolute{Off: offNr, Size: 4},
-		bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.SYS_VHANGUP, SkipFalse: 1},
-		bpf.RetConstant{Val: unix.SECCOMP_RET_USER_NOTIF},
-		bpf.RetConstant{Val: retAllow},
-	})
+	prog, err := notifyProgram(unix.SYS_VHANGUP)
 	if err != nil {
 		return err
 	}
