@@ -22,6 +22,10 @@ type jailPaths struct {
 	// deny are the deny rules the jail's agent enforces at every exec
 	// (SpawnRequest.ExecRules of the request that starts the jail).
 	deny []string
+	// systemHidden are the hidden system paths with their links
+	// resolved, once per executor (nil: resolved here; see
+	// systemHiddenIn).
+	systemHidden []string
 }
 
 // Descriptors bwrap inherits (exec.Cmd.ExtraFiles, in this order).
@@ -48,7 +52,7 @@ func (p *Policy) bwrapArgs(jp jailPaths, prepare func(gitDir string)) []string {
 	if jp.spill != "" {
 		a = append(a, "--ro-bind", jp.spill, jp.spill)
 	}
-	again := systemHiddenIn(slices.Concat(writable, p.ReadOnly))
+	again := jp.systemHiddenIn(slices.Concat(writable, p.ReadOnly))
 	a = append(a, mountArgs(p.hideOps(append(again, p.hiddenLast()...)))...)
 	return append(a, "--chdir", jp.workspace, "--seccomp", strconv.Itoa(fdSeccomp))
 }
@@ -58,13 +62,17 @@ func (p *Policy) bwrapArgs(jp jailPaths, prepare func(gitDir string)) []string {
 // shows them again (a workspace of /etc, its /etc/shadow), so they are
 // hidden again after it. One that holds a bind (a workspace in /run)
 // stays hidden around it.
-func systemHiddenIn(binds []string) []string {
+func (jp jailPaths) systemHiddenIn(binds []string) []string {
+	real := realPaths(binds)
+	hidden := jp.systemHidden
+	if hidden == nil {
+		hidden = realPaths(hiddenSystemPaths)
+	}
 	var in []string
-	for _, h := range hiddenSystemPaths {
-		rh := realPath(h)
-		for _, b := range binds {
-			if rb := realPath(b); rh != rb && within(rh, rb) {
-				in = append(in, h)
+	for i, rh := range hidden {
+		for _, rb := range real {
+			if rh != rb && within(rh, rb) {
+				in = append(in, hiddenSystemPaths[i])
 				break
 			}
 		}
@@ -101,7 +109,7 @@ func (p *Policy) poolArgs(jp jailPaths) []string {
 	writable := p.writable(jp)[1:]
 	a = append(a, bindArgs("--bind", writable)...)
 	a = append(a, bindArgs("--ro-bind", p.ReadOnly)...)
-	again := systemHiddenIn(slices.Concat(writable, p.ReadOnly))
+	again := jp.systemHiddenIn(slices.Concat(writable, p.ReadOnly))
 	a = append(a, mountArgs(p.hideOps(append(again, p.hiddenLast()...)))...)
 	return append(a, "--chdir", "/", "--seccomp", strconv.Itoa(fdSeccomp))
 }
@@ -122,13 +130,22 @@ func (p *Policy) sessionMounts(jp jailPaths, prepare func(gitDir string)) []moun
 	if jp.spill != "" {
 		ops = append(ops, mountOp{mountReadOnly, jp.spill})
 	}
-	hide := systemHiddenIn(append([]string{jp.workspace}, ro...))
+	hide := jp.systemHiddenIn(append([]string{jp.workspace}, ro...))
 	for _, h := range p.hiddenLast() {
 		if overlaps(h, jp.workspace) {
 			hide = append(hide, h)
 		}
 	}
 	return append(ops, p.hideOps(hide)...)
+}
+
+// realPaths are paths with their links resolved (see realPath).
+func realPaths(paths []string) []string {
+	real := make([]string, len(paths))
+	for i, p := range paths {
+		real[i] = realPath(p)
+	}
+	return real
 }
 
 // bindOps bind each existing path onto itself (as bindArgs).

@@ -51,7 +51,7 @@ func (js *jails) template(env []string, traced bool) poolTemplate {
 
 // poolPaths are a pooled jail's paths: no workspace, no spill directory.
 func (js *jails) poolPaths(env []string) jailPaths {
-	return jailPaths{tmpSize: js.limits.limits.Tmp, serverTemp: js.serverTemp, env: env}
+	return jailPaths{tmpSize: js.limits.limits.Tmp, serverTemp: js.serverTemp, env: env, systemHidden: js.systemHidden}
 }
 
 // startIdle starts a jail for the warm pool and waits until its agent
@@ -115,7 +115,7 @@ func (js *jails) claimJail(ctx context.Context, j *jail, req *local.SpawnRequest
 		return fmt.Errorf("keep the session's spill directory: %w", err)
 	}
 	j.unpin = unpin
-	jp := jailPaths{workspace: req.Workspace, tmpSize: js.limits.limits.Tmp, spill: spill, serverTemp: js.serverTemp, env: req.Env,
+	jp := jailPaths{workspace: req.Workspace, tmpSize: js.limits.limits.Tmp, spill: spill, serverTemp: js.serverTemp, env: req.Env, systemHidden: js.systemHidden,
 		deny: req.ExecRules.Patterns()}
 	j.deny = jp.deny
 	var c agentConfig

@@ -118,7 +118,7 @@ func (js *jails) startJail(ctx context.Context, j *jail, req *local.SpawnRequest
 		return err
 	}
 	j.sock = files[0]
-	jp := jailPaths{workspace: req.Workspace, tmpSize: js.limits.limits.Tmp, spill: spill, serverTemp: js.serverTemp, env: req.Env,
+	jp := jailPaths{workspace: req.Workspace, tmpSize: js.limits.limits.Tmp, spill: spill, serverTemp: js.serverTemp, env: req.Env, systemHidden: js.systemHidden,
 		deny: req.ExecRules.Patterns()}
 	j.deny = jp.deny
 	js.networkOf(j)

@@ -50,6 +50,9 @@ type jails struct {
 	rootErr          error
 	observe          observe.Sink                     // Options.Observe
 	logf             func(format string, args ...any) // Options.Logf, never nil
+	// systemHidden are the hidden system paths, their links resolved
+	// once (jailPaths.systemHidden).
+	systemHidden []string
 
 	mu       sync.Mutex
 	byKey    map[string]*jail
@@ -122,7 +125,7 @@ func newJails(o *Options, serverTemp []string, hold func(string) (string, func()
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
-	return &jails{observe: o.Observe, logf: logf, noFence: o.noFence, noClone3Guard: o.noClone3Guard, afterStart: o.afterStart, egress: o.Egress, allowUnsandboxed: o.AllowUnsandboxed, layer: layer, noJail: noJail, policy: o.Policy, bwrap: bw, agent: agent, filter: filters, layerFilter: layerFilters, tempDir: o.TempDir, serverTemp: serverTemp,
+	return &jails{systemHidden: realPaths(hiddenSystemPaths), observe: o.Observe, logf: logf, noFence: o.noFence, noClone3Guard: o.noClone3Guard, afterStart: o.afterStart, egress: o.Egress, allowUnsandboxed: o.AllowUnsandboxed, layer: layer, noJail: noJail, policy: o.Policy, bwrap: bw, agent: agent, filter: filters, layerFilter: layerFilters, tempDir: o.TempDir, serverTemp: serverTemp,
 		startTimeout: startTimeout, limits: limits, limitsErr: limitsErr, hold: hold, admit: admit, byKey: map[string]*jail{}}, nil
 }
 
