@@ -14,7 +14,7 @@ type View struct {
 	// /tmp in place of (/tmp and the executor's temporary directories),
 	// each at most Tmp bytes large (0: the kernel's default). The Landlock
 	// layer has none: each session's TMPDIR is a directory of its own, on
-	// the host's disk, and /tmp is read-only.
+	// the host's disk, and /tmp is hidden.
 	Private []string
 	Tmp     int64
 	// ReadOnly stay read-only inside writable paths (in the jail only).
