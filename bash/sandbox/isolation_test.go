@@ -348,8 +348,11 @@ func (r *rig) findVictim() string {
 // in /tmp (the victim's file where TMPDIR is unset), and the host's
 // /tmp, which a rig without a sandbox sees, can hold gigabytes (build
 // caches) that a grep of it would read whole.
+//
+// It skips binary files once they show a NUL (test binaries, profiles)
+// and never opens a FIFO or a device, which a grep would wait on.
 func searchTmp(secret string) string {
-	grep := `f=$(grep -hs -m1 ` + secret + ` `
+	grep := `f=$(grep -hsI -D skip -m1 ` + secret + ` `
 	return grep + `/var/tmp/* /tmp/* 2>/dev/null | head -1); test -n "$f" || ` +
 		`for d in /var/tmp /tmp; do ` + strings.Replace(grep, "-hs", "-rhs", 1) + `$d 2>/dev/null | head -1); test -n "$f" && break; done; echo "$f"`
 }
