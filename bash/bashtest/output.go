@@ -109,7 +109,7 @@ func (s *suite) onOutput(t *testing.T) {
 }
 
 func (s *suite) runSpill(t *testing.T) {
-	h := s.harness(t, func(c *Config) { c.MaxOutputBytes = 1000 })
+	h := s.shared(t, s.spilling) // MaxOutputBytes 1000
 	want := lines(1, 1000)
 	res := h.runCmd("seq 1000; seq 1000 >&2")
 	for _, o := range []struct {
@@ -132,7 +132,7 @@ func (s *suite) runSpill(t *testing.T) {
 }
 
 func (s *suite) spillAfter(t *testing.T) {
-	h := s.harness(t, nil) // MaxOutputBytes 4096
+	h := s.shared(t, s.common) // MaxOutputBytes 4096
 	for _, tc := range []struct {
 		lines      int // the command is seq LINES
 		spillAfter int64
@@ -171,7 +171,7 @@ func (s *suite) spillAfter(t *testing.T) {
 }
 
 func (s *suite) readSpill(t *testing.T) {
-	h := s.harness(t, func(c *Config) { c.MaxOutputBytes = 1000 })
+	h := s.shared(t, s.spilling) // MaxOutputBytes 1000
 	l := h.listen()
 	gate := h.fifo("gate")
 	task := h.start("echo first; read < "+quote(gate)+"; seq 2000", "")
@@ -198,7 +198,7 @@ func (s *suite) readSpill(t *testing.T) {
 }
 
 func (s *suite) invalidUTF8(t *testing.T) {
-	h := s.harness(t, nil)
+	h := s.shared(t, s.common)
 	l := h.listen()
 	cmd, want := `printf 'a\xffb\xc3(c\n'`, "a\uFFFDb\uFFFD(c\n"
 	if res := h.runCmd(cmd); res.Stdout.Text != want {
@@ -229,7 +229,7 @@ func onlyOf(t *testing.T, what, text, unit string, max int) {
 }
 
 func (s *suite) cutChars(t *testing.T) {
-	h := s.harness(t, func(c *Config) { c.MaxOutputBytes = 1000 })
+	h := s.shared(t, s.spilling) // MaxOutputBytes 1000
 	l := h.listen()
 	cmd := `printf x; for i in $(seq 500); do printf '€'; done; printf y >&2; for i in $(seq 300); do printf '😀€' >&2; done`
 	res := h.runCmd(cmd)
@@ -243,7 +243,7 @@ func (s *suite) cutChars(t *testing.T) {
 }
 
 func (s *suite) readChars(t *testing.T) {
-	h := s.harness(t, nil)
+	h := s.shared(t, s.common)
 	l := h.listen()
 	gate := h.fifo("gate")
 	task := h.start(`printf 'a\xe2\x82'; read < `+quote(gate)+`; printf '\xac b\n'`, "")
