@@ -84,27 +84,33 @@ func (o *observer) check(t *testing.T, res bash.RunResult) {
 	}
 }
 
+// onOutput runs its commands one after another on one executor of its
+// own, and checks each one's pieces once Close has returned: whatever was
+// still to come (a leftover's output, a late call) has come by then.
 func (s *suite) onOutput(t *testing.T) {
-	for _, tc := range []struct{ name, cmd string }{
+	h := s.harness(t, nil)
+	cases := []struct{ name, cmd string }{
 		{"interleaved", `for i in $(seq 200); do echo "é$i"; echo "€$i" >&2; done`},
 		{"characters split", `printf 'a\xe2\x82'; sleep 0.1; printf '\xac\n'; printf '\xf0\x9f' >&2; sleep 0.1; printf '\x98\x80\n' >&2`},
 		{"invalid bytes", `printf 'x\xffy\n'; printf '\xc3(\n' >&2`},
 		{"leftovers not watched", `echo before; (sleep 0.3; echo after) &`},
-	} {
-		parallel(t, tc.name, func(t *testing.T) {
-			cmd := tc.cmd
-			h := s.harness(t, nil)
-			o := newObserver()
-			spec := h.resolve(bash.ExecRequest{Command: cmd})
-			spec.OnOutput = o.onOutput
-			res, err := h.e.Run(h.ctx(), spec)
-			o.returned.Store(true)
-			if err != nil || res.ExitCode != 0 {
-				t.Fatalf("Run(%q): %+v, %v", cmd, res, err)
-			}
-			h.close() // whatever was still to come has come once Close returns
-			o.check(t, res)
-		})
+	}
+	observers := make([]*observer, len(cases))
+	results := make([]bash.RunResult, len(cases))
+	for i, tc := range cases {
+		o := newObserver()
+		spec := h.resolve(bash.ExecRequest{Command: tc.cmd})
+		spec.OnOutput = o.onOutput
+		res, err := h.e.Run(h.ctx(), spec)
+		o.returned.Store(true)
+		if err != nil || res.ExitCode != 0 {
+			t.Fatalf("%s: Run(%q): %+v, %v", tc.name, tc.cmd, res, err)
+		}
+		observers[i], results[i] = o, res
+	}
+	h.close()
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) { observers[i].check(t, results[i]) })
 	}
 }
 
