@@ -83,16 +83,24 @@ const (
 	tagName    = "DSH_BASHTEST_TAG"
 )
 
-// harnessSeq numbers executors, so that each has its own marker.
+// harnessSeq numbers executors, so that each has its own marker, and the
+// tests that share one, so that each has its own tags.
 var harnessSeq atomic.Int64
 
-// harness is one executor under test, for one (leaf) test.
+// harness is one executor under test as one (leaf) test uses it: an
+// executor of its own, or one it shares with other tests (see
+// suite.shared).
 type harness struct {
 	t    *testing.T
 	e    *recorder
 	cfg  Config
-	id   string // unique: the marker's value, and the prefix of tags
+	id   string // unique to the test: the prefix of its tags
+	mark string // the marker's value: the executor's
+	dir  string // where fifo makes FIFOs: the test's own directory
 	opts options
+	// shared says that other tests use the executor too: it is closed
+	// and checked when the suite ends, not when this test does.
+	shared bool
 }
 
 // newHarness makes an executor with the suite's default Config, edited by
@@ -116,7 +124,7 @@ func newHarness(t *testing.T, newExec NewFunc, opts options, edit func(*Config))
 	if e == nil {
 		t.Fatal("the NewFunc returned no executor")
 	}
-	h := &harness{t: t, e: newRecorder(e), cfg: c, id: id, opts: opts}
+	h := &harness{t: t, e: newRecorder(e), cfg: c, id: id, mark: id, dir: c.Cwd, opts: opts}
 	t.Cleanup(h.finish)
 	return h
 }
@@ -147,20 +155,24 @@ func (h *harness) finish() {
 	if err := h.e.Close(); err != nil {
 		t.Errorf("Close again (it must be idempotent): %v", err)
 	}
-	if pids := livePids(markerName + "=" + h.id); len(pids) > 0 {
+	if pids := livePids(markerName + "=" + h.mark); len(pids) > 0 {
 		t.Errorf("processes of the executor's commands outlived Close: %s", describePids(pids))
 		for _, pid := range pids {
 			_ = syscall.Kill(pid, syscall.SIGKILL) // ours (marked): keep the next tests clean
 		}
 	}
-	if left := goroutinesLeft(h.id, cmp.Or(h.opts.teardown, leakBound)); len(left) > 0 {
+	if left := goroutinesLeft(h.mark, cmp.Or(h.opts.teardown, leakBound)); len(left) > 0 {
 		t.Errorf("goroutines left behind after Close:\n%s", strings.Join(left, "\n\n"))
 	}
 }
 
-// close closes the executor now, checking the error.
+// close closes the executor now, checking the error. A test that closes
+// its executor has one of its own.
 func (h *harness) close() {
 	h.t.Helper()
+	if h.shared {
+		h.t.Fatal("bashtest: a test closes the executor it shares with others")
+	}
 	if err := h.e.Close(); err != nil {
 		h.t.Errorf("Close: %v", err)
 	}

@@ -105,7 +105,7 @@ func (h *harness) spillOfRunning(cmd string) string {
 // concurrent: the executor is used from many goroutines at once (for the
 // race detector).
 func (s *suite) concurrent(t *testing.T) {
-	h := s.harness(t, nil)
+	h := s.shared(t, s.common)
 	var wg sync.WaitGroup
 	errs := make(chan error, 100)
 	for range 6 {

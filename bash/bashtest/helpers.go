@@ -166,10 +166,14 @@ type doneLog struct {
 
 func newDoneLog() *doneLog { return &doneLog{ch: make(chan bash.Task, 1000)} }
 
-// listen registers a recording listener.
+// listen registers a recording listener; on an executor shared with
+// other tests, it is unsubscribed when the test ends.
 func (h *harness) listen() *doneLog {
 	l := newDoneLog()
-	h.e.OnTaskDone(l.record)
+	unsubscribe := h.e.OnTaskDone(l.record)
+	if h.shared {
+		h.t.Cleanup(unsubscribe)
+	}
 	return l
 }
 

@@ -48,7 +48,7 @@ func (h *harness) write(id bash.TaskID, data string, eof bool) bash.TaskRead {
 }
 
 func (s *suite) inputPrompt(t *testing.T) {
-	h := s.harness(t, nil)
+	h := s.shared(t, s.common)
 	l := h.listen()
 	task := h.startInput(`printf 'name? '; read -r n; echo "hello $n"`, "alice")
 	h.readUntil(task.ID, func(out, _ string) bool { return out == "name? " })
@@ -62,7 +62,7 @@ func (s *suite) inputPrompt(t *testing.T) {
 }
 
 func (s *suite) inputREPL(t *testing.T) {
-	h := s.harness(t, nil)
+	h := s.shared(t, s.common)
 	l := h.listen()
 	task := h.startInput(`while IFS= read -r l; do echo "=$l"; done; echo bye`, "")
 	for _, line := range []string{"one", "two", "three"} {
@@ -79,7 +79,7 @@ func (s *suite) inputREPL(t *testing.T) {
 }
 
 func (s *suite) inputEOF(t *testing.T) {
-	h := s.harness(t, nil)
+	h := s.shared(t, s.common)
 	task := h.startInput(`cat; echo " end"`, "")
 	r := h.write(task.ID, "partial", true)
 	out := r.Stdout.Text
@@ -103,7 +103,7 @@ func (h *harness) inputErr(what string, id bash.TaskID, reason error) {
 }
 
 func (s *suite) inputRefused(t *testing.T) {
-	h := s.harness(t, nil)
+	h := s.shared(t, s.common)
 	l := h.listen()
 	plain := h.start("sleep 30", "")
 	h.inputErr("a task started without input", plain.ID, bash.ErrNoInput)
@@ -117,13 +117,13 @@ func (s *suite) inputRefused(t *testing.T) {
 	}
 	h.inputErr("input closed by EOF", closed.ID, bash.ErrInputClosed)
 	h.kill(closed.ID)
-	if _, err := h.e.WriteInput(h.ctx(), "bash-999", bash.Input{Data: []byte("x")}); !errors.Is(err, bash.ErrUnknownTask) {
+	if _, err := h.e.WriteInput(h.ctx(), "bash-999999", bash.Input{Data: []byte("x")}); !errors.Is(err, bash.ErrUnknownTask) {
 		t.Errorf("an unknown task: WriteInput = %v, want ErrUnknownTask", err)
 	}
 }
 
 func (s *suite) inputBlocked(t *testing.T) {
-	h := s.harness(t, nil)
+	h := s.shared(t, s.common)
 	task := h.startInput("sleep 30", "")
 	big := make([]byte, 128<<10) // past a pipe's buffer (64 KiB by default)
 	start := time.Now()
@@ -139,7 +139,7 @@ func (s *suite) inputBlocked(t *testing.T) {
 }
 
 func (s *suite) inputFlood(t *testing.T) {
-	h := s.harness(t, nil)
+	h := s.shared(t, s.common)
 	// Output that keeps coming (every 20 ms, less than the settle apart)
 	// never lets the output settle: the wait ends the call.
 	task := h.startInput(`read -r l; while :; do echo flood; sleep 0.02; done`, "")
@@ -155,7 +155,7 @@ func (s *suite) inputFlood(t *testing.T) {
 }
 
 func (s *suite) inputRun(t *testing.T) {
-	h := s.harness(t, nil)
+	h := s.shared(t, s.common)
 	for _, term := range []*bash.TermSize{nil, {}} {
 		// cat would wait for input until the timeout: a refusal comes at
 		// once, as an error of its own, not as a run timed out or aborted.
@@ -202,7 +202,7 @@ func (s *suite) terminalTests(t *testing.T) {
 // terminalSpill: the text is stripped of the terminal's sequences, the
 // spill file keeps every byte the terminal printed.
 func (s *suite) terminalSpill(t *testing.T) {
-	h := s.harness(t, nil)
+	h := s.shared(t, s.common)
 	l := h.listen()
 	spec := h.resolve(bash.ExecRequest{Command: `printf '\033[1;31mred\033[0m\n'; seq 100`})
 	spec.Terminal, spec.SpillAfter = &bash.TermSize{}, 10
@@ -220,7 +220,7 @@ func (s *suite) terminalSpill(t *testing.T) {
 }
 
 func (s *suite) terminalSize(t *testing.T) {
-	h := s.harness(t, nil)
+	h := s.shared(t, s.common)
 	for _, c := range []struct {
 		size bash.TermSize
 		want string
@@ -240,7 +240,7 @@ func (s *suite) terminalSize(t *testing.T) {
 // descriptor of the controlling side (ptmx) would let it read and type
 // into its own terminal, or, in a sandbox, hold the server's.
 func (s *suite) terminalNoMaster(t *testing.T) {
-	h := s.harness(t, nil)
+	h := s.shared(t, s.common)
 	task := h.startTerminal(`for f in /proc/$$/fd/*; do readlink "$f"; done; echo listed`)
 	out, _ := h.readUntil(task.ID, func(out, _ string) bool { return strings.Contains(out, "listed") })
 	if strings.Contains(out, "ptmx") || !strings.Contains(out, "/dev/") {
@@ -253,7 +253,7 @@ func (s *suite) terminalNoMaster(t *testing.T) {
 // its wait (not block, holding the task's input), and Kill must end the
 // task.
 func (s *suite) terminalBlocked(t *testing.T) {
-	h := s.harness(t, nil)
+	h := s.shared(t, s.common)
 	task := h.startTerminal(`stty raw -echo; echo raw; sleep 30`)
 	h.readUntil(task.ID, func(out, _ string) bool { return strings.Contains(out, "raw") })
 	_, err := h.e.WriteInput(h.ctx(), task.ID, bash.Input{Data: make([]byte, 64<<10), Wait: 300 * time.Millisecond})
@@ -264,7 +264,7 @@ func (s *suite) terminalBlocked(t *testing.T) {
 }
 
 func (s *suite) terminalText(t *testing.T) {
-	h := s.harness(t, nil)
+	h := s.shared(t, s.common)
 	l := h.listen()
 	task := h.startTerminal(`test -t 0 && test -t 1 && test -t 2 && echo terminal; stty size; printf '\033[1;31mred\033[0m\n'; printf 'got 10%%\rgot 100%%\n'; read -r -p "name? " n; echo "hello $n"`)
 	r := h.write(task.ID, "", false)
@@ -280,7 +280,7 @@ func (s *suite) terminalText(t *testing.T) {
 }
 
 func (s *suite) terminalCtrlC(t *testing.T) {
-	h := s.harness(t, nil)
+	h := s.shared(t, s.common)
 	l := h.listen()
 	task := h.startTerminal(`echo ready; sleep 30`)
 	h.readUntil(task.ID, func(out, _ string) bool { return out == "ready\n" })
@@ -291,7 +291,7 @@ func (s *suite) terminalCtrlC(t *testing.T) {
 }
 
 func (s *suite) terminalEOF(t *testing.T) {
-	h := s.harness(t, nil)
+	h := s.shared(t, s.common)
 	l := h.listen()
 	task := h.startTerminal(`cat >/dev/null; echo "cat ended"`)
 	out := h.write(task.ID, "some text\n", true).Stdout.Text

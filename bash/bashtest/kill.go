@@ -29,7 +29,7 @@ func (h *harness) kill(id bash.TaskID) {
 }
 
 func (s *suite) killRunning(t *testing.T) {
-	h := s.harness(t, nil)
+	h := s.shared(t, s.common)
 	task := h.start("env "+h.tag("sleep")+" sleep 30", "alice")
 	h.waitLive(h.tag("sleep"))
 	h.kill(task.ID)
@@ -44,7 +44,7 @@ func (s *suite) killRunning(t *testing.T) {
 }
 
 func (s *suite) killFinished(t *testing.T) {
-	h := s.harness(t, nil)
+	h := s.shared(t, s.common)
 	l := h.listen()
 	task := h.start("exit 5", "")
 	h.wait(l, task.ID)
@@ -72,7 +72,7 @@ func (h *harness) treeCmd(name string, setsid bool) (string, []string) {
 }
 
 func (s *suite) killTree(t *testing.T) {
-	h := s.harness(t, nil)
+	h := s.shared(t, s.common)
 	cmd, tags := h.treeCmd("tree", false)
 	task := h.start(cmd, "")
 	h.waitLive(tags...)
@@ -87,7 +87,7 @@ func (s *suite) killSetsid(t *testing.T) {
 	if s.opts.setsidEscapes {
 		t.Skip("the executor says a process that calls setsid escapes it (SetsidEscapes)")
 	}
-	h := s.harness(t, nil)
+	h := s.shared(t, s.common)
 	escaped := h.tag("setsid")
 	task := h.start("setsid -f env "+escaped+" sleep 32; exec sleep 30", "")
 	h.waitLive(escaped)
@@ -96,7 +96,7 @@ func (s *suite) killSetsid(t *testing.T) {
 }
 
 func (s *suite) killIgnored(t *testing.T) {
-	h := s.harness(t, nil)
+	h := s.shared(t, s.common)
 	task := h.start("trap '' TERM; env "+h.tag("sleep")+" sleep 30", "")
 	h.waitLive(h.tag("sleep"))
 	h.kill(task.ID)
@@ -109,7 +109,7 @@ func (s *suite) killIgnored(t *testing.T) {
 // killStopped: a tree whose processes are stopped (SIGSTOP), the shell
 // included, is killed all the same.
 func (s *suite) killStopped(t *testing.T) {
-	h := s.harness(t, nil)
+	h := s.shared(t, s.common)
 	child, gate := h.tag("child"), h.fifo("gate")
 	task := h.start("env "+child+" sleep 30 & read < "+quote(gate)+"; kill -STOP $! $$", "")
 	h.waitLive(child)
@@ -125,7 +125,7 @@ func (s *suite) killStopped(t *testing.T) {
 // killCtxDone: Kill with a done context gives up waiting (the task ignores
 // SIGTERM, so its end is a grace away) but still stops the task.
 func (s *suite) killCtxDone(t *testing.T) {
-	h := s.harness(t, nil)
+	h := s.shared(t, s.common)
 	l := h.listen()
 	task := h.start("trap '' TERM; env "+h.tag("sleep")+" sleep 30", "")
 	h.waitLive(h.tag("sleep"))

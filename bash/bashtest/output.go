@@ -84,32 +84,38 @@ func (o *observer) check(t *testing.T, res bash.RunResult) {
 	}
 }
 
+// onOutput runs its commands one after another on one executor of its
+// own, and checks each one's pieces once Close has returned: whatever was
+// still to come (a leftover's output, a late call) has come by then.
 func (s *suite) onOutput(t *testing.T) {
-	for _, tc := range []struct{ name, cmd string }{
+	h := s.harness(t, nil)
+	cases := []struct{ name, cmd string }{
 		{"interleaved", `for i in $(seq 200); do echo "é$i"; echo "€$i" >&2; done`},
 		{"characters split", `printf 'a\xe2\x82'; sleep 0.1; printf '\xac\n'; printf '\xf0\x9f' >&2; sleep 0.1; printf '\x98\x80\n' >&2`},
 		{"invalid bytes", `printf 'x\xffy\n'; printf '\xc3(\n' >&2`},
 		{"leftovers not watched", `echo before; (sleep 0.3; echo after) &`},
-	} {
-		parallel(t, tc.name, func(t *testing.T) {
-			cmd := tc.cmd
-			h := s.harness(t, nil)
-			o := newObserver()
-			spec := h.resolve(bash.ExecRequest{Command: cmd})
-			spec.OnOutput = o.onOutput
-			res, err := h.e.Run(h.ctx(), spec)
-			o.returned.Store(true)
-			if err != nil || res.ExitCode != 0 {
-				t.Fatalf("Run(%q): %+v, %v", cmd, res, err)
-			}
-			h.close() // whatever was still to come has come once Close returns
-			o.check(t, res)
-		})
+	}
+	observers := make([]*observer, len(cases))
+	results := make([]bash.RunResult, len(cases))
+	for i, tc := range cases {
+		o := newObserver()
+		spec := h.resolve(bash.ExecRequest{Command: tc.cmd})
+		spec.OnOutput = o.onOutput
+		res, err := h.e.Run(h.ctx(), spec)
+		o.returned.Store(true)
+		if err != nil || res.ExitCode != 0 {
+			t.Fatalf("%s: Run(%q): %+v, %v", tc.name, tc.cmd, res, err)
+		}
+		observers[i], results[i] = o, res
+	}
+	h.close()
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) { observers[i].check(t, results[i]) })
 	}
 }
 
 func (s *suite) runSpill(t *testing.T) {
-	h := s.harness(t, func(c *Config) { c.MaxOutputBytes = 1000 })
+	h := s.shared(t, s.spilling) // MaxOutputBytes 1000
 	want := lines(1, 1000)
 	res := h.runCmd("seq 1000; seq 1000 >&2")
 	for _, o := range []struct {
@@ -132,7 +138,7 @@ func (s *suite) runSpill(t *testing.T) {
 }
 
 func (s *suite) spillAfter(t *testing.T) {
-	h := s.harness(t, nil) // MaxOutputBytes 4096
+	h := s.shared(t, s.common) // MaxOutputBytes 4096
 	for _, tc := range []struct {
 		lines      int // the command is seq LINES
 		spillAfter int64
@@ -171,7 +177,7 @@ func (s *suite) spillAfter(t *testing.T) {
 }
 
 func (s *suite) readSpill(t *testing.T) {
-	h := s.harness(t, func(c *Config) { c.MaxOutputBytes = 1000 })
+	h := s.shared(t, s.spilling) // MaxOutputBytes 1000
 	l := h.listen()
 	gate := h.fifo("gate")
 	task := h.start("echo first; read < "+quote(gate)+"; seq 2000", "")
@@ -198,7 +204,7 @@ func (s *suite) readSpill(t *testing.T) {
 }
 
 func (s *suite) invalidUTF8(t *testing.T) {
-	h := s.harness(t, nil)
+	h := s.shared(t, s.common)
 	l := h.listen()
 	cmd, want := `printf 'a\xffb\xc3(c\n'`, "a\uFFFDb\uFFFD(c\n"
 	if res := h.runCmd(cmd); res.Stdout.Text != want {
@@ -229,7 +235,7 @@ func onlyOf(t *testing.T, what, text, unit string, max int) {
 }
 
 func (s *suite) cutChars(t *testing.T) {
-	h := s.harness(t, func(c *Config) { c.MaxOutputBytes = 1000 })
+	h := s.shared(t, s.spilling) // MaxOutputBytes 1000
 	l := h.listen()
 	cmd := `printf x; for i in $(seq 500); do printf '€'; done; printf y >&2; for i in $(seq 300); do printf '😀€' >&2; done`
 	res := h.runCmd(cmd)
@@ -243,7 +249,7 @@ func (s *suite) cutChars(t *testing.T) {
 }
 
 func (s *suite) readChars(t *testing.T) {
-	h := s.harness(t, nil)
+	h := s.shared(t, s.common)
 	l := h.listen()
 	gate := h.fifo("gate")
 	task := h.start(`printf 'a\xe2\x82'; read < `+quote(gate)+`; printf '\xac b\n'`, "")

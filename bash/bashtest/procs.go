@@ -113,11 +113,12 @@ func (h *harness) assertGone(what string, tags ...string) {
 	}
 }
 
-// fifo makes a FIFO in the executor's default working directory, where
-// its commands see it.
+// fifo makes a FIFO in the test's directory (the executor's default
+// working directory or, for a test that shares the executor, a directory
+// of the test's in it), where the executor's commands see it.
 func (h *harness) fifo(name string) string {
 	h.t.Helper()
-	p := filepath.Join(h.cfg.Cwd, name)
+	p := filepath.Join(h.dir, name)
 	if err := syscall.Mkfifo(p, 0o600); err != nil {
 		h.t.Fatal(err)
 	}

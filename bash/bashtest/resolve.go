@@ -35,7 +35,7 @@ func (h *harness) pwd(spec bash.ExecSpec) string {
 }
 
 func (s *suite) workdirDefaults(t *testing.T) {
-	h := s.harness(t, nil)
+	h := s.shared(t, s.common)
 	sub := filepath.Join(h.cfg.Cwd, "sub")
 	if err := os.Mkdir(sub, 0o755); err != nil {
 		t.Fatal(err)
@@ -75,7 +75,7 @@ func (s *suite) workdirNoDefault(t *testing.T) {
 }
 
 func (s *suite) timeoutDefaults(t *testing.T) {
-	h := s.harness(t, nil)
+	h := s.shared(t, s.common)
 	tests := []struct {
 		name      string
 		req, want time.Duration
@@ -95,7 +95,7 @@ func (s *suite) timeoutDefaults(t *testing.T) {
 }
 
 func (s *suite) negativeTimeout(t *testing.T) {
-	h := s.harness(t, nil)
+	h := s.shared(t, s.common)
 	_, err := h.e.Resolve(bg, bash.ExecRequest{Command: "true", Timeout: -time.Second})
 	var te *bash.TimeoutError
 	if !errors.As(err, &te) || te.Timeout != -time.Second {
@@ -104,7 +104,7 @@ func (s *suite) negativeTimeout(t *testing.T) {
 }
 
 func (s *suite) commandKept(t *testing.T) {
-	h := s.harness(t, nil)
+	h := s.shared(t, s.common)
 	for _, owner := range []string{"", "alice", "a session/with spaces"} {
 		cmd := "echo 'é \\ \"x\"'\n  # a comment\n"
 		spec := h.resolve(bash.ExecRequest{Command: cmd, Owner: owner})
@@ -115,7 +115,7 @@ func (s *suite) commandKept(t *testing.T) {
 }
 
 func (s *suite) emptyCommand(t *testing.T) {
-	h := s.harness(t, nil)
+	h := s.shared(t, s.common)
 	for _, cmd := range []string{"", " ", "\t\n  \n"} {
 		_, err := h.e.Resolve(bg, bash.ExecRequest{Command: cmd})
 		var ce *bash.CommandError

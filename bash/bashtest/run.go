@@ -43,7 +43,7 @@ func checkResult(t *testing.T, cmd string, res bash.RunResult, code int, signal 
 }
 
 func (s *suite) exitCodes(t *testing.T) {
-	h := s.harness(t, nil)
+	h := s.shared(t, s.common)
 	for _, tc := range []struct {
 		cmd  string
 		code int
@@ -57,7 +57,7 @@ func (s *suite) exitCodes(t *testing.T) {
 }
 
 func (s *suite) streamsApart(t *testing.T) {
-	h := s.harness(t, nil)
+	h := s.shared(t, s.common)
 	for _, tc := range []struct{ cmd, stdout, stderr string }{
 		{"true", "", ""},
 		{"echo out; echo err >&2; printf 'no newline'", "out\nno newline", "err\n"},
@@ -77,7 +77,7 @@ func (s *suite) streamsApart(t *testing.T) {
 // longCommand: a command longer than one argv string may be (Linux refuses
 // 128 KiB) runs whole, as `bash -c` would run it.
 func (s *suite) longCommand(t *testing.T) {
-	h := s.harness(t, nil)
+	h := s.shared(t, s.common)
 	long := strings.Repeat("é", 150<<10)
 	cmd := "x='" + long + "'\necho ${#x}; exit 4\n"
 	res := h.runCmd(cmd)
@@ -88,7 +88,7 @@ func (s *suite) longCommand(t *testing.T) {
 }
 
 func (s *suite) signalDeaths(t *testing.T) {
-	h := s.harness(t, nil)
+	h := s.shared(t, s.common)
 	for _, tc := range []struct{ cmd, signal string }{
 		{"kill -TERM $$", "SIGTERM"},
 		{"kill -KILL $$", "SIGKILL"},
@@ -99,7 +99,7 @@ func (s *suite) signalDeaths(t *testing.T) {
 }
 
 func (s *suite) timeout(t *testing.T) {
-	h := s.harness(t, nil)
+	h := s.shared(t, s.common)
 	cmd := "echo start; env " + h.tag("sleep") + " sleep 30"
 	res := h.run(bash.ExecRequest{Command: cmd, Timeout: time.Second})
 	checkResult(t, cmd, res, -1, "SIGTERM", true)
@@ -110,7 +110,7 @@ func (s *suite) timeout(t *testing.T) {
 }
 
 func (s *suite) timeoutTrapped(t *testing.T) {
-	h := s.harness(t, nil)
+	h := s.shared(t, s.common)
 	cmd := "trap 'echo bye; exit 0' TERM; echo ready; sleep 30 & wait"
 	res := h.run(bash.ExecRequest{Command: cmd, Timeout: time.Second})
 	checkResult(t, cmd, res, 0, "", true)
@@ -120,7 +120,7 @@ func (s *suite) timeoutTrapped(t *testing.T) {
 }
 
 func (s *suite) timeoutIgnored(t *testing.T) {
-	h := s.harness(t, nil)
+	h := s.shared(t, s.common)
 	cmd := "trap '' TERM; env " + h.tag("sleep") + " sleep 30"
 	res := h.run(bash.ExecRequest{Command: cmd, Timeout: time.Second})
 	checkResult(t, cmd, res, -1, "SIGKILL", true)
@@ -156,7 +156,7 @@ func (h *harness) outcome(got <-chan runOutcome) runOutcome {
 }
 
 func (s *suite) abort(t *testing.T) {
-	h := s.harness(t, nil)
+	h := s.shared(t, s.common)
 	sync := h.fifo("sync")
 	cmd := "echo started; echo err >&2; echo > " + quote(sync) + "; env " + h.tag("sleep") + " sleep 30"
 	ctx, cancel := context.WithCancel(bg)
@@ -222,7 +222,7 @@ func (s *suite) badWorkdir(t *testing.T) {
 // adopted: `... & echo x` returns at once with what the shell printed and
 // an adopted task of the spec's owner, whose reads go on from there.
 func (s *suite) adopted(t *testing.T) {
-	h := s.harness(t, nil)
+	h := s.shared(t, s.common)
 	l := h.listen()
 	gate := h.fifo("gate")
 	cmd := "(read < " + quote(gate) + "; echo later; echo err2 >&2) & echo x; echo err1 >&2; exit 3"
@@ -256,7 +256,7 @@ func (s *suite) adopted(t *testing.T) {
 // pipes, and Kill stops them.
 func (s *suite) adoptedKill(t *testing.T) {
 	for _, redirect := range []string{"", " > /dev/null 2>&1"} {
-		h := s.harness(t, nil)
+		h := s.shared(t, s.common)
 		cmd := "env " + h.tag("left") + " sleep 30" + redirect + " & echo x"
 		res := h.run(bash.ExecRequest{Command: cmd, Owner: "bob"})
 		if res.Adopted == "" {

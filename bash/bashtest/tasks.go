@@ -26,7 +26,7 @@ func (s *suite) taskTests(t *testing.T) {
 }
 
 func (s *suite) startAtOnce(t *testing.T) {
-	h := s.harness(t, nil)
+	h := s.shared(t, s.common)
 	cmd := "env " + h.tag("sleep") + " sleep 30"
 	begin := time.Now()
 	task := h.start(cmd, "alice")
@@ -41,7 +41,7 @@ func (s *suite) startAtOnce(t *testing.T) {
 }
 
 func (s *suite) noTimeout(t *testing.T) {
-	h := s.harness(t, nil)
+	h := s.shared(t, s.common)
 	l := h.listen()
 	spec := h.resolve(bash.ExecRequest{Command: "sleep 0.5; echo done", Timeout: 50 * time.Millisecond})
 	task, err := h.e.Start(h.ctx(), spec)
@@ -110,7 +110,7 @@ func (s *suite) listOrder(t *testing.T) {
 }
 
 func (s *suite) incrementalReads(t *testing.T) {
-	h := s.harness(t, nil)
+	h := s.shared(t, s.common)
 	l := h.listen()
 	gate := h.fifo("gate")
 	task := h.start("echo one; echo err1 >&2; read < "+quote(gate)+"; echo two; echo err2 >&2; exit 3", "alice")
@@ -136,7 +136,7 @@ func (s *suite) incrementalReads(t *testing.T) {
 }
 
 func (s *suite) endsWithTree(t *testing.T) {
-	h := s.harness(t, nil)
+	h := s.shared(t, s.common)
 	l := h.listen()
 	gate, shell := h.fifo("gate"), h.tag("shell")
 	inner := "env -u " + tagName + " bash -c 'read < " + gate + "; echo late' & echo early; exit 2"
@@ -157,7 +157,7 @@ func (s *suite) endsWithTree(t *testing.T) {
 }
 
 func (s *suite) unknownTask(t *testing.T) {
-	h := s.harness(t, nil)
+	h := s.shared(t, s.common)
 	h.start("true", "")
 	for _, id := range []bash.TaskID{"bash-999999", "", "nope"} {
 		errs := map[string]error{}

@@ -73,7 +73,7 @@ func (s *suite) waitingPipe(t *testing.T) {
 // puts the terminal in raw mode, waits in pselect and draws what is
 // typed; the answer leaves that echo out.
 func (s *suite) waitingReadline(t *testing.T) {
-	h := s.harness(t, nil)
+	h := s.shared(t, s.common)
 	task := h.startTerminal(`read -e -r -p 'name? ' n; echo "hello $n"; read -e -r -p 'again? ' m`)
 	r, took := h.writeWait(task.ID, "")
 	h.answered("the first prompt", r, took, "name? ")
@@ -82,7 +82,7 @@ func (s *suite) waitingReadline(t *testing.T) {
 }
 
 func (s *suite) waitingSelect(t *testing.T) {
-	h := s.harness(t, nil)
+	h := s.shared(t, s.common)
 	task := h.startInput(`echo ready; read -r -t 60 n; echo "got $n"; read -r -t 60 m`, "")
 	r, took := h.writeWait(task.ID, "")
 	h.answered("before the read", r, took, "ready\n")
@@ -93,7 +93,7 @@ func (s *suite) waitingSelect(t *testing.T) {
 // notWaiting: a task with its input open that sleeps, or computes, does
 // not wait for input.
 func (s *suite) notWaiting(t *testing.T) {
-	h := s.harness(t, nil)
+	h := s.shared(t, s.common)
 	asleep := h.startInput(`echo asleep; sleep 60`, "")
 	busy := h.startInput(`echo busy; while :; do :; done`, "")
 	h.readUntil(asleep.ID, func(out, _ string) bool { return out == "asleep\n" })
@@ -110,7 +110,7 @@ func (s *suite) notWaiting(t *testing.T) {
 // waitingBursts: output in bursts, with gaps shorter and longer than the
 // quiet period (but shorter than the settle), all of it the answer.
 func (s *suite) waitingBursts(t *testing.T) {
-	h := s.harness(t, nil)
+	h := s.shared(t, s.common)
 	task := h.startInput(`read -r l; for i in 1 2 3; do echo "a$i"; done; sleep 0.01; echo b; sleep 0.1; echo c; read -r m`, "")
 	r, took := h.writeWait(task.ID, "go\n")
 	h.answered("bursts", r, took, "a1\na2\na3\nb\nc\n")
@@ -121,7 +121,7 @@ func (s *suite) waitingBursts(t *testing.T) {
 // for all of it, where a guess at quiet would have returned after the
 // first line.
 func (s *suite) waitingWork(t *testing.T) {
-	h := s.harness(t, nil)
+	h := s.shared(t, s.common)
 	// 300 ms of work: longer than the settle, and little CPU for a test
 	// that runs through every executor at once.
 	task := h.startInput(`read -r l; echo working; end=$((${EPOCHREALTIME/./} + 300000)); while ((${EPOCHREALTIME/./} < end)); do :; done; echo done; read -r m`, "")
@@ -137,7 +137,7 @@ func (s *suite) waitingWork(t *testing.T) {
 // (a check, then a sleep) cannot be seen waiting: its answer comes once
 // its output settled, and it is not said to wait.
 func (s *suite) waitingPolls(t *testing.T) {
-	h := s.harness(t, nil)
+	h := s.shared(t, s.common)
 	task := h.startInput(`while :; do if read -r -t 0; then read -r l; echo "=$l"; fi; sleep 0.02; done`, "")
 	r, err := h.e.WriteInput(h.ctx(), task.ID, bash.Input{Data: []byte("x\n"), Wait: waitLimit})
 	if err != nil {
@@ -153,7 +153,7 @@ func (s *suite) waitingPolls(t *testing.T) {
 // lines reaches no read: the program still waits, and the call says so
 // at once.
 func (s *suite) waitingPartLine(t *testing.T) {
-	h := s.harness(t, nil)
+	h := s.shared(t, s.common)
 	task := h.startTerminal(`read -r l; echo "got $l"; read -r m`)
 	h.writeWait(task.ID, "")
 	r, took := h.writeWait(task.ID, "ab")
@@ -166,7 +166,7 @@ func (s *suite) waitingPartLine(t *testing.T) {
 // REPL's event loop with a timer due) is not only waiting for input: it
 // prints when the timer ends, and that is the answer too.
 func (s *suite) waitingTimed(t *testing.T) {
-	h := s.harness(t, nil)
+	h := s.shared(t, s.common)
 	task := h.startInput(`read -r l; echo "got $l"; read -r -t 0.3 m || echo "timed out"; read -r n`, "")
 	r, took := h.writeWait(task.ID, "x\n")
 	h.answered("a read with a timeout soon", r, took, "got x\ntimed out\n")
@@ -176,7 +176,7 @@ func (s *suite) waitingTimed(t *testing.T) {
 // was typed as its own output keeps it: only a whole line typed, shown
 // whole, is taken for a line editor's echo.
 func (s *suite) waitingRawOutput(t *testing.T) {
-	h := s.harness(t, nil)
+	h := s.shared(t, s.common)
 	task := h.startTerminal(`stty -icanon -echo; printf 'Continue? [y/n] '; read -r -n1 k; echo "$k"es; read -r -n1 m`)
 	h.writeWait(task.ID, "")
 	r, took := h.writeWait(task.ID, "y")
