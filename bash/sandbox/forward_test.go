@@ -129,21 +129,23 @@ func TestForwardHostService(t *testing.T) {
 			fmt.Sprintf(`python3 -c 'import socket; s = socket.create_connection(("127.0.0.1", %d)); s.sendall(b"GET / HTTP/1.0\r\n\r\n"); print(b"".join(iter(lambda: s.recv(4096), b"")).decode().splitlines()[-1])'`, dbPort),
 			"hello from the database\n"})
 	}
-	t.Run("clients", func(t *testing.T) {
-		for _, row := range rows {
-			t.Run(row.name, func(t *testing.T) {
-				t.Parallel()
-				if got := runIn(t, e, ws, row.cmd); got != row.want {
-					t.Errorf("%s\ngot  %q\nwant %q", row.cmd, got, row.want)
-				}
-			})
+	// Counted once every client has run (the subtests are parallel: the
+	// test's cleanups run after them).
+	t.Cleanup(func() {
+		if n := other.conns.Load(); n != 0 {
+			t.Errorf("the service not forwarded saw %d connections, want none", n)
+		}
+		if n := db.conns.Load(); n != dbConns {
+			t.Errorf("the database saw %d connections, want %d", n, dbConns)
 		}
 	})
-	if n := other.conns.Load(); n != 0 {
-		t.Errorf("the service not forwarded saw %d connections, want none", n)
-	}
-	if n := db.conns.Load(); n != dbConns {
-		t.Errorf("the database saw %d connections, want %d", n, dbConns)
+	for _, row := range rows {
+		t.Run(row.name, func(t *testing.T) {
+			t.Parallel()
+			if got := runIn(t, e, ws, row.cmd); got != row.want {
+				t.Errorf("%s\ngot  %q\nwant %q", row.cmd, got, row.want)
+			}
+		})
 	}
 }
 
