@@ -267,7 +267,12 @@ func (s *suite) terminalText(t *testing.T) {
 	h := s.shared(t, s.common)
 	l := h.listen()
 	task := h.startTerminal(`test -t 0 && test -t 1 && test -t 2 && echo terminal; stty size; printf '\033[1;31mred\033[0m\n'; printf 'got 10%%\rgot 100%%\n'; read -r -p "name? " n; echo "hello $n"`)
-	r := h.write(task.ID, "", false)
+	// The first read ends when the shell waits for input, not when the
+	// output pauses (a busy machine pauses it between two commands).
+	r, err := h.e.WriteInput(h.ctx(), task.ID, bash.Input{Wait: 5 * time.Second, Settle: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if want := "terminal\n24 80\nred\ngot 100%\nname? "; r.Stdout.Text != want {
 		t.Errorf("the terminal's first output: %q, want %q", r.Stdout.Text, want)
 	}
