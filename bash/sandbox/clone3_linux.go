@@ -53,9 +53,6 @@ func guardClone3() (why error) {
 		return fmt.Errorf("the kernel cannot supervise the commands' clone3 (%w): they can make user namespaces where the system lets them", err)
 	}
 	g := &clone3Guard{listener: listener, forker: unix.Gettid()}
-	// The forker waits on each of its own: have the kernel switch to the
-	// answering thread and back at once, where it can (Linux 6.6).
-	_ = g.ioctlArg(unix.SECCOMP_IOCTL_NOTIF_SET_FLAGS, unix.SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP)
 	go g.answer()
 	return nil
 }
@@ -99,11 +96,7 @@ func (g *clone3Guard) answer() {
 }
 
 func (g *clone3Guard) ioctl(req uint, arg unsafe.Pointer) error {
-	return g.ioctlArg(req, uintptr(arg))
-}
-
-func (g *clone3Guard) ioctlArg(req uint, arg uintptr) error {
-	_, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(g.listener), uintptr(req), arg)
+	_, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(g.listener), uintptr(req), uintptr(arg))
 	if errno != 0 {
 		return errno
 	}
