@@ -76,6 +76,10 @@ type HTTPOptions struct {
 	// HTTPHandler.Drain) for at most DrainTimeout, then shut down as when
 	// its context is done. Nil: never.
 	Drain <-chan struct{}
+	// OnDrain, if set, is called once the drain Drain began holds: new
+	// sessions are refused and ReadyPath answers 503 from then on, and
+	// the calls in flight are being waited for. For a message saying so.
+	OnDrain func()
 	// DrainTimeout bounds how long a drain waits for the calls in flight.
 	// Default DefaultDrainTimeout; negative: it does not wait.
 	DrainTimeout time.Duration

@@ -62,6 +62,13 @@ func (hs *httpSessions) drainWait(ctx context.Context) error {
 	}
 }
 
+// startDrain makes hs drain, without waiting for the calls in flight.
+func (hs *httpSessions) startDrain() {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	hs.drain.on = true
+}
+
 func (hs *httpSessions) isDraining() bool {
 	hs.mu.Lock()
 	defer hs.mu.Unlock()

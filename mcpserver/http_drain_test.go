@@ -155,8 +155,8 @@ func TestHTTPDrain(t *testing.T) {
 	}
 }
 
-// TestServeStreamableDrain: once Drain is closed, ServeStreamable serves
-// the calls in flight to their end, then ends the sessions (their tasks
+// TestServeStreamableDrain: once Drain is closed, ServeStreamable drains
+// (OnDrain comes when it does), serves the calls in flight to their end, then ends the sessions (their tasks
 // die) and returns nil; with DrainTimeout negative, or ctx done during the
 // drain, the calls in flight are aborted.
 func TestServeStreamableDrain(t *testing.T) {
@@ -172,11 +172,19 @@ func TestServeStreamableDrain(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			drain := make(chan struct{})
-			hr, _, cancel, served := serveStreamable(t, &HTTPOptions{Token: testToken, Drain: drain, DrainTimeout: tc.timeout})
+			// OnDrain comes once the drain holds: a probe then says so.
+			var url string
+			onDrain := make(chan string, 1)
+			hr, _, cancel, served := serveStreamable(t, &HTTPOptions{Token: testToken, Drain: drain, DrainTimeout: tc.timeout,
+				OnDrain: func() { onDrain <- probeAnswer(url + ReadyPath) }})
+			url = hr.url
 			cs := hr.client(t, nil, true)
 			bg := background(t, cs)
 			long := hold(t, cs)
 			close(drain)
+			if got := testwait.Recv(t, onDrain, "OnDrain"); got != "Service Unavailable draining\n" {
+				t.Errorf("the ready probe when OnDrain came: %q", got)
+			}
 			if tc.want == "aborted" {
 				if tc.cut {
 					if !testwait.Until(func() bool { return probeAnswer(hr.url+ReadyPath) == "Service Unavailable draining\n" }) {

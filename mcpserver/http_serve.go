@@ -49,6 +49,10 @@ func (s *Server) ServeStreamable(ctx context.Context, ln net.Listener, opts *HTT
 	case <-ctx.Done():
 		err = shutdown(hs, h, conns, o.FlushTimeout, served)
 	case <-o.Drain:
+		h.sessions.startDrain()
+		if o.OnDrain != nil {
+			o.OnDrain()
+		}
 		s.drain(ctx, h, o.DrainTimeout)
 		err = shutdown(hs, h, conns, o.FlushTimeout, served)
 	}

@@ -48,14 +48,16 @@ func (hf *httpFlags) mergeConfig(fs *flag.FlagSet, c *httpConfig) {
 
 // drainOnTerm makes the first SIGTERM drain the server (closing the
 // channel returned, which is nil with no drain timeout: SIGTERM then ends
-// at once); undo when serving is over.
-func (hf *httpFlags) drainOnTerm(ctx context.Context, stderr io.Writer) (drain <-chan struct{}, undo func()) {
+// at once); undo when serving is over. said, called once the drain
+// holds (HTTPOptions.OnDrain), says so: not before, when a new session
+// could still be taken.
+func (hf *httpFlags) drainOnTerm(ctx context.Context, stderr io.Writer) (drain <-chan struct{}, said func(), undo func()) {
 	if hf.drainTimeout <= 0 {
-		return nil, func() {}
+		return nil, nil, func() {}
 	}
 	ch := make(chan struct{})
-	return ch, onTerm(ctx, func() {
+	said = func() {
 		fmt.Fprintf(stderr, "dsh-bash mcp: SIGTERM: draining: new sessions are refused, the calls in flight have %v to finish; SIGTERM again or SIGINT ends at once\n", hf.drainTimeout)
-		close(ch)
-	})
+	}
+	return ch, said, onTerm(ctx, func() { close(ch) })
 }

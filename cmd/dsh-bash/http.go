@@ -276,14 +276,14 @@ func serveHTTP(ctx context.Context, srv *mcpserver.Server, hf *httpFlags, ready 
 	if hf.noAuth {
 		fmt.Fprintln(stderr, "dsh-bash mcp: no token required (--no-auth)")
 	}
-	drain, undo := hf.drainOnTerm(ctx, stderr)
+	drain, said, undo := hf.drainOnTerm(ctx, stderr)
 	defer undo()
 	fmt.Fprintf(stderr, "dsh-bash mcp: serving streamable HTTP on %s\n", where(ln, hf.addr))
 	return srv.ServeStreamable(ctx, ln, &mcpserver.HTTPOptions{
 		Token: hf.token, NoAuth: hf.noAuth, SessionTimeout: max(hf.idle, 0),
 		SessionGrace: never(hf.grace), MaxSessions: int(never(time.Duration(hf.maxSessions))),
 		Metrics: hf.metrics,
-		Ready:   ready, Drain: drain, DrainTimeout: hf.drainTimeout,
+		Ready:   ready, Drain: drain, OnDrain: said, DrainTimeout: hf.drainTimeout,
 	})
 }
 
