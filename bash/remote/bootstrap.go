@@ -26,12 +26,12 @@ type ScriptRunner func(ctx context.Context, script string, stdin io.Reader) (std
 
 // Bootstrap returns the shell command that runs cmd on a far side reached
 // through run: cmd as it is when its program is found there; else, when
-// cmd runs dsh-bash, the running binary uploaded once to cacheDir (named
-// by its SHA-256, checked there after the copy and before each use) and
-// run from it. cacheDir is a shell word for the far side's sh, inside
-// double quotes ("": $HOME/.cache/dsh-bash); name names the far side in
-// errors.
-func Bootstrap(ctx context.Context, run ScriptRunner, name, cacheDir, cmd string) (string, error) {
+// cmd runs dsh-bash, the program at binary ("": the running binary)
+// uploaded once to cacheDir (named by its SHA-256, checked there after
+// the copy and before each use) and run from it. cacheDir is a shell
+// word for the far side's sh, inside double quotes ("":
+// $HOME/.cache/dsh-bash); name names the far side in errors.
+func Bootstrap(ctx context.Context, run ScriptRunner, name, cacheDir, binary, cmd string) (string, error) {
 	prog, rest, _ := strings.Cut(cmd, " ")
 	if prog != "dsh-bash" {
 		return cmd, nil // a path or another program: the user placed it
@@ -40,7 +40,12 @@ func Bootstrap(ctx context.Context, run ScriptRunner, name, cacheDir, cmd string
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", name, err)
 	}
-	sum, err := selfHash()
+	if binary == "" {
+		if binary, err = os.Executable(); err != nil {
+			return "", fmt.Errorf("%s: upload: %w", name, err)
+		}
+	}
+	sum, err := fileHash(binary)
 	if err != nil {
 		return "", fmt.Errorf("%s: upload: %w", name, err)
 	}
@@ -60,7 +65,7 @@ func Bootstrap(ctx context.Context, run ScriptRunner, name, cacheDir, cmd string
 	if err := sameSystem(uname); err != nil {
 		return "", fmt.Errorf("%s has no dsh-bash, and this one cannot run there: %w; install it there", name, err)
 	}
-	if err := upload(ctx, run, root, dir, sum); err != nil {
+	if err := upload(ctx, run, binary, root, dir, sum); err != nil {
 		return "", fmt.Errorf("%s: upload: %w", name, err)
 	}
 	return exe, nil
@@ -71,7 +76,7 @@ func (s *SSH) bootstrap(ctx context.Context, c *ssh.Client, cmd string) (string,
 	run := func(ctx context.Context, script string, stdin io.Reader) (string, error) {
 		return output(ctx, c, script, stdin)
 	}
-	return Bootstrap(ctx, run, s.Name(), s.CacheDir, cmd)
+	return Bootstrap(ctx, run, s.Name(), s.CacheDir, "", cmd)
 }
 
 // cacheRoot is the cache directory as a word inside double quotes; a
@@ -107,14 +112,10 @@ func probeScript(root, dir, sum string) string {
 		`else echo missing; uname -sm; fi`
 }
 
-// upload copies the running binary to dir/dsh-bash through a temporary
-// file, checking its hash there before it takes the name.
-func upload(ctx context.Context, run ScriptRunner, root, dir, sum string) error {
-	self, err := os.Executable()
-	if err != nil {
-		return err
-	}
-	f, err := os.Open(self)
+// upload copies the program at binary to dir/dsh-bash through a
+// temporary file, checking its hash there before it takes the name.
+func upload(ctx context.Context, run ScriptRunner, binary, root, dir, sum string) error {
+	f, err := os.Open(binary)
 	if err != nil {
 		return err
 	}
@@ -163,13 +164,9 @@ func sameSystem(uname string) error {
 	return nil
 }
 
-// selfHash is the SHA-256 of the running binary.
-func selfHash() (string, error) {
-	self, err := os.Executable()
-	if err != nil {
-		return "", err
-	}
-	f, err := os.Open(self)
+// fileHash is the SHA-256 of the file at path.
+func fileHash(path string) (string, error) {
+	f, err := os.Open(path)
 	if err != nil {
 		return "", err
 	}

@@ -39,7 +39,11 @@ func TestUpload(t *testing.T) {
 	}
 
 	d.Upload = true
-	sum, err := selfHash()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := fileHash(self)
 	if err != nil {
 		t.Fatal(err)
 	}

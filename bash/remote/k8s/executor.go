@@ -47,6 +47,9 @@ type Options struct {
 	// its SHA-256) over the exec stream and runs that; the image needs sh
 	// and the same OS and architecture.
 	Upload bool
+	// Binary is the program Upload copies ("": the running binary, which
+	// is dsh-bash, or a program that serves as it does).
+	Binary string
 	// CacheDir is where Upload puts the binary in the pod (a shell word;
 	// default /tmp/dsh-bash).
 	CacheDir string
@@ -248,7 +251,7 @@ func (e *Executor) prepare(ctx context.Context, p *corev1.Pod) (*ready, error) {
 		return r, nil
 	}
 	x := e.exec(p.Name, nil)
-	cmd, err := remote.Bootstrap(ctx, x.Run, "pod "+e.opts.Namespace+"/"+p.Name, cmp.Or(e.opts.CacheDir, "/tmp/dsh-bash"), shellJoin(e.opts.Command))
+	cmd, err := remote.Bootstrap(ctx, x.Run, "pod "+e.opts.Namespace+"/"+p.Name, cmp.Or(e.opts.CacheDir, "/tmp/dsh-bash"), e.opts.Binary, shellJoin(e.opts.Command))
 	if err != nil {
 		return nil, err
 	}

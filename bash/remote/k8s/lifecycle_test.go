@@ -118,8 +118,9 @@ func startHeld(t *testing.T, k cluster, argv ...string) (*exec.Cmd, holdConfig) 
 	return cmd, h
 }
 
-// TestUpload: with Upload, an image without dsh-bash gets this binary,
-// copied over the exec stream into the cache directory. (Its reuse from
+// TestUpload: with Upload, an image without dsh-bash gets the binary
+// Options.Binary names (the running binary by default), copied over the
+// exec stream into the cache directory. (Its reuse from
 // the cache, which a pod's own file system rarely keeps, is
 // bash/remote's TestUpload's: the same Bootstrap, over SSH.)
 func TestUpload(t *testing.T) {
@@ -127,15 +128,18 @@ func TestUpload(t *testing.T) {
 	k := newCluster(t)
 	cache := filepath.Join(t.TempDir(), "cache") // the pod has the host's /tmp
 	c := bashtest.Config{Cwd: t.TempDir()}
+	argv := serveArgv(t, c)
+	// The far side, plain-built, is the binary uploaded: a quarter of the
+	// race-built test binary's size, through the API server's stream.
 	e := k.executor(t, c, func(o *Options) {
-		o.Upload, o.CacheDir = true, cache
-		o.Command = append([]string{"dsh-bash"}, serveArgv(t, c)[1:]...)
+		o.Upload, o.CacheDir, o.Binary = true, cache, argv[0]
+		o.Command = append([]string{"dsh-bash"}, argv[1:]...)
 	})
 	defer e.Close()
 	if res, err := run(e, "a", "echo ok"); err != nil || res.Stdout.Text != "ok\n" {
 		t.Fatalf("run: %v %+v", err, res)
 	}
-	sum, err := selfSum()
+	sum, err := fileSum(argv[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,9 +171,9 @@ func servetestConfig(cwd, spill string) string {
 	return servetest.Config{Config: bashtest.Config{Cwd: cwd}, SpillDir: spill}.Encode()
 }
 
-// selfSum is the SHA-256 of this test binary.
-func selfSum() (string, error) {
-	b, err := os.ReadFile(os.Args[0])
+// fileSum is the SHA-256 of the file at path.
+func fileSum(path string) (string, error) {
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return "", err
 	}
