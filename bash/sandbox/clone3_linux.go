@@ -76,8 +76,12 @@ func notifyProgram(nr uint32) ([]bpf.RawInstruction, error) {
 }
 
 // answer answers every clone3 until the agent ends: the forker's goes
-// on, any other fails with ENOSYS.
+// on, any other fails with ENOSYS. Should the listener fail, it is
+// closed: the kernel then answers every clone3 of the forker's tree
+// with ENOSYS itself, and a shell's start fails, saying so, rather
+// than wait for an answer that cannot come.
 func (g *clone3Guard) answer() {
+	defer unix.Close(g.listener)
 	for {
 		var n seccompNotif // the kernel wants it zeroed
 		err := g.ioctl(unix.SECCOMP_IOCTL_NOTIF_RECV, unsafe.Pointer(&n))
