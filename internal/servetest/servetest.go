@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package servetest gives the tests of the remote executors a far side
 // that serves a local executor with the conformance suite's knobs: the
 // suite's bashtest.Config travels to the far side's process as JSON, and

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command farside is the far side of the remote executors' tests, built
 // without the race detector: `farside executor CONFIG` serves the local
 // executor that CONFIG (servetest.Config.Encode) describes on its stdin
