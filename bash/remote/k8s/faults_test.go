@@ -207,15 +207,26 @@ func TestPodCannotStart(t *testing.T) {
 	}
 }
 
-// noPods gives namespace ns a quota of no pods.
+// noPods gives namespace ns a quota of no pods, and waits until the
+// quota controller has counted it: before, the API server's admission
+// may not know it yet (its cache of a namespace without quotas lasts
+// seconds), and lets a pod through.
 func noPods(t *testing.T, ns string) {
 	t.Helper()
 	q := &corev1.ResourceQuota{
 		ObjectMeta: metav1.ObjectMeta{Name: "no-pods"},
 		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("0")}},
 	}
-	if _, err := k8stest.Client(t).ResourceQuotas(ns).Create(context.Background(), q, metav1.CreateOptions{}); err != nil {
+	quotas := k8stest.Client(t).ResourceQuotas(ns)
+	if _, err := quotas.Create(context.Background(), q, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
+	}
+	counted := testwait.Until(func() bool {
+		got, err := quotas.Get(context.Background(), q.Name, metav1.GetOptions{})
+		return err == nil && len(got.Status.Hard) > 0
+	})
+	if !counted {
+		t.Fatal("the quota controller did not count the quota")
 	}
 }
 
