@@ -84,7 +84,7 @@ func (g *clone3Guard) answer() {
 	defer unix.Close(g.listener)
 	for {
 		var n seccompNotif // the kernel wants it zeroed
-		err := g.ioctl(unix.SECCOMP_IOCTL_NOTIF_RECV, unsafe.Pointer(&n))
+		err := notifIoctl(g.listener, unix.SECCOMP_IOCTL_NOTIF_RECV, unsafe.Pointer(&n))
 		switch {
 		case errors.Is(err, unix.EINTR), errors.Is(err, unix.ENOENT):
 			continue // ENOENT: the caller was gone before it was received
@@ -95,14 +95,6 @@ func (g *clone3Guard) answer() {
 		if int(n.Pid) == g.forker {
 			resp.Error, resp.Flags = 0, unix.SECCOMP_USER_NOTIF_FLAG_CONTINUE
 		}
-		_ = g.ioctl(unix.SECCOMP_IOCTL_NOTIF_SEND, unsafe.Pointer(&resp)) // ENOENT: the caller is gone
+		_ = notifIoctl(g.listener, unix.SECCOMP_IOCTL_NOTIF_SEND, unsafe.Pointer(&resp)) // ENOENT: the caller is gone
 	}
-}
-
-func (g *clone3Guard) ioctl(req uint, arg unsafe.Pointer) error {
-	_, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(g.listener), uintptr(req), uintptr(arg))
-	if errno != 0 {
-		return errno
-	}
-	return nil
 }

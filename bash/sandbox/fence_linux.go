@@ -316,8 +316,12 @@ func (f *fence) reply(id uint64, val int64, errno syscall.Errno) {
 }
 
 // ioctl is an ioctl on the listener (open until every call is over).
-func (f *fence) ioctl(req uint, arg unsafe.Pointer) error {
-	_, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(f.listener), uintptr(req), uintptr(arg))
+func (f *fence) ioctl(req uint, arg unsafe.Pointer) error { return notifIoctl(f.listener, req, arg) }
+
+// notifIoctl is an ioctl on a seccomp listener (the fence's, the clone3
+// guard's).
+func notifIoctl(listener int, req uint, arg unsafe.Pointer) error {
+	_, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(listener), uintptr(req), uintptr(arg))
 	if errno != 0 {
 		return errno
 	}
