@@ -146,12 +146,7 @@ func (js *jails) awaitReady(ctx context.Context, j *jail, late error) error {
 	if err := j.await(ctx, j.ready); err != nil {
 		return err
 	}
-	if j.fenceErr != "" {
-		js.noteFenceErr(j.fenceErr)
-	}
-	if j.usernsErr != "" {
-		js.noteUsernsErr(j.usernsErr)
-	}
+	js.noteAgentErrs(j)
 	return nil
 }
 

@@ -65,19 +65,17 @@ type jails struct {
 	usernsErr string
 }
 
-// noteUsernsErr records why an agent of the Landlock layer could not
-// keep its commands from making user namespaces, for View.
-func (js *jails) noteUsernsErr(why string) {
+// noteAgentErrs records, for View, what j's agent said it could not do:
+// fence the jail, or keep its commands from making user namespaces.
+func (js *jails) noteAgentErrs(j *jail) {
 	js.mu.Lock()
-	js.usernsErr = why
-	js.mu.Unlock()
-}
-
-// noteFenceErr records why a jail could not be fenced, for View.
-func (js *jails) noteFenceErr(why string) {
-	js.mu.Lock()
-	js.fenceErr = why
-	js.mu.Unlock()
+	defer js.mu.Unlock()
+	if j.fenceErr != "" {
+		js.fenceErr = j.fenceErr
+	}
+	if j.usernsErr != "" {
+		js.usernsErr = j.usernsErr
+	}
 }
 
 func newJails(o *Options, serverTemp []string, hold func(string) (string, func(), error), admit func(string) error) (*jails, error) {
