@@ -26,7 +26,6 @@ import (
 // test pods cannot mount a jail's /proc).
 func TestMCPKubernetes(t *testing.T) {
 	t.Parallel()
-	k8stest.Config(t)
 	ns := k8stest.Namespace(t)
 	tmpl := k8stest.Template(t) // the host's /usr and /tmp, where this dsh-bash is
 	b, err := json.Marshal(tmpl)
@@ -38,7 +37,7 @@ func TestMCPKubernetes(t *testing.T) {
 		t.Fatal(err)
 	}
 	ws := t.TempDir()
-	flags := []string{"--remote", "k8s://" + ns + ws, "--k8s-template", file, "--remote-command", binary + " executor", "--deny", "touch"}
+	flags := []string{"--remote", "k8s://" + ns + ws, "--k8s-template", file, "--kubeconfig", k8stest.Kubeconfig(t), "--remote-command", binary + " executor", "--deny", "touch"}
 	out, errOut, code := dshBash(t, ws, append([]string{"doctor"}, flags...)...)
 	for _, want := range []string{"in a Kubernetes pod of each session's own, namespace " + ns, "probe pod: pod " + ns + "/dsh-", "containment there: sandbox (landlock layer)", "workspace there: " + ws} {
 		if code != 0 || !strings.Contains(out, want) {

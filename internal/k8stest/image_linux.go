@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -174,7 +173,7 @@ func importImage(name string) error {
 	if err != nil {
 		return err
 	}
-	script, err := importScript()
+	script, err := sharedScript("import-image.sh")
 	if err != nil {
 		return err
 	}
@@ -210,51 +209,4 @@ func importImage(name string) error {
 		return fmt.Errorf("%s %s %s: %v\n%s", script, dir, name, err, out.Bytes())
 	}
 	return nil
-}
-
-// noScriptsError says where shared/k8s was looked for.
-type noScriptsError struct{ tried []string }
-
-func (e *noScriptsError) Error() string {
-	return "shared/k8s/import-image.sh is in none of " + strings.Join(e.tried, ", ") + " (set $DSH_SHARED to the shared directory)"
-}
-
-// importScript finds shared/k8s/import-image.sh.
-func importScript() (string, error) {
-	var dirs []string
-	if d := os.Getenv("DSH_SHARED"); d != "" {
-		dirs = append(dirs, d)
-	}
-	if root, err := moduleRoot(); err == nil {
-		dirs = append(dirs, filepath.Join(filepath.Dir(root), "shared"))
-	}
-	dirs = append(dirs, "/work/shared")
-	var tried []string
-	for _, d := range dirs {
-		p := filepath.Join(d, "k8s", "import-image.sh")
-		if _, err := os.Stat(p); err == nil {
-			return p, nil
-		}
-		tried = append(tried, p)
-	}
-	return "", &noScriptsError{tried}
-}
-
-// moduleRoot is the directory of the go.mod above the working directory,
-// which is a package's directory when go test runs it.
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no go.mod above the working directory")
-		}
-		dir = parent
-	}
 }

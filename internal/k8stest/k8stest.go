@@ -1,7 +1,8 @@
 // Package k8stest gives tests a real Kubernetes cluster to run pods in:
 // its client configuration, a namespace of their own, a test image and a
 // pod template. The cluster is the single-node one shared/k8s/up.sh
-// brings up on this machine (see docs/testing.md); $KUBECONFIG names it.
+// brings up on this machine (see docs/testing.md); $KUBECONFIG names it,
+// or, with DSH_K8S_UP=1, the tests run up.sh themselves.
 //
 // Without a reachable cluster the tests that ask for one skip, saying
 // why, except under CI=true, where they fail: CI brings the cluster up
@@ -21,7 +22,9 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -36,14 +39,33 @@ import (
 // loopback, so a few seconds mean it is not there.
 const probeTimeout = 5 * time.Second
 
-// cluster loads $KUBECONFIG and checks, once per process, that its API
-// server answers and is ready.
-var cluster = sync.OnceValues(func() (*rest.Config, error) {
-	env := os.Getenv("KUBECONFIG")
-	if env == "" {
-		// Not ~/.kube/config: that may be a cluster of the user's own,
-		// which tests must not create pods in.
-		return nil, fmt.Errorf("$KUBECONFIG is not set (KUBECONFIG=$(bash shared/k8s/up.sh) brings a cluster up)")
+// upEnv names the environment variable that lets the tests bring the
+// cluster up themselves where $KUBECONFIG is unset: with it set to 1,
+// the first test of a process that needs the cluster runs
+// shared/k8s/up.sh and uses the kubeconfig it prints. up.sh takes a lock
+// and reuses a healthy cluster, so a test started while another caller
+// (.ci/run, in the background) brings it up waits for that one, and one
+// started after gets it at once.
+const upEnv = "DSH_K8S_UP"
+
+// upTimeout bounds up.sh: it builds the cluster's binaries the first
+// time on a machine, about 5 minutes.
+const upTimeout = 8 * time.Minute
+
+// testCluster is the cluster the tests use: its kubeconfig file and the
+// client configuration loaded from it.
+type testCluster struct {
+	kubeconfig string
+	config     *rest.Config
+}
+
+// cluster loads $KUBECONFIG (or the kubeconfig up.sh prints, under
+// DSH_K8S_UP=1) and checks, once per process, that its API server
+// answers and is ready.
+var cluster = sync.OnceValues(func() (*testCluster, error) {
+	env, err := kubeconfigFile()
+	if err != nil {
+		return nil, err
 	}
 	rules := &clientcmd.ClientConfigLoadingRules{Precedence: filepath.SplitList(env)}
 	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil).ClientConfig()
@@ -56,23 +78,66 @@ var cluster = sync.OnceValues(func() (*rest.Config, error) {
 	// The cluster is local and tests make pods in parallel: client-go's
 	// default of 5 requests a second would throttle them.
 	cfg.QPS, cfg.Burst = 100, 200
+	if err := ready(cfg); err != nil {
+		return nil, fmt.Errorf("the API server at %s (KUBECONFIG=%s) is not ready: %v", cfg.Host, env, err)
+	}
+	return &testCluster{kubeconfig: env, config: cfg}, nil
+})
+
+// kubeconfigFile is $KUBECONFIG, or under DSH_K8S_UP=1 the kubeconfig of
+// the cluster shared/k8s/up.sh brings up (or finds up).
+func kubeconfigFile() (string, error) {
+	if env := os.Getenv("KUBECONFIG"); env != "" {
+		return env, nil
+	}
+	if os.Getenv(upEnv) != "1" {
+		// Not ~/.kube/config: that may be a cluster of the user's own,
+		// which tests must not create pods in.
+		return "", fmt.Errorf("$KUBECONFIG is not set (KUBECONFIG=$(bash shared/k8s/up.sh) brings a cluster up, or %s=1 has the tests run it)", upEnv)
+	}
+	script, err := sharedScript("up.sh")
+	if err != nil {
+		return "", err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), upTimeout)
+	defer cancel()
+	var out, progress bytes.Buffer
+	cmd := exec.CommandContext(ctx, "bash", script)
+	cmd.Stdout, cmd.Stderr = &out, &progress
+	cmd.WaitDelay = time.Second
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("%s=1: %s: %v\n%s", upEnv, script, err, lastLines(progress.Bytes(), 20))
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	path := strings.TrimSpace(lines[len(lines)-1])
+	if !filepath.IsAbs(path) {
+		return "", fmt.Errorf("%s=1: %s printed %q, not a kubeconfig path", upEnv, script, out.String())
+	}
+	return path, nil
+}
+
+// lastLines is the end of b, at most n lines.
+func lastLines(b []byte, n int) []byte {
+	lines := bytes.SplitAfter(bytes.TrimRight(b, "\n"), []byte("\n"))
+	return bytes.Join(lines[max(0, len(lines)-n):], nil)
+}
+
+// ready checks that the API server answers /readyz within probeTimeout.
+func ready(cfg *rest.Config) error {
 	probe := rest.CopyConfig(cfg)
 	probe.Timeout = probeTimeout
 	client, err := corev1client.NewForConfig(probe)
 	if err != nil {
-		return nil, fmt.Errorf("KUBECONFIG=%s: %v", env, err)
+		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
 	defer cancel()
 	body, err := client.RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
-	if err != nil {
-		if len(body) > 0 {
-			err = fmt.Errorf("%v: %s", err, bytes.TrimSpace(body))
-		}
-		return nil, fmt.Errorf("the API server at %s (KUBECONFIG=%s) is not ready: %v", cfg.Host, env, err)
+	if err != nil && len(body) > 0 {
+		err = fmt.Errorf("%v: %s", err, bytes.TrimSpace(body))
 	}
-	return cfg, nil
-})
+	return err
+}
 
 // onLoopback reports an error unless host, a URL or host:port, names a
 // loopback address.
@@ -96,11 +161,24 @@ func onLoopback(host string) error {
 // skips, saying why; under CI=true it fails instead.
 func Config(t testing.TB) *rest.Config {
 	t.Helper()
-	cfg, err := cluster()
+	return rest.CopyConfig(get(t).config)
+}
+
+// Kubeconfig returns the test cluster's kubeconfig file, for a program
+// the test starts (as Config does the configuration).
+func Kubeconfig(t testing.TB) string {
+	t.Helper()
+	return get(t).kubeconfig
+}
+
+// get returns the test cluster, or skips or fails the test without one.
+func get(t testing.TB) *testCluster {
+	t.Helper()
+	c, err := cluster()
 	if err != nil {
 		unavailable(t, "no Kubernetes cluster: %v", err)
 	}
-	return rest.CopyConfig(cfg)
+	return c
 }
 
 // Client returns a typed core/v1 client of the test cluster, as Config

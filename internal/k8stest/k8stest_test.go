@@ -254,7 +254,7 @@ func TestWithoutCluster(t *testing.T) {
 	t.Parallel()
 	for _, ci := range []string{"", "true"} {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestPod$", "-test.v")
-		cmd.Env = append(os.Environ(), "KUBECONFIG=", "CI="+ci)
+		cmd.Env = append(os.Environ(), "KUBECONFIG=", "DSH_K8S_UP=", "CI="+ci)
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		if err := cmd.Start(); err != nil {
@@ -272,6 +272,54 @@ func TestWithoutCluster(t *testing.T) {
 			!strings.Contains(out.String(), "CI=true needs it") {
 			t.Errorf("without KUBECONFIG, under CI=true: %v\n%s", err, out.String())
 		}
+	}
+}
+
+// TestUpScript: under DSH_K8S_UP=1 without $KUBECONFIG, the tests use
+// the kubeconfig up.sh prints last, and say why when it fails or prints
+// something else (up.sh here is a stand-in, in $DSH_SHARED/k8s).
+func TestUpScript(t *testing.T) {
+	t.Parallel()
+	elsewhere := filepath.Join(t.TempDir(), "kubeconfig")
+	kc := "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://192.0.2.1:6443'}}]\n" +
+		"contexts: [{name: c, context: {cluster: c, user: u}}]\ncurrent-context: c\nusers: [{name: u, user: {}}]\n"
+	if err := os.WriteFile(elsewhere, []byte(kc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name, script string
+		want         []string
+	}{
+		{"fails", "echo 'etcd did not start' >&2; exit 3", []string{"up.sh: exit status 3", "etcd did not start"}},
+		{"no path", "echo starting; echo kubeconfig", []string{`printed "starting\nkubeconfig\n", not a kubeconfig path`}},
+		{"its kubeconfig is used", "echo starting; echo " + elsewhere, []string{"KUBECONFIG=" + elsewhere + ": its API server https://192.0.2.1:6443 is not on loopback"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			shared := t.TempDir()
+			if err := os.Mkdir(filepath.Join(shared, "k8s"), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(shared, "k8s", "up.sh"), []byte(tt.script+"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command(os.Args[0], "-test.run=^TestPod$", "-test.v")
+			cmd.Env = append(os.Environ(), "KUBECONFIG=", "DSH_K8S_UP=1", "DSH_SHARED="+shared, "CI=")
+			var out bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &out
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			err := testwait.Exit(t, cmd, "the test binary")
+			if err != nil || !strings.Contains(out.String(), "--- SKIP: TestPod") {
+				t.Fatalf("up.sh %q: %v; want a skip:\n%s", tt.script, err, out.String())
+			}
+			for _, want := range tt.want {
+				if !strings.Contains(out.String(), want) {
+					t.Errorf("up.sh %q: the skip does not say %q:\n%s", tt.script, want, out.String())
+				}
+			}
+		})
 	}
 }
 

@@ -139,11 +139,11 @@ func deleteNamespace(name string) error {
 
 // clusterClient is a core/v1 client of the test cluster.
 func clusterClient() (corev1client.CoreV1Interface, error) {
-	cfg, err := cluster()
+	c, err := cluster()
 	if err != nil {
 		return nil, err
 	}
-	return corev1client.NewForConfig(rest.CopyConfig(cfg))
+	return corev1client.NewForConfig(rest.CopyConfig(c.config))
 }
 
 // namespaceName makes a namespace's name (a DNS label: at most 63 lower

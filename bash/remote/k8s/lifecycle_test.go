@@ -93,7 +93,8 @@ func startHeld(t *testing.T, k cluster, argv ...string) (*exec.Cmd, holdConfig) 
 	h := holdConfig{Namespace: k.ns, Instance: randomName(), Cwd: t.TempDir(), SpillDir: t.TempDir()}
 	cfg, _ := json.Marshal(h)
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = append(os.Environ(), holdEnv+"="+string(cfg), heldTemplateEnv+"="+templateJSON(t))
+	// The held server finds the cluster as dsh-bash does, by $KUBECONFIG.
+	cmd.Env = append(os.Environ(), holdEnv+"="+string(cfg), heldTemplateEnv+"="+templateJSON(t), "KUBECONFIG="+k8stest.Kubeconfig(t))
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
