@@ -21,6 +21,7 @@ func (s *suite) waitingTests(t *testing.T) {
 	parallel(t, "bursts with gaps: the answer is whole", s.waitingBursts)
 	parallel(t, "work after the read, before the next: the answer is whole", s.waitingWork)
 	parallel(t, "a program that polls its input: answered after the settle", s.waitingPolls)
+	parallel(t, "the end of input: answered at the program's end", s.waitingEOF)
 	parallel(t, "part of a line in a terminal: still waiting", s.waitingPartLine)
 	parallel(t, "a wait for input with a timeout soon is not only that", s.waitingTimed)
 	parallel(t, "a raw-mode program's own output is kept", s.waitingRawOutput)
@@ -147,6 +148,21 @@ func (s *suite) waitingPolls(t *testing.T) {
 		t.Errorf("a polling program: stdout %q, task %+v; want %q, not waiting", r.Stdout.Text, r.Task, "=x\n")
 	}
 	h.kill(task.ID)
+}
+
+// waitingEOF: a write that ends the input is answered when the program
+// ends, though it is quiet for longer than the settle first (a REPL
+// exiting on a loaded machine): it cannot wait for input again.
+func (s *suite) waitingEOF(t *testing.T) {
+	h := s.shared(t, s.common)
+	task := h.startInput(`cat >/dev/null; echo got; sleep 0.5; echo bye`, "")
+	r, err := h.e.WriteInput(h.ctx(), task.ID, bash.Input{Data: []byte("x\n"), EOF: true, Wait: waitLimit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Stdout.Text != "got\nbye\n" || !r.Task.Done() || r.Task.ExitCode != 0 {
+		t.Errorf("the end of input: stdout %q, task %+v; want %q, ended with exit code 0", r.Stdout.Text, r.Task, "got\nbye\n")
+	}
 }
 
 // waitingPartLine: part of a line typed into a terminal that reads whole

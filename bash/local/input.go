@@ -168,6 +168,11 @@ type answerWait struct {
 	before    []reader
 	anyReader bool
 	probe     bool // the task's state can be read
+	// eof: the write ends the input. The task cannot wait for it again,
+	// so its quiet is no answer: the call waits for its end (a REPL
+	// exiting, however long that takes on a loaded machine), or for it
+	// to read a terminal again, or for the deadline.
+	eof bool
 }
 
 // answerWait reads the task before a write of in.
@@ -177,6 +182,7 @@ func (p *proc) answerWait(ctx context.Context, in bash.Input) answerWait {
 		quiet:    orDefault(in.Quiet, bash.DefaultInputQuiet),
 		deadline: time.Now().Add(orDefault(in.Wait, bash.DefaultInputWait)),
 		answerAt: p.outputLen() + p.input.echoLen(in.Data),
+		eof:      in.EOF,
 	}
 	if d, ok := ctx.Deadline(); ok && d.Before(w.deadline) {
 		w.deadline = d

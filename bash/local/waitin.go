@@ -214,7 +214,7 @@ func (p *proc) reading(a *answer) (next time.Duration, done, waiting bool) {
 	a.seen = false
 	next = a.gap
 	a.gap = min(2*a.gap, maxProbeGap)
-	if r.state == inputIdle && p.outputLen() > a.w.answerAt {
+	if r.state == inputIdle && !a.w.eof && p.outputLen() > a.w.answerAt {
 		left := a.w.settle - time.Since(a.lastOut)
 		if left <= 0 {
 			return 0, true, false // asleep, not on its input: the fallback's quiet
