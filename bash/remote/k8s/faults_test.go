@@ -73,58 +73,57 @@ func gone(t *testing.T, e *Executor, name string) bool {
 }
 
 // TestPodPerSession: two sessions get two pods, each labelled for the
-// server and its session; a session's end deletes its pod, Close the
-// rest.
-func TestPodPerSession(t *testing.T) {
-	t.Parallel()
-	k := newCluster(t)
-	e := k.executor(t, bashtest.Config{Cwd: t.TempDir()}, nil)
-	for _, owner := range []string{"alice", "bob"} {
-		if res, err := run(e, owner, "hostname"); err != nil || res.ExitCode != 0 {
-			t.Fatalf("run of %s: %v %+v", owner, err, res)
-		}
-	}
-	a, b := podOf(t, e, "alice"), podOf(t, e, "bob")
-	if a == b {
-		t.Fatalf("alice and bob share pod %s", a)
-	}
-	if _, err := testwait.Reply("end of alice", func(ctx context.Context) (struct{}, error) {
-		return struct{}{}, e.EndOwner(ctx, "alice")
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if !gone(t, e, a) || gone(t, e, b) {
-		t.Errorf("after alice's end: her pod gone %v (want true), bob's gone %v (want false)", gone(t, e, a), gone(t, e, b))
-	}
-	if err := e.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if !gone(t, e, b) {
-		t.Errorf("bob's pod %s outlived Close", b)
-	}
-}
-
-// TestPodDeletedMidCall: a session whose pod is deleted during a call
+// server and its session. A session whose pod is deleted during a call
 // gets that call's link error, then an error saying the pod is gone, and
-// its next call runs in a new pod; another session goes on.
-func TestPodDeletedMidCall(t *testing.T) {
+// its next call runs in a new pod; the other session goes on. A
+// session's end deletes its pod, Close the rest. (One test: each pod
+// started costs the cluster about a second of CPU.)
+func TestPodPerSession(t *testing.T) {
 	t.Parallel()
 	k := newCluster(t)
 	e := k.executor(t, bashtest.Config{Cwd: t.TempDir()}, nil)
 	defer e.Close()
 	for _, owner := range []string{"victim", "other"} {
-		if _, err := run(e, owner, "true"); err != nil {
-			t.Fatal(err)
+		if res, err := run(e, owner, "hostname"); err != nil || res.ExitCode != 0 {
+			t.Fatalf("run of %s: %v %+v", owner, err, res)
 		}
 	}
-	name := podOf(t, e, "victim")
+	name, other := podOf(t, e, "victim"), podOf(t, e, "other")
+	if name == other {
+		t.Fatalf("two sessions share pod %s", name)
+	}
+	again := deleteMidCall(t, e, "victim", name)
+	if res, err := run(e, "other", "echo fine"); err != nil || res.Stdout.Text != "fine\n" {
+		t.Errorf("the other session: %v %+v", err, res)
+	}
+	if _, err := testwait.Reply("end of the other session", func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, e.EndOwner(ctx, "other")
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !gone(t, e, other) || gone(t, e, again) {
+		t.Errorf("after the other session's end: its pod gone %v (want true), the victim's new pod's gone %v (want false)", gone(t, e, other), gone(t, e, again))
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !gone(t, e, again) {
+		t.Errorf("pod %s outlived Close", again)
+	}
+}
+
+// deleteMidCall deletes pod name, owner's, during a call of owner's, and
+// checks what the call and the next two say; it returns the pod the last
+// of them ran in.
+func deleteMidCall(t *testing.T, e *Executor, owner, name string) string {
+	t.Helper()
 	fifo := filepath.Join(t.TempDir(), "fifo") // the pod has the host's /tmp
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	errc := make(chan error, 1)
 	go func() {
-		_, err := run(e, "victim", "echo started > "+fifo+"; sleep 60")
+		_, err := run(e, owner, "echo started > "+fifo+"; sleep 60")
 		errc <- err
 	}()
 	testwait.ReadFIFO(t, fifo, "the start of the call in the pod to be deleted")
@@ -139,19 +138,20 @@ func TestPodDeletedMidCall(t *testing.T) {
 	if !errors.As(err, &le) || !strings.Contains(err.Error(), name) {
 		t.Errorf("call during the deletion: err = %v, want a *bash.LinkError naming %s", err, name)
 	}
-	_, err = run(e, "victim", "true")
+	_, err = run(e, owner, "true")
 	var ge *GoneError
 	if !errors.As(err, &ge) || ge.Pod != name {
 		t.Errorf("next call: err = %v, want a *GoneError of %s", err, name)
 	}
-	if res, err := run(e, "victim", "echo again"); err != nil || res.Stdout.Text != "again\n" {
-		t.Errorf("the call after: %v %+v, want it to run in a new pod", err, res)
-	} else if again := podOf(t, e, "victim"); again == name {
+	res, err := run(e, owner, "echo again")
+	if err != nil || res.Stdout.Text != "again\n" {
+		t.Fatalf("the call after: %v %+v, want it to run in a new pod", err, res)
+	}
+	again := podOf(t, e, owner)
+	if again == name {
 		t.Errorf("the call after ran in pod %s, which was deleted", name)
 	}
-	if res, err := run(e, "other", "echo fine"); err != nil || res.Stdout.Text != "fine\n" {
-		t.Errorf("the other session: %v %+v", err, res)
-	}
+	return again
 }
 
 // TestPodCannotStart: an image that does not exist, a pod no node takes,
