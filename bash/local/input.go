@@ -168,11 +168,14 @@ type answerWait struct {
 	before    []reader
 	anyReader bool
 	probe     bool // the task's state can be read
-	// eof: the write ends the input. The task cannot wait for it again,
-	// so its quiet is no answer: the call waits for its end (a REPL
-	// exiting, however long that takes on a loaded machine), or for it
-	// to read a terminal again, or for the deadline.
-	eof bool
+	// eof: the write ends the input. Its quiet is then no answer: the
+	// call waits for the task's end (a REPL exiting, however long that
+	// takes on a loaded machine), for it to read a terminal again, or for
+	// the deadline. closes: it closes a pipe, and a reader seen then is
+	// no wait for input either: its read ends at the end of input, which
+	// it has yet to see while a command started meanwhile, between its
+	// fork and its exec, holds a copy of the pipe's end.
+	eof, closes bool
 }
 
 // answerWait reads the task before a write of in.
@@ -183,6 +186,7 @@ func (p *proc) answerWait(ctx context.Context, in bash.Input) answerWait {
 		deadline: time.Now().Add(orDefault(in.Wait, bash.DefaultInputWait)),
 		answerAt: p.outputLen() + p.input.echoLen(in.Data),
 		eof:      in.EOF,
+		closes:   in.EOF && !p.input.term,
 	}
 	if d, ok := ctx.Deadline(); ok && d.Before(w.deadline) {
 		w.deadline = d

@@ -204,7 +204,7 @@ func (p *proc) reading(a *answer) (next time.Duration, done, waiting bool) {
 		return -1, true, false
 	case r.state == inputUnknown:
 		r.state = inputIdle // for now: a crowd of threads, a slow probe
-	case p.waitsAgain(r, a.w):
+	case !a.w.closes && p.waitsAgain(r, a.w):
 		if a.seen || !p.input.term {
 			return 0, true, true
 		}

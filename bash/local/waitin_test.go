@@ -515,3 +515,45 @@ func TestEchoInParts(t *testing.T) {
 		t.Errorf("a line typed in two parts: %q, want %q", got, "got abc\n")
 	}
 }
+
+// TestEOFWhilePipeHeld: the end of input written while a copy of the
+// pipe's end is open elsewhere (a command started meanwhile, between its
+// fork and its exec) leaves the reader blocked until that copy closes.
+// The reader is then no wait for input: the call waits on, and answers
+// with what the program did once it saw the end.
+func TestEOFWhilePipeHeld(t *testing.T) {
+	t.Parallel()
+	e := newExec(t, nil)
+	spec, err := e.Resolve(context.Background(), bash.ExecRequest{Command: `cat >/dev/null; echo got`, Owner: "o"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.Input = true
+	task, err := e.Start(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk, err := e.started(context.Background(), task.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk.p.input.mu.Lock()
+	held, err := unix.Dup(int(tk.p.input.w.Fd()))
+	tk.p.input.mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	released := time.AfterFunc(time.Second, func() { unix.Close(held) })
+	defer func() {
+		if released.Stop() {
+			unix.Close(held)
+		}
+	}()
+	r, err := e.WriteInput(context.Background(), task.ID, bash.Input{Data: []byte("x\n"), EOF: true, Wait: testwait.Limit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Stdout.Text != "got\n" || !r.Task.Done() || r.Task.WaitingInput {
+		t.Errorf("the end of input while the pipe is held: stdout %q, task %+v; want %q, ended", r.Stdout.Text, r.Task, "got\n")
+	}
+}
