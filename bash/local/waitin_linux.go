@@ -87,6 +87,7 @@ type prober struct {
 	fds     map[fdRef]bool // descriptors looked up: whether each is in
 	readers []reader
 	timed   bool // a thread sleeps until a time within the horizon
+	live    int  // processes found
 }
 
 type fdRef struct{ pid, fd int }
@@ -113,6 +114,12 @@ func probeTask(pids []int, in fileID, horizon time.Duration) probeResult {
 			return probeResult{state: st}
 		}
 	}
+	if pr.live == 0 {
+		// Every process is gone: the task ends, and its end is on its way
+		// (a jail's agent reaps the shell, then tells the server). It
+		// does not wait for input; its quiet is no answer either.
+		return probeResult{state: inputRunning}
+	}
 	for _, th := range asleep {
 		if st := pr.sleep(th); st != inputIdle {
 			return probeResult{state: st}
@@ -132,6 +139,9 @@ func (pr *prober) calls(pid int, asleep *[]sleeper) inputState {
 	tids, err := readDirNames(dir)
 	if err != nil {
 		return goneOrUnknown(err)
+	}
+	if len(tids) > 0 {
+		pr.live++
 	}
 	if pr.threads -= len(tids); pr.threads < 0 {
 		return inputUnknown

@@ -557,3 +557,24 @@ func TestEOFWhilePipeHeld(t *testing.T) {
 		t.Errorf("the end of input while the pipe is held: stdout %q, task %+v; want %q, ended", r.Stdout.Text, r.Task, "got\n")
 	}
 }
+
+// TestProbeGone: a task none of whose processes is left is ending (its
+// end on its way, from a jail's agent say): no wait for input, and no
+// quiet that answers a write either; one asleep is idle.
+func TestProbeGone(t *testing.T) {
+	t.Parallel()
+	cmd := exec.Command("sleep", "30")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	asleep := testwait.Until(func() bool { return probeTask([]int{cmd.Process.Pid}, fileID{}, 0).state == inputIdle })
+	if !asleep {
+		t.Errorf("sleep 30: %v, want idle", probeTask([]int{cmd.Process.Pid}, fileID{}, 0).state)
+	}
+	for _, pids := range [][]int{nil, {1 << 30}} {
+		if got := probeTask(pids, fileID{}, 0).state; got != inputRunning {
+			t.Errorf("processes %v, none of them alive: %v, want running (ending)", pids, got)
+		}
+	}
+}
