@@ -171,11 +171,8 @@ type answerWait struct {
 	// eof: the write ends the input. Its quiet is then no answer: the
 	// call waits for the task's end (a REPL exiting, however long that
 	// takes on a loaded machine), for it to read a terminal again, or for
-	// the deadline. closes: it closes a pipe, and a reader seen then is
-	// no wait for input either: its read ends at the end of input, which
-	// it has yet to see while a command started meanwhile, between its
-	// fork and its exec, holds a copy of the pipe's end.
-	eof, closes bool
+	// the deadline (see closesPipe).
+	eof bool
 }
 
 // answerWait reads the task before a write of in.
@@ -186,7 +183,6 @@ func (p *proc) answerWait(ctx context.Context, in bash.Input) answerWait {
 		deadline: time.Now().Add(orDefault(in.Wait, bash.DefaultInputWait)),
 		answerAt: p.outputLen() + p.input.echoLen(in.Data),
 		eof:      in.EOF,
-		closes:   in.EOF && !p.input.term,
 	}
 	if d, ok := ctx.Deadline(); ok && d.Before(w.deadline) {
 		w.deadline = d

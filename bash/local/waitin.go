@@ -204,7 +204,7 @@ func (p *proc) reading(a *answer) (next time.Duration, done, waiting bool) {
 		return -1, true, false
 	case r.state == inputUnknown:
 		r.state = inputIdle // for now: a crowd of threads, a slow probe
-	case !a.w.closes && p.waitsAgain(r, a.w):
+	case !p.closesPipe(a.w) && p.waitsAgain(r, a.w):
 		if a.seen || !p.input.term {
 			return 0, true, true
 		}
@@ -223,6 +223,14 @@ func (p *proc) reading(a *answer) (next time.Duration, done, waiting bool) {
 	}
 	return next, false, false
 }
+
+// closesPipe reports whether the write w describes ends an input that
+// is a pipe. A reader seen after it is no wait for input: its read ends
+// at the end of input, which it has yet to see while a command started
+// meanwhile, between its fork and its exec, holds a copy of the pipe's
+// end. (Into a terminal the end is a Ctrl-D, after which the program may
+// read again.)
+func (p *proc) closesPipe(w answerWait) bool { return w.eof && !p.input.term }
 
 // waitsAgain reports whether r shows the task waiting for input after
 // the write w describes, with nothing it printed left unread, and the
