@@ -146,12 +146,7 @@ func BenchmarkProbe(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer e.Close()
-			spec, _ := e.Resolve(context.Background(), bash.ExecRequest{Command: helperCmd(b, "waitin "+mode)})
-			spec.Input = true
-			task, err := e.Start(context.Background(), spec)
-			if err != nil {
-				b.Fatal(err)
-			}
+			task := startInput(b, e, bash.ExecRequest{Command: helperCmd(b, "waitin "+mode)}, nil)
 			defer e.Kill(context.Background(), task.ID)
 			if r, err := e.WriteInput(context.Background(), task.ID, bash.Input{Wait: 10 * time.Second}); err != nil || !r.Task.WaitingInput {
 				b.Fatalf("the helper does not wait: %+v, %v", r, err)

@@ -431,15 +431,7 @@ func TestFuseProbe(t *testing.T) {
 // cat's pid.
 func startFuseReader(t *testing.T, e *Executor, fs *fuseServer) (bash.TaskID, int) {
 	cmd := fmt.Sprintf("echo $$ >&2; exec cat %q", filepath.Join(fs.dir, fuseFileName))
-	spec, err := e.Resolve(context.Background(), bash.ExecRequest{Command: cmd})
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec.Input = true
-	task, err := e.Start(context.Background(), spec)
-	if err != nil {
-		t.Fatal(err)
-	}
+	task := startInput(t, e, bash.ExecRequest{Command: cmd}, nil)
 	t.Cleanup(func() {
 		fs.close() // first: a killed cat still waits for its READ's answer
 		ctx, cancel := context.WithTimeout(context.Background(), testwait.Limit)

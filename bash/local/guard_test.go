@@ -108,15 +108,7 @@ func TestExecRulesInput(t *testing.T) {
 	e := w.exec(t, "zap")
 	done := make(chan bash.Task, 1)
 	defer e.OnTaskDone(func(t bash.Task) { done <- t })()
-	spec, err := e.Resolve(context.Background(), bash.ExecRequest{Command: "while read -r line; do eval \"$line\"; done"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec.Input = true
-	task, err := e.Start(context.Background(), spec)
-	if err != nil {
-		t.Fatal(err)
-	}
+	task := startInput(t, e, bash.ExecRequest{Command: "while read -r line; do eval \"$line\"; done"}, nil)
 	r, err := e.WriteInput(context.Background(), task.ID, bash.Input{Data: []byte("zap typed; echo next\n"), Wait: 10 * time.Second})
 	if err != nil || !r.Task.WaitingInput || !strings.Contains(r.Stdout.Text, "next") {
 		t.Fatalf("after the input: %+v, %v", r, err)

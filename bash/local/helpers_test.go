@@ -244,6 +244,22 @@ func start(t testing.TB, e *Executor, cmd, owner string) bash.Task {
 	return task
 }
 
+// startInput starts req with its input open: a pipe, or a terminal of
+// size term where term is not nil.
+func startInput(t testing.TB, e *Executor, req bash.ExecRequest, term *bash.TermSize) bash.Task {
+	t.Helper()
+	spec, err := e.Resolve(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.Input, spec.Terminal = true, term
+	task, err := e.Start(context.Background(), spec)
+	if err != nil {
+		t.Fatalf("Start(%q) with input: %v", short(req.Command), err)
+	}
+	return task
+}
+
 var alive = proctest.Alive
 
 // readPids reads the pids a command wrote, one a line, into file.

@@ -119,18 +119,11 @@ func waitReadable(mode string) error {
 // terminal with tty).
 func startHelperInput(t *testing.T, e *Executor, mode string, tty bool) bash.TaskID {
 	t.Helper()
-	spec, err := e.Resolve(context.Background(), bash.ExecRequest{Command: helperCmd(t, "waitin "+mode)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec.Input = true
+	var term *bash.TermSize
 	if tty {
-		spec.Terminal = &bash.TermSize{}
+		term = &bash.TermSize{}
 	}
-	task, err := e.Start(context.Background(), spec)
-	if err != nil {
-		t.Fatal(err)
-	}
+	task := startInput(t, e, bash.ExecRequest{Command: helperCmd(t, "waitin "+mode)}, term)
 	t.Cleanup(func() { e.Kill(context.Background(), task.ID) })
 	return task.ID
 }
@@ -412,12 +405,7 @@ func TestOnTaskWaiting(t *testing.T) {
 	e := newExec(t, nil)
 	heard := make(chan bash.Task, 10)
 	defer e.OnTaskWaiting(func(task bash.Task) { heard <- task })()
-	spec, _ := e.Resolve(context.Background(), bash.ExecRequest{Command: `sleep 0.2; printf 'go? '; read -r a; echo "got $a"; sleep 0.5; printf 'again? '; read -r b; printf 'last? '; read -r c`, Owner: "o"})
-	spec.Input = true
-	waiter, err := e.Start(context.Background(), spec)
-	if err != nil {
-		t.Fatal(err)
-	}
+	waiter := startInput(t, e, bash.ExecRequest{Command: `sleep 0.2; printf 'go? '; read -r a; echo "got $a"; sleep 0.5; printf 'again? '; read -r b; printf 'last? '; read -r c`, Owner: "o"}, nil)
 	defer e.Kill(context.Background(), waiter.ID)
 	got := testwait.Recv(t, heard, "the news that the task waits")
 	if got.ID != waiter.ID || !got.WaitingInput || got.Owner != "o" {
@@ -455,15 +443,11 @@ func TestPythonREPL(t *testing.T) {
 		}
 		for _, tty := range []bool{false, true} {
 			e := newExec(t, nil)
-			spec, _ := e.Resolve(context.Background(), bash.ExecRequest{Command: c.cmd})
-			spec.Input = true
+			var term *bash.TermSize
 			if tty {
-				spec.Terminal = &bash.TermSize{}
+				term = &bash.TermSize{}
 			}
-			task, err := e.Start(context.Background(), spec)
-			if err != nil {
-				t.Fatal(err)
-			}
+			task := startInput(t, e, bash.ExecRequest{Command: c.cmd}, term)
 			in := bash.Input{Wait: time.Minute, Settle: time.Minute}
 			if _, err := e.WriteInput(context.Background(), task.ID, in); err != nil {
 				t.Fatal(err)
@@ -524,15 +508,7 @@ func TestEchoInParts(t *testing.T) {
 func TestEOFWhilePipeHeld(t *testing.T) {
 	t.Parallel()
 	e := newExec(t, nil)
-	spec, err := e.Resolve(context.Background(), bash.ExecRequest{Command: `cat >/dev/null; echo got`, Owner: "o"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec.Input = true
-	task, err := e.Start(context.Background(), spec)
-	if err != nil {
-		t.Fatal(err)
-	}
+	task := startInput(t, e, bash.ExecRequest{Command: `cat >/dev/null; echo got`, Owner: "o"}, nil)
 	tk, err := e.started(context.Background(), task.ID)
 	if err != nil {
 		t.Fatal(err)
