@@ -156,9 +156,10 @@ func TestHTTPDrain(t *testing.T) {
 }
 
 // TestServeStreamableDrain: once Drain is closed, ServeStreamable drains
-// (OnDrain comes when it does), serves the calls in flight to their end, then ends the sessions (their tasks
-// die) and returns nil; with DrainTimeout negative, or ctx done during the
-// drain, the calls in flight are aborted.
+// (OnDrain comes when it does), serves the calls in flight to their end,
+// then ends the sessions (their tasks die) and returns nil; with
+// DrainTimeout negative, or ctx done during the drain, the calls in
+// flight are aborted.
 func TestServeStreamableDrain(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
