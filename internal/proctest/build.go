@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -50,20 +49,23 @@ func Build(ctx context.Context, path, pkg string, flags ...string) error {
 	return fmt.Errorf("build %s: go run removed the program it built, twice: the build cache keeps none", pkg)
 }
 
-// copyProgram copies the program at from to to, executable.
+// copyProgram copies the program at from to to, executable. The copy is
+// written by a child process (cp), never through a file this process
+// opens: a command this process forks at the same moment would hold a
+// copy of such a file's descriptor until its exec, and an exec of the
+// program meanwhile (by this process or another) fails "text file busy"
+// (ETXTBSY). A source that is gone is an error that wraps
+// os.ErrNotExist.
 func copyProgram(from, to string) error {
-	src, err := os.Open(from)
+	if _, err := os.Stat(from); err != nil {
+		return err
+	}
+	out, err := exec.Command("cp", "--", from, to).CombinedOutput()
 	if err != nil {
-		return err
+		if _, serr := os.Stat(from); serr != nil {
+			return serr
+		}
+		return fmt.Errorf("cp %s %s: %w\n%s", from, to, err, out)
 	}
-	defer src.Close()
-	dst, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o755)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(dst, src); err != nil {
-		dst.Close()
-		return err
-	}
-	return dst.Close()
+	return os.Chmod(to, 0o755)
 }
