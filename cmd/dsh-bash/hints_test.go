@@ -6,9 +6,12 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/dshgo/dsh/permission"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"mvdan.cc/sh/v3/shell"
 	"mvdan.cc/sh/v3/syntax"
 )
@@ -65,42 +68,122 @@ func hintDir(t *testing.T) string {
 	return dir
 }
 
-// TestRunHintsWork: for each command, the hint printed where nobody can be
-// asked is followed as printed, as flags and as the configuration file's
-// strings, and the command then runs (some 75 starts).
+// TestRunHintsWork: for each command, the hint given where nobody can be
+// asked is followed as printed, as flags and (a third of the table) as the
+// configuration file's strings, and the command then runs. The hints come
+// from one server session; the commands run with the hints as flags in
+// one session, and as the configuration's strings in another, for each
+// group of commands that no other command's hint of the group allows any
+// part of (checked here first), so that each runs by its own hint alone:
+// nine starts of the server rather than one for each command and way.
 func TestRunHintsWork(t *testing.T) {
 	t.Parallel()
 	if len(hintedCommands) < 30 {
 		t.Fatalf("%d commands: the table should hold at least 30", len(hintedCommands))
 	}
+	ask := []string{"--sandbox=off", "--deny", "rm -rf", "--default", "ask"}
+	cs := hintSession(t, ask...)
+	hints := make([]hint, len(hintedCommands))
 	for i, cmd := range hintedCommands {
-		t.Run("", func(t *testing.T) {
-			t.Parallel()
-			dir := hintDir(t)
-			// The hints are the rules', whatever holds the commands: no jail
-			// to start for each of the runs.
-			out, _, code := dshBash(t, dir, "run", "--sandbox=off", "--deny", "rm -rf", "--default", "ask", "--", cmd)
-			flags, strs := parseHint(t, out)
-			if code != 1 || len(flags) == 0 {
-				t.Fatalf("%s: no hint: %q (exit %d)", cmd, out, code)
-			}
-			args := []string{"run", "--sandbox=off", "--deny", "rm -rf", "--default", "ask"}
-			for _, f := range flags {
+		out := callText(t, cs, "bash", map[string]any{"command": cmd, "description": "a hinted command"})
+		flags, strs := parseHint(t, out)
+		if !strings.Contains(out, unapproved) || len(flags) == 0 {
+			t.Fatalf("%s: no hint: %q", cmd, out)
+		}
+		hints[i] = hint{cmd: cmd, flags: flags, strs: strs, config: i%3 == 0}
+	}
+	for _, group := range hintGroups(t, hints) {
+		args := slices.Clone(ask)
+		var strs []string
+		var configured []hint
+		for _, h := range group {
+			for _, f := range h.flags {
 				args = append(args, "--allow", f)
 			}
-			if out, _, code := dshBash(t, dir, append(args, "--", cmd)...); code != 0 || strings.Contains(out, "approval") {
-				t.Errorf("%s: with %q: %q (exit %d)", cmd, flags, out, code)
+			if h.config {
+				strs = append(strs, h.strs...)
+				configured = append(configured, h)
 			}
-			if i%3 != 0 {
-				return // the configuration's strings of a third of the table: each run costs a start of the binary
-			}
-			cfg := filepath.Join(t.TempDir(), "config.json")
-			os.WriteFile(cfg, []byte(`{"permissions": {"deny": ["rm -rf"], "default": "ask", "allow": [`+strings.Join(strs, ", ")+`]}}`), 0o600)
-			if out, errOut, code := dshBash(t, hintDir(t), "run", "--sandbox=off", "--config", cfg, "--", cmd); code != 0 || strings.Contains(out, "approval") {
-				t.Errorf("%s: with the configuration's allow %s: %q %s (exit %d)", cmd, strs, out, errOut, code)
-			}
-		})
+		}
+		runHinted(t, "with the flags", group, args...)
+		if len(configured) == 0 {
+			continue
+		}
+		cfg := filepath.Join(t.TempDir(), "config.json")
+		os.WriteFile(cfg, []byte(`{"permissions": {"deny": ["rm -rf"], "default": "ask", "allow": [`+strings.Join(strs, ", ")+`]}}`), 0o600)
+		runHinted(t, "with the configuration's strings", configured, "--sandbox=off", "--config", cfg)
 	}
+}
+
+// unapproved begins the text of a command that did not run for want of
+// the user's approval.
+const unapproved = "this command needs the user's approval"
+
+// A hint is what the denial of cmd said to allow: flags' arguments and
+// the configuration's JSON strings. The command runs allowed by the
+// flags, and where config is set (a third of the table: each run costs
+// a start of its program) by the configuration's strings too.
+type hint struct {
+	cmd         string
+	flags, strs []string
+	config      bool
+}
+
+// hintSession is a dsh-bash mcp server started with args in a directory
+// of hintDir's, for a client that cannot ask the user.
+func hintSession(t *testing.T, args ...string) *mcp.ClientSession {
+	t.Helper()
+	cmd := execCommand(append([]string{"mcp"}, args...)...)
+	cmd.Dir = hintDir(t)
+	cmd.Env = append(os.Environ(), "TMPDIR="+t.TempDir())
+	cs, _ := connectMCP(t, cmd, "", nil)
+	return cs
+}
+
+// runHinted runs each command of group in one server started with args,
+// and fails the test where one did not run.
+func runHinted(t *testing.T, how string, group []hint, args ...string) {
+	t.Helper()
+	cs := hintSession(t, args...)
+	for _, h := range group {
+		if out := callText(t, cs, "bash", map[string]any{"command": h.cmd, "description": "a hinted command"}); strings.Contains(out, unapproved) {
+			t.Errorf("%s: %s %q: %q", h.cmd, how, h.flags, out)
+		}
+	}
+}
+
+// hintGroups puts the commands into groups where no command's hints, as
+// allow rules, take any part of another's from what needs approval: in a
+// server allowing the group's hints, each command runs by its own alone.
+func hintGroups(t *testing.T, hints []hint) [][]hint {
+	t.Helper()
+	var groups [][]hint
+next:
+	for _, h := range hints {
+		for i, g := range groups {
+			if !slices.ContainsFunc(g, func(o hint) bool { return allowsPart(t, o, h) || allowsPart(t, h, o) }) {
+				groups[i] = append(g, h)
+				continue next
+			}
+		}
+		groups = append(groups, []hint{h})
+	}
+	return groups
+}
+
+// allowsPart says whether o's hints, as allow rules, leave less of h's
+// command needing approval than no rule does.
+func allowsPart(t *testing.T, o, h hint) bool {
+	t.Helper()
+	p := &permission.Policy{Unmatched: permission.Ask, ReadOnly: true}
+	before := p.Check(h.cmd, "/w", "/w")
+	rules, err := permission.NewRules(permission.Allow, "hint", o.flags...)
+	if err != nil {
+		t.Fatalf("%s: the hints %q: %v", o.cmd, o.flags, err)
+	}
+	p.Rules = rules
+	after := p.Check(h.cmd, "/w", "/w")
+	return after.Decision != before.Decision || !slices.Equal(after.Prefixes, before.Prefixes)
 }
 
 // parseHint reads a denial's hints as a user would copy them: the word
