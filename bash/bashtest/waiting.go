@@ -96,7 +96,9 @@ func (s *suite) waitingSelect(t *testing.T) {
 func (s *suite) notWaiting(t *testing.T) {
 	h := s.shared(t, s.common)
 	asleep := h.startInput(`echo asleep; sleep 60`, "")
-	busy := h.startInput(`echo busy; while :; do :; done`, "")
+	// The loop runs at the lowest priority (renice): it takes only a core
+	// nothing else wants, and a thread runnable is running all the same.
+	busy := h.startInput(`renice -n 19 -p $$ >/dev/null; echo busy; while :; do :; done`, "")
 	h.readUntil(asleep.ID, func(out, _ string) bool { return out == "asleep\n" })
 	h.readUntil(busy.ID, func(out, _ string) bool { return out == "busy\n" })
 	for _, id := range []bash.TaskID{asleep.ID, busy.ID} {
@@ -123,9 +125,11 @@ func (s *suite) waitingBursts(t *testing.T) {
 // first line.
 func (s *suite) waitingWork(t *testing.T) {
 	h := s.shared(t, s.common)
-	// 300 ms of work: longer than the settle, and little CPU for a test
-	// that runs through every executor at once.
-	task := h.startInput(`read -r l; echo working; end=$((${EPOCHREALTIME/./} + 300000)); while ((${EPOCHREALTIME/./} < end)); do :; done; echo done; read -r m`, "")
+	// 300 ms of work: longer than the settle, and at the lowest priority
+	// (renice), so that a test that runs through every executor at once
+	// takes only CPU nothing else wants: a thread runnable is running all
+	// the same.
+	task := h.startInput(`read -r l; echo working; renice -n 19 -p $$ >/dev/null; end=$((${EPOCHREALTIME/./} + 300000)); while ((${EPOCHREALTIME/./} < end)); do :; done; echo done; read -r m`, "")
 	start := time.Now()
 	r, err := h.e.WriteInput(h.ctx(), task.ID, bash.Input{Data: []byte("go\n"), Wait: waitLimit})
 	if err != nil {

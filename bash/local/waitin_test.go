@@ -45,6 +45,11 @@ func waitHelper(mode string) int {
 	}
 	if mode == "spinner" {
 		go func() {
+			// At the lowest priority, on a thread of its own: it takes only
+			// a core nothing else wants, and a thread runnable is running
+			// all the same.
+			runtime.LockOSThread()
+			unix.Setpriority(unix.PRIO_PROCESS, 0, 19) // 0: this thread
 			for {
 			}
 		}()
