@@ -217,7 +217,9 @@ func awaitClaim(c agentConfig) (agentConfig, error) {
 
 // ready tells the host the agent is ready, handing it the proxy and
 // forward listeners if it wants them, then the fence's listener and
-// sock_diag socket where it has them (else why not, in FenceErr).
+// sock_diag socket where it has them (else why not, in FenceErr), then
+// the forker's clone3 listener where it has one (else why not, in
+// UsernsErr).
 func (a *agent) ready(c agentConfig, listener, diag int, why error) error {
 	if listener < 0 && diag >= 0 {
 		unix.Close(diag)
@@ -234,6 +236,11 @@ func (a *agent) ready(c agentConfig, listener, diag int, why error) error {
 	}
 	if why != nil {
 		m.FenceErr = why.Error()
+	}
+	if a.forker.clone3 >= 0 {
+		fds = append(fds, a.forker.clone3) // closed here once sent: the host's alone
+		m.Clone3, m.Forker = true, a.forker.tid
+		a.forker.clone3 = -1
 	}
 	return sendMsg(a.sock, m, fds)
 }

@@ -1,8 +1,9 @@
 package sandbox
 
 import (
-	"errors"
+	"encoding/binary"
 	"fmt"
+	"runtime"
 	"unsafe"
 
 	"github.com/dshgo/dsh/bash/execguard"
@@ -19,42 +20,41 @@ import (
 // needs clone3 itself, to start each shell in its command's cgroup
 // (CLONE_INTO_CGROUP).
 //
-// So the forker's thread puts clone3 under the agent's supervision
-// (clone3Guard), as does every process it starts, and theirs: the agent
-// lets the kernel go on with the forker's own (a notification's pid is
-// the calling thread's) and answers every other ENOSYS, as if the kernel
-// had no clone3, which the C library takes for a cue to use clone (under
-// the filter). A thread's creation in a command costs a round trip to the
-// agent, a fork none (fork and posix_spawn use clone).
+// So the forker's thread puts clone3 under supervision (clone3Guard), as
+// does every process it starts, and theirs; the host supervises it (the
+// agent hands it the filter's listener when it is ready): it lets the
+// kernel go on with the forker's own (a notification's pid is the
+// calling thread's) and answers every other ENOSYS, as if the kernel had
+// no clone3, which the C library takes for a cue to use clone (under the
+// filter). A thread's creation in a command costs a round trip to the
+// host, a fork none (fork and posix_spawn use clone).
+//
+// Not the agent: the forker's clone3, which Go makes as a raw system
+// call, keeps its goroutine's P (the runtime's right to run Go code)
+// while the kernel waits for the answer; with GOMAXPROCS=1 (one CPU) no
+// goroutine of the agent's could answer, and with more a stop of the
+// world (a garbage collection) begun meanwhile would wait for that P
+// forever.
 //
 // A jail needs none of this (bwrap's --disable-userns holds), nor a
 // forker with a guard (its clone filter refuses clone3 outright, and it
 // moves each shell into its cgroup at its first stop).
 
-// clone3Guard answers the clone3 calls of the forker's thread and of
-// every process it started.
-type clone3Guard struct {
-	listener int
-	forker   int // the forker's thread id
-}
-
-// guardClone3 puts clone3 on the calling thread, the forker's, under the
-// agent's supervision and starts answering; why says why it cannot be
-// (the kernel has no user notification, or another supervisor has the
-// thread's), and then commands can make user namespaces where the
-// system lets them.
-func guardClone3() (why error) {
+// guardClone3 puts clone3 on the calling thread, the forker's, under
+// supervision, and returns the filter's listener, for the host; why says
+// why it cannot be (the kernel has no user notification, or another
+// supervisor has the thread's), and then commands can make user
+// namespaces where the system lets them.
+func guardClone3() (listener int, why error) {
 	prog, err := notifyProgram(unix.SYS_CLONE3)
 	if err != nil {
-		return err
+		return -1, err
 	}
-	listener, err := execguard.ThreadFilter(prog, unix.SECCOMP_FILTER_FLAG_NEW_LISTENER)
+	listener, err = execguard.ThreadFilter(prog, unix.SECCOMP_FILTER_FLAG_NEW_LISTENER)
 	if err != nil {
-		return fmt.Errorf("the kernel cannot supervise the commands' clone3 (%w): they can make user namespaces where the system lets them", err)
+		return -1, fmt.Errorf("the kernel cannot supervise the commands' clone3 (%w): they can make user namespaces where the system lets them", err)
 	}
-	g := &clone3Guard{listener: listener, forker: unix.Gettid()}
-	go g.answer()
-	return nil
+	return listener, nil
 }
 
 // notifyProgram assembles a filter that makes system call nr its
@@ -75,20 +75,47 @@ func notifyProgram(nr uint32) ([]bpf.RawInstruction, error) {
 	})
 }
 
-// answer answers every clone3 until the agent ends: the forker's goes
-// on, any other fails with ENOSYS. Should the listener fail, it is
-// closed: the kernel then answers every clone3 of the forker's tree
-// with ENOSYS itself, and a shell's start fails, saying so, rather
-// than wait for an answer that cannot come.
+// clone3Guard, on the host, answers the clone3 calls of a Landlock-layer
+// agent's forker thread and of every process it started.
+type clone3Guard struct {
+	listener int
+	stop     int // an eventfd that ends the loop
+	forker   int // the forker's thread id
+	done     chan struct{}
+}
+
+// newClone3Guard takes the agent's clone3 listener, after checking that
+// it is one, and starts answering, the calls of thread forker with go
+// on.
+func newClone3Guard(listener, forker int) (*clone3Guard, error) {
+	if !isNotifyListener(listener) {
+		unix.Close(listener)
+		return nil, fmt.Errorf("%w: its clone3 listener is not a seccomp listener", errProtocol)
+	}
+	stop, err := unix.Eventfd(0, unix.EFD_CLOEXEC)
+	if err != nil {
+		unix.Close(listener)
+		return nil, fmt.Errorf("the clone3 guard's eventfd: %w", err)
+	}
+	g := &clone3Guard{listener: listener, stop: stop, forker: forker, done: make(chan struct{})}
+	go g.answer()
+	return g, nil
+}
+
+// answer answers every clone3 until no process uses the filter, or close:
+// the forker's goes on, any other fails with ENOSYS. Should the listener
+// fail, it is closed: the kernel then answers every clone3 of the
+// forker's tree with ENOSYS itself, and a shell's start fails, saying
+// so, rather than wait for an answer that cannot come. It waits on a
+// thread of its own, as the fence's loop does.
 func (g *clone3Guard) answer() {
+	defer close(g.done)
 	defer unix.Close(g.listener)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	for {
-		var n seccompNotif // the kernel wants it zeroed
-		err := notifIoctl(g.listener, unix.SECCOMP_IOCTL_NOTIF_RECV, unsafe.Pointer(&n))
-		switch {
-		case errors.Is(err, unix.EINTR), errors.Is(err, unix.ENOENT):
-			continue // ENOENT: the caller was gone before it was received
-		case err != nil:
+		n, err := recvNotif(g.listener, g.stop)
+		if err != nil {
 			return
 		}
 		resp := seccompResp{ID: n.ID, Error: -int32(unix.ENOSYS)}
@@ -97,4 +124,12 @@ func (g *clone3Guard) answer() {
 		}
 		_ = notifIoctl(g.listener, unix.SECCOMP_IOCTL_NOTIF_SEND, unsafe.Pointer(&resp)) // ENOENT: the caller is gone
 	}
+}
+
+// close ends the loop, which closes the listener: a clone3 of the jail's
+// then fails ENOSYS.
+func (g *clone3Guard) close() {
+	_, _ = unix.Write(g.stop, binary.NativeEndian.AppendUint64(nil, 1))
+	<-g.done
+	unix.Close(g.stop)
 }

@@ -3,8 +3,8 @@
 package sandbox
 
 import (
-	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -85,9 +85,10 @@ func superviseSelf() error {
 // TestLayerUserns: the Landlock layer's commands cannot make a user
 // namespace with clone3 (whose flags no seccomp filter reads; the
 // isolation attacks try as root), and hold no capability, under a server
-// that is not root; where another supervisor has their system calls
-// already, the layer cannot refuse clone3, and it says so, truly. The
-// server is the test binary.
+// that is not root; nor under one that is, whose shells start in their
+// cgroups, with one P (GOMAXPROCS=1). Where another supervisor has their
+// system calls already, the layer cannot refuse clone3, and it says so,
+// truly. The server is the test binary.
 func TestLayerUserns(t *testing.T) {
 	t.Parallel()
 	if os.Geteuid() != 0 {
@@ -115,22 +116,37 @@ func TestLayerUserns(t *testing.T) {
 		}
 	}
 	// A thread's creation: glibc tries clone3, then clone.
-	command := probeIn(ws, "userns") + "; grep ^Cap /proc/self/status; id -u; " +
-		`python3 -c 'import threading; t = threading.Thread(target=print, args=("a thread",)); t.start(); t.join()'`
+	command := func(ws string) string {
+		return probeIn(ws, "userns") + "; grep ^Cap /proc/self/status; id -u; " +
+			`python3 -c 'import threading; t = threading.Thread(target=print, args=("a thread",)); t.start(); t.join()'`
+	}
+	guarded := []string{"userns: function not implemented\n", "CapInh:\t0000000000000000\n", "CapPrm:\t0000000000000000\n",
+		"CapEff:\t0000000000000000\n", "CapAmb:\t0000000000000000\n", "\n65534\n", "\na thread\n", `usernsErr: ""`}
 	for _, c := range []struct {
-		busy string
-		want []string
+		name, busy, env string
+		want            []string
 	}{
-		{"", []string{"userns: function not implemented\n", "CapInh:\t0000000000000000\n", "CapPrm:\t0000000000000000\n",
-			"CapEff:\t0000000000000000\n", "CapAmb:\t0000000000000000\n", "\n65534\n", "\na thread\n", `usernsErr: ""`}},
-		{"busy", []string{"userns: succeeded\n", `usernsErr: "the kernel cannot supervise the commands' clone3 (device or resource busy): they can make user namespaces where the system lets them"`}},
+		{"nobody", "", "", guarded},
+		{"busy", "busy", "", []string{"userns: succeeded\n", `usernsErr: "the kernel cannot supervise the commands' clone3 (device or resource busy): they can make user namespaces where the system lets them"`}},
+		// Root, whose shells start in their cgroups (the forker's own
+		// clone3), with one P for the server and its agent, as on a
+		// machine of one CPU: an agent that answered its forker's clone3
+		// itself never started a shell (the call holds the P the answer
+		// needs).
+		{"root", "", "GOMAXPROCS=1", []string{"userns: function not implemented\n", "\n0\n", "\na thread\n", `usernsErr: ""`}},
 	} {
-		t.Run("server="+cmp.Or(c.busy, "nobody"), func(t *testing.T) {
+		t.Run("server="+c.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), testwait.Limit)
 			defer cancel()
-			cmd := exec.CommandContext(ctx, server, layerArg, c.busy, agent, ws, command)
-			cmd.Env = []string{"TMPDIR=" + tmp, "HOME=" + home, "PATH=/usr/bin:/bin"}
-			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+			ws, tmp, home := ws, tmp, home
+			if c.name == "root" { // directories of root's, who holds no capability there
+				ws, tmp, home = t.TempDir(), t.TempDir(), t.TempDir()
+			}
+			cmd := exec.CommandContext(ctx, server, layerArg, c.busy, agent, ws, command(ws))
+			cmd.Env = []string{"TMPDIR=" + tmp, "HOME=" + home, "PATH=/usr/bin:/bin", c.env}
+			if c.name != "root" {
+				cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+			}
 			out, err := cmd.CombinedOutput()
 			if err != nil {
 				t.Fatalf("%v: %s", err, out)
@@ -157,5 +173,59 @@ func copyExec(t *testing.T, from, to string) {
 	}
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestClone3DescriptorsChecked: the host takes the clone3 guard's
+// listener from a Landlock-layer agent only where it asked for one, and
+// only a seccomp listener; an agent asked for one must come with it, or
+// say why the kernel cannot.
+func TestClone3DescriptorsChecked(t *testing.T) {
+	listener := func(t *testing.T) []int {
+		// A real one: the filter is installed on a thread that ends with
+		// the goroutine, its only user.
+		got := make(chan int, 1)
+		go func() {
+			runtime.LockOSThread() // never unlocked: the thread exits
+			fd, _ := guardClone3()
+			got <- fd
+		}()
+		fd := <-got
+		if fd < 0 {
+			t.Skip("no seccomp user notification here")
+		}
+		return []int{fd}
+	}
+	none := func(t *testing.T) []int { return nil }
+	guard := agentMsg{Started: true, Clone3: true, Forker: 1}
+	for _, tc := range []struct {
+		name   string
+		wanted bool
+		msg    agentMsg
+		fds    func(t *testing.T) []int
+		ok     bool
+	}{
+		{"a listener", true, guard, listener, true},
+		{"none, and why", true, agentMsg{Started: true, UsernsErr: "the kernel cannot supervise the commands' clone3"}, none, true},
+		{"none, and no word why", true, agentMsg{Started: true}, none, false},
+		{"a file", true, guard, func(t *testing.T) []int { return devNulls(t, 1) }, false},
+		{"said, not sent", true, guard, none, false},
+		{"a listener and a file", true, guard, func(t *testing.T) []int { return append(listener(t), devNulls(t, 1)...) }, false},
+		{"a listener not asked for", false, guard, listener, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			j := newJail("k", "o")
+			j.clone3Wanted = tc.wanted
+			err := j.dispatch(tc.msg, tc.fds(t))
+			if (err == nil) != tc.ok || err != nil && !errors.Is(err, errProtocol) {
+				t.Fatalf("dispatch: %v, want ok %v or a protocol error", err, tc.ok)
+			}
+			if got := j.clone3 != nil; got != (tc.ok && tc.msg.Clone3) {
+				t.Errorf("a clone3 guard: %v, want %v", got, tc.ok && tc.msg.Clone3)
+			}
+			if j.clone3 != nil {
+				j.clone3.close()
+			}
+		})
 	}
 }

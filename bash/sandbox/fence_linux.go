@@ -114,8 +114,7 @@ var errNotFence = errors.New("not the fence's listener and a sock_diag socket of
 // and a NETLINK_SOCK_DIAG socket of a network namespace other than ours
 // (a dump of ours would list the host's sockets as the jail's).
 func checkFenceFDs(listener, diag int) error {
-	link, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", listener))
-	if err != nil || link != "anon_inode:seccomp notify" {
+	if !isNotifyListener(listener) {
 		return fmt.Errorf("%w: %w", errProtocol, errNotFence)
 	}
 	dom, err1 := unix.GetsockoptInt(diag, unix.SOL_SOCKET, unix.SO_DOMAIN)
@@ -139,6 +138,12 @@ func checkFenceFDs(listener, diag int) error {
 		return fmt.Errorf("%w: %w", errProtocol, errNotFence)
 	}
 	return nil
+}
+
+// isNotifyListener says whether fd is a seccomp filter's listener.
+func isNotifyListener(fd int) bool {
+	link, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", fd))
+	return err == nil && link == "anon_inode:seccomp notify"
 }
 
 // The kernel's struct seccomp_notif and struct seccomp_notif_resp.
@@ -176,16 +181,21 @@ func (f *fence) serve() {
 	}
 }
 
-// errHangup: no process uses the fence's filter any more, or the fence
-// is closing.
-var errHangup = errors.New("the fence's filter is gone")
+// errHangup: no process uses the filter (the fence's, the clone3
+// guard's) any more, or its supervisor is closing.
+var errHangup = errors.New("the filter is gone")
 
-// recv waits for the next notification. Only this loop receives, and it
-// receives only once poll says one waits, so the ioctl never blocks (a
-// notification withdrawn meanwhile, by a fatal signal, makes it fail
+// recv waits for the next notification (see recvNotif).
+func (f *fence) recv() (seccompNotif, error) { return recvNotif(f.listener, f.stop) }
+
+// recvNotif waits for the next notification on listener, until stop (an
+// eventfd) is written to or the listener hangs up (no process uses the
+// filter any more): errHangup. Only one loop receives on a listener, and
+// it receives only once poll says one waits, so the ioctl never blocks
+// (a notification withdrawn meanwhile, by a fatal signal, makes it fail
 // with ENOENT).
-func (f *fence) recv() (seccompNotif, error) {
-	fds := []unix.PollFd{{Fd: int32(f.listener), Events: unix.POLLIN}, {Fd: int32(f.stop), Events: unix.POLLIN}}
+func recvNotif(listener, stop int) (seccompNotif, error) {
+	fds := []unix.PollFd{{Fd: int32(listener), Events: unix.POLLIN}, {Fd: int32(stop), Events: unix.POLLIN}}
 	for {
 		fds[0].Revents, fds[1].Revents = 0, 0
 		if _, err := unix.Poll(fds, -1); err != nil {
@@ -204,14 +214,14 @@ func (f *fence) recv() (seccompNotif, error) {
 			continue
 		}
 		var n seccompNotif
-		_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(f.listener), unix.SECCOMP_IOCTL_NOTIF_RECV, uintptr(unsafe.Pointer(&n)))
-		switch e {
-		case 0:
+		switch err := notifIoctl(listener, unix.SECCOMP_IOCTL_NOTIF_RECV, unsafe.Pointer(&n)); err {
+		case nil:
 			return n, nil
 		case unix.ENOENT, unix.EINTR:
 			continue
+		default:
+			return seccompNotif{}, err
 		}
-		return seccompNotif{}, e
 	}
 }
 

@@ -24,6 +24,9 @@ type forker struct {
 	// usernsErr: why the shells of the Landlock layer's forker can make
 	// user namespaces (see clone3Guard).
 	usernsErr string
+	// clone3, in the Landlock layer: the listener of the thread's clone3
+	// filter, for the host to answer (-1: none); tid: the thread's id.
+	clone3, tid int
 }
 
 // startForker starts the forker's thread, restricts it with ruleset (a
@@ -32,9 +35,9 @@ type forker struct {
 // is to supervise, or -1 and why it cannot be (why, a reason there is
 // already, or the kernel's), where noUnixProgram stands in for it. With
 // layer (the Landlock layer's agent) and no guard, it puts the thread's
-// clone3 under the agent's supervision (see clone3Guard).
+// clone3 under supervision, the host's (see clone3Guard).
 func startForker(fence, layer bool, why error, g *guard, ruleset landlockRuleset) (f *forker, listener int, _ error, err error) {
-	f = &forker{calls: make(chan func()), guard: g}
+	f = &forker{calls: make(chan func()), guard: g, clone3: -1}
 	type setup struct {
 		listener  int
 		why, fail error
@@ -55,7 +58,9 @@ func startForker(fence, layer bool, why error, g *guard, ruleset landlockRuleset
 			s.fail = execguard.CloneFilter()
 		}
 		if s.fail == nil && g == nil && layer {
-			if why := guardClone3(); why != nil {
+			f.tid = unix.Gettid()
+			var why error
+			if f.clone3, why = guardClone3(); why != nil {
 				f.usernsErr = why.Error()
 			}
 		}

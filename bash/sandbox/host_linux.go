@@ -80,7 +80,9 @@ func (j *jail) dispatch(m agentMsg, fds []int) error {
 // readyMsg takes the agent's first message, which says it is ready, with
 // the proxy listener and the forwards' where the jail has them (j.egress),
 // then the fence's descriptors where it is fenced (j.fenced), unless the
-// kernel cannot supervise it (FenceErr).
+// kernel cannot supervise it (FenceErr), then the forker's clone3
+// listener where the host wants one (j.clone3Wanted), unless the kernel
+// cannot supervise it (UsernsErr).
 func (j *jail) readyMsg(m agentMsg, fds []int) error {
 	select {
 	case <-j.ready:
@@ -103,20 +105,18 @@ func (j *jail) readyMsg(m agentMsg, fds []int) error {
 	if m.Fence {
 		fence = 2
 	}
-	switch {
-	case !m.Started || m.Exited || m.Err != "":
-		closeFDs(fds)
-		return fmt.Errorf("%w: its first message was not that it is ready", errProtocol)
-	case m.Fence && !j.fenced || j.fenced && !m.Fence && m.FenceErr == "":
-		closeFDs(fds)
-		return fmt.Errorf("%w: its fence is not the one it was asked for", errProtocol)
-	case len(fds) != listeners+fence:
-		closeFDs(fds)
-		return fmt.Errorf("%w: it said it was ready with %d descriptors, not %d", errProtocol, len(fds), listeners+fence)
-	}
-	if err := j.checkSkipped(m.Skipped); err != nil {
+	if err := j.checkReady(m, len(fds), listeners+fence+btoi(m.Clone3)); err != nil {
 		closeFDs(fds)
 		return err
+	}
+	if m.Clone3 {
+		g, err := newClone3Guard(fds[len(fds)-1], m.Forker)
+		if err != nil {
+			closeFDs(fds[:len(fds)-1])
+			return err
+		}
+		j.clone3 = g
+		fds = fds[:len(fds)-1]
 	}
 	if fence == 2 {
 		f, err := newFence(fds[listeners], fds[listeners+1], j.private)
@@ -134,6 +134,22 @@ func (j *jail) readyMsg(m agentMsg, fds []int) error {
 	}
 	close(j.ready)
 	return nil
+}
+
+// checkReady checks the agent's ready message, which came with n
+// descriptors where want were due.
+func (j *jail) checkReady(m agentMsg, n, want int) error {
+	switch {
+	case !m.Started || m.Exited || m.Err != "":
+		return fmt.Errorf("%w: its first message was not that it is ready", errProtocol)
+	case m.Fence && !j.fenced || j.fenced && !m.Fence && m.FenceErr == "":
+		return fmt.Errorf("%w: its fence is not the one it was asked for", errProtocol)
+	case m.Clone3 && !j.clone3Wanted || j.clone3Wanted && !m.Clone3 && m.UsernsErr == "":
+		return fmt.Errorf("%w: its clone3 guard is not the one it was asked for", errProtocol)
+	case n != want:
+		return fmt.Errorf("%w: it said it was ready with %d descriptors, not %d", errProtocol, n, want)
+	}
+	return j.checkSkipped(m.Skipped)
 }
 
 // idleMsg takes the first message of a pooled jail's agent, which waits

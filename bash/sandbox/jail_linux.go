@@ -64,6 +64,11 @@ type jail struct {
 	mntns         int
 	sig           string
 	alone         bool // the Landlock layer's agent, which no bwrap starts
+	// clone3Wanted: the Landlock layer's agent is to hand the host its
+	// forker's clone3 listener, whose supervisor the reader sets before
+	// ready (clone3), unless the kernel cannot supervise it (usernsErr).
+	clone3Wanted bool
+	clone3       *clone3Guard
 	// usernsErr: why the Landlock layer's commands may make user
 	// namespaces, as its agent's ready message says (see clone3Guard).
 	usernsErr string
@@ -560,6 +565,9 @@ func (j *jail) closeNow() error {
 	}
 	if j.fence != nil {
 		j.fence.close() // after the jail's processes
+	}
+	if j.clone3 != nil {
+		j.clone3.close() // after the jail's processes
 	}
 	if j.unpin != nil {
 		j.unpin()

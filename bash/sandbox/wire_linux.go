@@ -57,8 +57,13 @@ type agentMsg struct {
 	Fence    bool   `json:"fence,omitempty"`
 	FenceErr string `json:"fenceErr,omitempty"`
 	// UsernsErr, in the Landlock layer's ready message: why its
-	// commands can make user namespaces (see clone3Guard).
+	// commands can make user namespaces (see clone3Guard). Else the
+	// listener of its forker's clone3 filter follows the fence's
+	// descriptors (Clone3), for the host to answer; Forker is the
+	// forker's thread id, whose own calls go on.
 	UsernsErr string `json:"usernsErr,omitempty"`
+	Clone3    bool   `json:"clone3,omitempty"`
+	Forker    int    `json:"forker,omitempty"`
 	// Refused: a program of the shell's tree refused at its exec (with
 	// agentConfig.Deny), before the shell's end.
 	Refused *bash.Refusal `json:"refused,omitempty"`
