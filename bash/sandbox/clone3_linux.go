@@ -3,7 +3,9 @@ package sandbox
 import (
 	"encoding/binary"
 	"fmt"
+	"os"
 	"runtime"
+	"strconv"
 	"unsafe"
 
 	"github.com/dshgo/dsh/bash/execguard"
@@ -80,14 +82,16 @@ func notifyProgram(nr uint32) ([]bpf.RawInstruction, error) {
 type clone3Guard struct {
 	listener int
 	stop     int // an eventfd that ends the loop
-	forker   int // the forker's thread id
-	done     chan struct{}
+	// forker is the forker's thread id, in process agent (the host's
+	// child: its pid is the agent's until the host reaps it).
+	forker, agent int
+	done          chan struct{}
 }
 
 // newClone3Guard takes the agent's clone3 listener, after checking that
-// it is one, and starts answering, the calls of thread forker with go
-// on.
-func newClone3Guard(listener, forker int) (*clone3Guard, error) {
+// it is one, and starts answering: the calls of thread forker of process
+// agent go on (agent 0: none does).
+func newClone3Guard(listener, forker, agent int) (*clone3Guard, error) {
 	if !isNotifyListener(listener) {
 		unix.Close(listener)
 		return nil, fmt.Errorf("%w: its clone3 listener is not a seccomp listener", errProtocol)
@@ -97,7 +101,7 @@ func newClone3Guard(listener, forker int) (*clone3Guard, error) {
 		unix.Close(listener)
 		return nil, fmt.Errorf("the clone3 guard's eventfd: %w", err)
 	}
-	g := &clone3Guard{listener: listener, stop: stop, forker: forker, done: make(chan struct{})}
+	g := &clone3Guard{listener: listener, stop: stop, forker: forker, agent: agent, done: make(chan struct{})}
 	go g.answer()
 	return g, nil
 }
@@ -119,11 +123,24 @@ func (g *clone3Guard) answer() {
 			return
 		}
 		resp := seccompResp{ID: n.ID, Error: -int32(unix.ENOSYS)}
-		if int(n.Pid) == g.forker {
+		if g.isForker(int(n.Pid)) {
 			resp.Error, resp.Flags = 0, unix.SECCOMP_USER_NOTIF_FLAG_CONTINUE
 		}
 		_ = notifIoctl(g.listener, unix.SECCOMP_IOCTL_NOTIF_SEND, unsafe.Pointer(&resp)) // ENOENT: the caller is gone
 	}
+}
+
+// isForker says whether thread tid, which waits for an answer, is the
+// forker: it has the forker's id, and the agent still has a thread of
+// that id. (An agent's thread that ended frees its id at once, for any
+// new thread of the jail's to take; the agent's own pid stays its own
+// until the host reaps it.)
+func (g *clone3Guard) isForker(tid int) bool {
+	if tid != g.forker || g.agent <= 0 {
+		return false
+	}
+	_, err := os.Stat("/proc/" + strconv.Itoa(g.agent) + "/task/" + strconv.Itoa(tid))
+	return err == nil
 }
 
 // close ends the loop, which closes the listener: a clone3 of the jail's

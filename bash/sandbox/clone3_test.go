@@ -229,3 +229,61 @@ func TestClone3DescriptorsChecked(t *testing.T) {
 		})
 	}
 }
+
+// TestClone3GuardAnswers: the host's clone3 guard lets the forker's own
+// clone3 go on (here it fails EINVAL, in the kernel: no arguments), and
+// answers ENOSYS to a thread of another id, and to a thread of the
+// forker's id that is not the agent's (the agent's forker gone, its id
+// taken by a thread of the jail's).
+func TestClone3GuardAnswers(t *testing.T) {
+	other := exec.Command("sleep", "60") // a process that is not this one
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer other.Wait()
+	defer other.Process.Kill()
+	self := os.Getpid()
+	for _, tc := range []struct {
+		name   string
+		forker func(tid int) int
+		agent  int
+		want   syscall.Errno
+	}{
+		{"the forker", func(tid int) int { return tid }, self, unix.EINVAL},
+		{"another thread", func(tid int) int { return tid + 1 }, self, unix.ENOSYS},
+		{"the forker's id, not the agent's", func(tid int) int { return tid }, other.Process.Pid, unix.ENOSYS},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			type result struct {
+				errno syscall.Errno
+				err   error
+			}
+			got := make(chan result, 1)
+			go func() {
+				runtime.LockOSThread() // never unlocked: the thread, filtered, exits
+				fd, why := guardClone3()
+				if why != nil {
+					got <- result{err: why}
+					return
+				}
+				g, err := newClone3Guard(fd, tc.forker(unix.Gettid()), tc.agent)
+				if err != nil {
+					got <- result{err: err}
+					return
+				}
+				defer g.close()
+				// Not a raw call: the goroutine gives up its P while it
+				// waits for the answer, which another goroutine makes.
+				_, _, e := unix.Syscall(unix.SYS_CLONE3, 0, 0, 0)
+				got <- result{errno: e}
+			}()
+			r := testwait.Recv(t, got, "the clone3's answer")
+			if r.err != nil {
+				t.Skip(r.err)
+			}
+			if r.errno != tc.want {
+				t.Errorf("clone3: %v, want %v", r.errno, tc.want)
+			}
+		})
+	}
+}

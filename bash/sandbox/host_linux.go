@@ -110,7 +110,7 @@ func (j *jail) readyMsg(m agentMsg, fds []int) error {
 		return err
 	}
 	if m.Clone3 {
-		g, err := newClone3Guard(fds[len(fds)-1], m.Forker)
+		g, err := newClone3Guard(fds[len(fds)-1], m.Forker, j.agentPid())
 		if err != nil {
 			closeFDs(fds[:len(fds)-1])
 			return err
@@ -134,6 +134,15 @@ func (j *jail) readyMsg(m agentMsg, fds []int) error {
 	}
 	close(j.ready)
 	return nil
+}
+
+// agentPid is the pid of the process the host started for the jail (a
+// Landlock-layer agent itself), 0 before it started.
+func (j *jail) agentPid() int {
+	if j.cmd == nil || j.cmd.Process == nil {
+		return 0
+	}
+	return j.cmd.Process.Pid
 }
 
 // checkReady checks the agent's ready message, which came with n
