@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"strconv"
+	"syscall"
 	"unsafe"
 
 	"github.com/dshgo/dsh/bash/execguard"
@@ -81,17 +81,16 @@ func notifyProgram(nr uint32) ([]bpf.RawInstruction, error) {
 // agent's forker thread and of every process it started.
 type clone3Guard struct {
 	listener int
-	stop     int // an eventfd that ends the loop
-	// forker is the forker's thread id, in process agent (the host's
-	// child: its pid is the agent's until the host reaps it).
-	forker, agent int
-	done          chan struct{}
+	stop     int         // an eventfd that ends the loop
+	forker   int         // the forker's thread id
+	agent    *os.Process // the agent, the host's child
+	done     chan struct{}
 }
 
 // newClone3Guard takes the agent's clone3 listener, after checking that
 // it is one, and starts answering: the calls of thread forker of process
-// agent go on (agent 0: none does).
-func newClone3Guard(listener, forker, agent int) (*clone3Guard, error) {
+// agent go on (agent nil: none does).
+func newClone3Guard(listener, forker int, agent *os.Process) (*clone3Guard, error) {
 	if !isNotifyListener(listener) {
 		unix.Close(listener)
 		return nil, fmt.Errorf("%w: its clone3 listener is not a seccomp listener", errProtocol)
@@ -131,16 +130,22 @@ func (g *clone3Guard) answer() {
 }
 
 // isForker says whether thread tid, which waits for an answer, is the
-// forker: it has the forker's id, and the agent still has a thread of
-// that id. (An agent's thread that ended frees its id at once, for any
-// new thread of the jail's to take; the agent's own pid stays its own
-// until the host reaps it.)
+// forker: it has the forker's id, the process of the agent's pid has a
+// thread of that id, and that process is still the agent. The listener
+// outlives the agent while a command lives, and ids are taken again: a
+// thread's at once when it ends, the agent's pid once the host reaped
+// it. Hence the order: a thread tid of the process with the agent's
+// pid, then the agent not reaped (its pidfd), which makes that process
+// the agent all along. (Not /proc: where it is mounted hidepid, a server
+// not root cannot read the agent's, which is not dumpable.)
 func (g *clone3Guard) isForker(tid int) bool {
-	if tid != g.forker || g.agent <= 0 {
+	if tid != g.forker || g.agent == nil {
 		return false
 	}
-	_, err := os.Stat("/proc/" + strconv.Itoa(g.agent) + "/task/" + strconv.Itoa(tid))
-	return err == nil
+	if unix.Tgkill(g.agent.Pid, tid, 0) != nil {
+		return false
+	}
+	return g.agent.Signal(syscall.Signal(0)) == nil
 }
 
 // close ends the loop, which closes the listener: a clone3 of the jail's

@@ -212,6 +212,7 @@ func TestClone3DescriptorsChecked(t *testing.T) {
 		{"said, not sent", true, guard, none, false},
 		{"a listener and a file", true, guard, func(t *testing.T) []int { return append(listener(t), devNulls(t, 1)...) }, false},
 		{"a listener not asked for", false, guard, listener, false},
+		{"a listener, and why there is none", true, agentMsg{Started: true, Clone3: true, Forker: 1, UsernsErr: "x"}, listener, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			j := newJail("k", "o")
@@ -232,9 +233,10 @@ func TestClone3DescriptorsChecked(t *testing.T) {
 
 // TestClone3GuardAnswers: the host's clone3 guard lets the forker's own
 // clone3 go on (here it fails EINVAL, in the kernel: no arguments), and
-// answers ENOSYS to a thread of another id, and to a thread of the
-// forker's id that is not the agent's (the agent's forker gone, its id
-// taken by a thread of the jail's).
+// answers ENOSYS to a thread of another id, to a thread of the forker's
+// id in another process, and to one in the process that took the
+// agent's pid once the agent was reaped (a command of the jail's can
+// take both ids; here the test's own process stands for it).
 func TestClone3GuardAnswers(t *testing.T) {
 	other := exec.Command("sleep", "60") // a process that is not this one
 	if err := other.Start(); err != nil {
@@ -242,48 +244,68 @@ func TestClone3GuardAnswers(t *testing.T) {
 	}
 	defer other.Wait()
 	defer other.Process.Kill()
-	self := os.Getpid()
+	self, err := os.FindProcess(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	reaped := exec.Command("true")
+	if err := reaped.Run(); err != nil {
+		t.Fatal(err)
+	}
+	reaped.Process.Pid = os.Getpid() // its pid, taken again by this process
 	for _, tc := range []struct {
 		name   string
 		forker func(tid int) int
-		agent  int
+		agent  *os.Process
 		want   syscall.Errno
 	}{
 		{"the forker", func(tid int) int { return tid }, self, unix.EINVAL},
 		{"another thread", func(tid int) int { return tid + 1 }, self, unix.ENOSYS},
-		{"the forker's id, not the agent's", func(tid int) int { return tid }, other.Process.Pid, unix.ENOSYS},
+		{"the forker's id in another process", func(tid int) int { return tid }, other.Process, unix.ENOSYS},
+		{"the forker's id in the agent's pid, the agent reaped", func(tid int) int { return tid }, reaped.Process, unix.ENOSYS},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			type result struct {
-				errno syscall.Errno
-				err   error
-			}
-			got := make(chan result, 1)
-			go func() {
-				runtime.LockOSThread() // never unlocked: the thread, filtered, exits
-				fd, why := guardClone3()
-				if why != nil {
-					got <- result{err: why}
-					return
-				}
-				g, err := newClone3Guard(fd, tc.forker(unix.Gettid()), tc.agent)
-				if err != nil {
-					got <- result{err: err}
-					return
-				}
-				defer g.close()
-				// Not a raw call: the goroutine gives up its P while it
-				// waits for the answer, which another goroutine makes.
-				_, _, e := unix.Syscall(unix.SYS_CLONE3, 0, 0, 0)
-				got <- result{errno: e}
-			}()
-			r := testwait.Recv(t, got, "the clone3's answer")
-			if r.err != nil {
-				t.Skip(r.err)
-			}
-			if r.errno != tc.want {
-				t.Errorf("clone3: %v, want %v", r.errno, tc.want)
+			if got := clone3Answer(t, tc.forker, tc.agent); got != tc.want {
+				t.Errorf("clone3: %v, want %v", got, tc.want)
 			}
 		})
 	}
+}
+
+// clone3Answer installs the clone3 guard's filter on a thread of this
+// process, has a guard with forker(the thread's id) and agent answer it,
+// and returns what the thread's clone3 (without arguments) fails with.
+func clone3Answer(t *testing.T, forker func(tid int) int, agent *os.Process) syscall.Errno {
+	t.Helper()
+	type result struct {
+		errno     syscall.Errno
+		why, fail error
+	}
+	got := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread, filtered, exits
+		fd, why := guardClone3()
+		if why != nil {
+			got <- result{why: why}
+			return
+		}
+		g, err := newClone3Guard(fd, forker(unix.Gettid()), agent)
+		if err != nil {
+			got <- result{fail: err}
+			return
+		}
+		defer g.close()
+		// Not a raw call: the goroutine gives up its P while it waits
+		// for the answer, which another goroutine makes.
+		_, _, e := unix.Syscall(unix.SYS_CLONE3, 0, 0, 0)
+		got <- result{errno: e}
+	}()
+	r := testwait.Recv(t, got, "the clone3's answer")
+	switch {
+	case r.why != nil:
+		t.Skip(r.why) // the kernel cannot supervise
+	case r.fail != nil:
+		t.Fatal(r.fail)
+	}
+	return r.errno
 }

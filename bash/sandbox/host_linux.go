@@ -3,6 +3,7 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"os"
 	"syscall"
 
 	"github.com/dshgo/dsh/bash/local"
@@ -110,7 +111,7 @@ func (j *jail) readyMsg(m agentMsg, fds []int) error {
 		return err
 	}
 	if m.Clone3 {
-		g, err := newClone3Guard(fds[len(fds)-1], m.Forker, j.agentPid())
+		g, err := newClone3Guard(fds[len(fds)-1], m.Forker, j.agentProcess())
 		if err != nil {
 			closeFDs(fds[:len(fds)-1])
 			return err
@@ -136,13 +137,13 @@ func (j *jail) readyMsg(m agentMsg, fds []int) error {
 	return nil
 }
 
-// agentPid is the pid of the process the host started for the jail (a
-// Landlock-layer agent itself), 0 before it started.
-func (j *jail) agentPid() int {
-	if j.cmd == nil || j.cmd.Process == nil {
-		return 0
+// agentProcess is the process the host started for the jail (a
+// Landlock-layer agent itself), nil before it started.
+func (j *jail) agentProcess() *os.Process {
+	if j.cmd == nil {
+		return nil
 	}
-	return j.cmd.Process.Pid
+	return j.cmd.Process
 }
 
 // checkReady checks the agent's ready message, which came with n
@@ -153,7 +154,7 @@ func (j *jail) checkReady(m agentMsg, n, want int) error {
 		return fmt.Errorf("%w: its first message was not that it is ready", errProtocol)
 	case m.Fence && !j.fenced || j.fenced && !m.Fence && m.FenceErr == "":
 		return fmt.Errorf("%w: its fence is not the one it was asked for", errProtocol)
-	case m.Clone3 && !j.clone3Wanted || j.clone3Wanted && !m.Clone3 && m.UsernsErr == "":
+	case m.Clone3 && (!j.clone3Wanted || m.UsernsErr != "") || j.clone3Wanted && !m.Clone3 && m.UsernsErr == "":
 		return fmt.Errorf("%w: its clone3 guard is not the one it was asked for", errProtocol)
 	case n != want:
 		return fmt.Errorf("%w: it said it was ready with %d descriptors, not %d", errProtocol, n, want)
