@@ -9,6 +9,7 @@ import (
 
 	"github.com/dshgo/dsh/bash"
 	"github.com/dshgo/dsh/bash/local"
+	"github.com/dshgo/dsh/internal/proctest"
 	"github.com/dshgo/dsh/permission"
 	"github.com/dshgo/dsh/toolbash"
 )
@@ -19,7 +20,7 @@ import (
 func TestDenyAtExec(t *testing.T) {
 	dir := t.TempDir()
 	zap := filepath.Join(dir, "zap")
-	if err := os.WriteFile(zap, []byte("#!/bin/sh\ntouch \"$0.ran\"\n"), 0o755); err != nil {
+	if err := proctest.WriteProgram(zap, []byte("#!/bin/sh\ntouch \"$0.ran\"\n")); err != nil {
 		t.Fatal(err)
 	}
 	deny := Permissions{Rules: []RuleSet{{Source: "--deny", Decision: permission.Deny, Patterns: []string{"zap"}}}}

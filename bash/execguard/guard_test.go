@@ -52,11 +52,7 @@ func newWorld(t *testing.T) *world {
 	if err != nil {
 		t.Skip("no touch")
 	}
-	b, err := os.ReadFile(touch)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(w.bin, "zap"), b, 0o755); err != nil {
+	if err := proctest.CopyProgram(touch, filepath.Join(w.bin, "zap")); err != nil {
 		t.Fatal(err)
 	}
 	return w

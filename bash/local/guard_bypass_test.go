@@ -7,10 +7,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"syscall"
 	"testing"
 
 	"github.com/dshgo/dsh/internal/execbypass"
+	"github.com/dshgo/dsh/internal/proctest"
 	"github.com/dshgo/dsh/permission"
 )
 
@@ -97,12 +97,5 @@ func replayBypass(t *testing.T, c execbypass.Case, checked bool) bool {
 	return ran
 }
 
-// writeProgram writes an executable file with syscall.ForkLock held: a
-// child that another test forks meanwhile would otherwise hold the file
-// open for writing, from its fork to its exec, and running the file then
-// fails with "text file busy" (exit 126).
-func writeProgram(path, text string) error {
-	syscall.ForkLock.RLock()
-	defer syscall.ForkLock.RUnlock()
-	return os.WriteFile(path, []byte(text), 0o755)
-}
+// writeProgram writes an executable file (see proctest.WriteProgram).
+func writeProgram(path, text string) error { return proctest.WriteProgram(path, []byte(text)) }

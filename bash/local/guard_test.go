@@ -32,12 +32,9 @@ func newGuardWorld(t *testing.T) guardWorld {
 	if err != nil {
 		t.Skip("no touch")
 	}
-	b, err := os.ReadFile(touch)
+	err = os.Mkdir(w.bin, 0o755)
 	if err == nil {
-		err = os.Mkdir(w.bin, 0o755)
-	}
-	if err == nil {
-		err = os.WriteFile(filepath.Join(w.bin, "zap"), b, 0o755)
+		err = proctest.CopyProgram(touch, filepath.Join(w.bin, "zap"))
 	}
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/dshgo/dsh/bash"
 	"github.com/dshgo/dsh/bash/local"
+	"github.com/dshgo/dsh/internal/proctest"
 	"github.com/dshgo/dsh/internal/testwait"
 	"github.com/dshgo/dsh/permission"
 )
@@ -23,8 +24,7 @@ func TestDenyTravels(t *testing.T) {
 	if err != nil {
 		t.Skip("no touch")
 	}
-	b, _ := os.ReadFile(touch)
-	if err := os.WriteFile(filepath.Join(dir, "zap"), b, 0o755); err != nil {
+	if err := proctest.CopyProgram(touch, filepath.Join(dir, "zap")); err != nil {
 		t.Fatal(err)
 	}
 	le, err := local.New(&local.Options{Cwd: dir, Env: []string{"PATH=" + dir + ":" + os.Getenv("PATH")}})

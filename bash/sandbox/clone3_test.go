@@ -18,6 +18,7 @@ import (
 
 	"github.com/dshgo/dsh/bash"
 	"github.com/dshgo/dsh/bash/local"
+	"github.com/dshgo/dsh/internal/proctest"
 	"github.com/dshgo/dsh/internal/testwait"
 	"golang.org/x/sys/unix"
 )
@@ -167,11 +168,7 @@ func copyExec(t *testing.T, from, to string) {
 	if fi, err := os.Stat(from); err == nil && fi.Mode().Perm()&0o005 == 0o005 && os.Link(from, to) == nil {
 		return
 	}
-	b, err := os.ReadFile(from)
-	if err == nil {
-		err = os.WriteFile(to, b, 0o755)
-	}
-	if err != nil {
+	if err := proctest.CopyProgram(from, to); err != nil {
 		t.Fatal(err)
 	}
 }

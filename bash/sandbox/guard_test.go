@@ -33,9 +33,8 @@ func TestExecRulesInJail(t *testing.T) {
 			if err != nil {
 				t.Skip("no touch")
 			}
-			b, _ := os.ReadFile(touch)
 			os.Mkdir(bin, 0o755)
-			if err := os.WriteFile(filepath.Join(bin, "zap"), b, 0o755); err != nil {
+			if err := proctest.CopyProgram(touch, filepath.Join(bin, "zap")); err != nil {
 				t.Fatal(err)
 			}
 			rules, err := permission.NewExecRules([]string{"zap"}, bin)

@@ -193,7 +193,7 @@ func TestJailStartBounded(t *testing.T) {
 			dir := t.TempDir()
 			bwrap := filepath.Join(dir, "bwrap")
 			script := "#!/bin/sh\nDIR=" + dir + "\n" + tt.script + "\n"
-			if err := os.WriteFile(bwrap, []byte(script), 0o755); err != nil {
+			if err := proctest.WriteProgram(bwrap, []byte(script)); err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() {
@@ -230,7 +230,7 @@ func TestAutoFallsBackToLandlock(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	bwrap := filepath.Join(dir, "bwrap")
-	os.WriteFile(bwrap, []byte("#!/bin/sh\necho 'bwrap: setting up uid map: Permission denied' >&2\nexit 1\n"), 0o755)
+	proctest.WriteProgram(bwrap, []byte("#!/bin/sh\necho 'bwrap: setting up uid map: Permission denied' >&2\nexit 1\n"))
 	ws, outside := t.TempDir(), t.TempDir()
 	e, err := newSandbox(t, &Options{Bwrap: bwrap, Local: &local.Options{Cwd: ws, SpillDir: t.TempDir()}, TempDir: t.TempDir()})
 	if err != nil {
@@ -277,7 +277,7 @@ func TestJailStartCutShortLeavesNothing(t *testing.T) {
 	bwrap := filepath.Join(dir, "bwrap")
 	script := "#!/bin/sh\nmkdir " + dir + "/first 2>/dev/null && exec " + real + " \"$@\"\n" +
 		"sleep 300 &\necho $! > " + dir + "/left\necho > " + fifo + "\nwait\n"
-	if err := os.WriteFile(bwrap, []byte(script), 0o755); err != nil {
+	if err := proctest.WriteProgram(bwrap, []byte(script)); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {

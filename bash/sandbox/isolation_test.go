@@ -156,8 +156,7 @@ func probeIn(dir string, args ...string) string {
 			panic(err) // the tests cannot probe: none of them can tell
 		}
 		if os.Link(built, bin) != nil {
-			b, _ := os.ReadFile(built)
-			os.WriteFile(bin, b, 0o755)
+			proctest.CopyProgram(built, bin)
 		}
 	}
 	return strings.Join(append([]string{bin}, args...), " ")

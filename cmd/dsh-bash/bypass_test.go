@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dshgo/dsh/internal/proctest"
 )
 
 // bypass is a command that the old built-in rules allowed and that runs a
@@ -123,7 +125,7 @@ func TestDevTCPNeverConnects(t *testing.T) {
 func bypassDir(t *testing.T, b bypass) string {
 	dir := t.TempDir()
 	script := "#!/bin/sh\ntouch " + filepath.Join(dir, "RAN") + "\ncat \"$@\" 2>/dev/null\n"
-	if err := os.WriteFile(filepath.Join(dir, "x"), []byte(script), 0o755); err != nil {
+	if err := proctest.WriteProgram(filepath.Join(dir, "x"), []byte(script)); err != nil {
 		t.Fatal(err)
 	}
 	os.WriteFile(filepath.Join(dir, "a.txt"), []byte("hello\n"), 0o644)

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dshgo/dsh/internal/proctest"
 	"github.com/dshgo/dsh/permission"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"mvdan.cc/sh/v3/shell"
@@ -61,7 +62,7 @@ func hintDir(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
 	for name, body := range map[string]string{"f": "a(x)\n", "build.sh": "#!/bin/sh\necho built\n", "odd name.sh": "#!/bin/sh\necho odd\n"} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o755); err != nil {
+		if err := proctest.WriteProgram(filepath.Join(dir, name), []byte(body)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -102,19 +102,15 @@ func buildAll(builds map[string]build) error {
 	return errors.Join(all...)
 }
 
-// placeBinary puts dsh-bash at path, as a hard link where it can: a copy
-// written here could be held open for writing by a child another test
-// forks meanwhile, and exec would fail with "text file busy".
+// placeBinary puts dsh-bash at path, as a hard link where it can, else a
+// copy (proctest.CopyProgram: no child another test forks meanwhile may
+// hold it open for writing, which would fail its exec "text file busy").
 func placeBinary(t *testing.T, path string) {
 	t.Helper()
 	if os.Link(binary, path) == nil {
 		return
 	}
-	b, err := os.ReadFile(binary)
-	if err == nil {
-		err = os.WriteFile(path, b, 0o755)
-	}
-	if err != nil {
+	if err := proctest.CopyProgram(binary, path); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -5,10 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // Build builds the main package pkg with the go build flags given (such
@@ -41,7 +43,7 @@ func Build(ctx context.Context, path, pkg string, flags ...string) error {
 		if !filepath.IsAbs(built) {
 			return fmt.Errorf("build %s: go run -exec %s printed %q, not a program's path", pkg, echo, out)
 		}
-		err = copyProgram(built, path)
+		err = CopyProgram(built, path)
 		if !errors.Is(err, os.ErrNotExist) {
 			return err
 		}
@@ -49,23 +51,42 @@ func Build(ctx context.Context, path, pkg string, flags ...string) error {
 	return fmt.Errorf("build %s: go run removed the program it built, twice: the build cache keeps none", pkg)
 }
 
-// copyProgram copies the program at from to to, executable. The copy is
-// written by a child process (cp), never through a file this process
-// opens: a command this process forks at the same moment would hold a
-// copy of such a file's descriptor until its exec, and an exec of the
-// program meanwhile (by this process or another) fails "text file busy"
-// (ETXTBSY). A source that is gone is an error that wraps
-// os.ErrNotExist.
-func copyProgram(from, to string) error {
-	if _, err := os.Stat(from); err != nil {
+// CopyProgram copies the program at from to to, executable, with no
+// command of this process's forked while the copy is open for writing
+// (see WriteProgram).
+func CopyProgram(from, to string) error {
+	src, err := os.Open(from)
+	if err != nil {
 		return err
 	}
-	out, err := exec.Command("cp", "--", from, to).CombinedOutput()
-	if err != nil {
-		if _, serr := os.Stat(from); serr != nil {
-			return serr
+	defer src.Close()
+	return withoutForks(func() error {
+		dst, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o755)
+		if err != nil {
+			return err
 		}
-		return fmt.Errorf("cp %s %s: %w\n%s", from, to, err, out)
-	}
-	return os.Chmod(to, 0o755)
+		if _, err := io.Copy(dst, src); err != nil {
+			dst.Close()
+			return err
+		}
+		return dst.Close()
+	})
+}
+
+// WriteProgram writes an executable file at path, with no command of
+// this process's forked while it is open for writing: a command forked
+// then holds a copy of the descriptor until its own exec, and an exec of
+// the file meanwhile (by this process or another) fails "text file
+// busy" (ETXTBSY), which tests that start commands in parallel hit.
+func WriteProgram(path string, data []byte) error {
+	return withoutForks(func() error { return os.WriteFile(path, data, 0o755) })
+}
+
+// withoutForks runs f while no command of this process can be forked:
+// syscall.ForkLock, which every fork of the syscall package (os/exec,
+// os.StartProcess) takes for writing.
+func withoutForks(f func() error) error {
+	syscall.ForkLock.RLock()
+	defer syscall.ForkLock.RUnlock()
+	return f()
 }

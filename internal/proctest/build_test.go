@@ -45,6 +45,7 @@ func TestBuild(t *testing.T) {
 // through a file of this process's own failed that exec "text file busy"
 // in each of six runs of this test here (2 to 11 copies of 60): each
 // command started held a copy of the file's descriptor until its exec.
+// (The same goes for WriteProgram.)
 func TestCopyWhileForking(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
@@ -73,7 +74,7 @@ func TestCopyWhileForking(t *testing.T) {
 	const copies = 60
 	for i := range copies {
 		path := filepath.Join(dir, fmt.Sprint(i))
-		if err := copyProgram(src, path); err != nil {
+		if err := CopyProgram(src, path); err != nil {
 			t.Fatal(err)
 		}
 		if err := exec.CommandContext(ctx, path).Run(); errors.Is(err, syscall.ETXTBSY) {
