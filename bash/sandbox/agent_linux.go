@@ -56,6 +56,14 @@ type agentConfig struct {
 	Pooled bool `json:"pooled,omitempty"`
 }
 
+// clone3Guarded says whether the agent puts its forker's clone3 under
+// the host's supervision (see clone3Guard): in the Landlock layer, unless
+// told not to, or its deny rules make the forker a tracer, whose clone
+// filter refuses clone3 outright (see startForker).
+func (c agentConfig) clone3Guarded() bool {
+	return c.Alone && !c.NoClone3Guard && len(c.Deny) == 0
+}
+
 // Main runs the sandbox agent when this process was started as one, and
 // never returns then; otherwise it returns at once. A program that makes a
 // sandbox Executor must call it first thing in main (and a test binary in
@@ -164,7 +172,7 @@ func runAgent(c agentConfig) error {
 			return err
 		}
 	}
-	fk, listener, why, err := startForker(c.Fence, c.Alone && !c.NoClone3Guard, why, g, ruleset)
+	fk, listener, why, err := startForker(c.Fence, c.clone3Guarded(), why, g, ruleset)
 	if err != nil {
 		return err
 	}

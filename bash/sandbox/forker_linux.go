@@ -34,9 +34,9 @@ type forker struct {
 // installs the fence's filter on it: it returns the filter's listener, which the host
 // is to supervise, or -1 and why it cannot be (why, a reason there is
 // already, or the kernel's), where noUnixProgram stands in for it. With
-// layer (the Landlock layer's agent) and no guard, it puts the thread's
-// clone3 under supervision, the host's (see clone3Guard).
-func startForker(fence, layer bool, why error, g *guard, ruleset landlockRuleset) (f *forker, listener int, _ error, err error) {
+// clone3 (agentConfig.clone3Guarded), it puts the thread's clone3 under
+// supervision, the host's (see clone3Guard).
+func startForker(fence, clone3 bool, why error, g *guard, ruleset landlockRuleset) (f *forker, listener int, _ error, err error) {
 	f = &forker{calls: make(chan func()), guard: g, clone3: -1}
 	type setup struct {
 		listener  int
@@ -57,7 +57,7 @@ func startForker(fence, layer bool, why error, g *guard, ruleset landlockRuleset
 			// What the forker starts stays in its tracer's sight.
 			s.fail = execguard.CloneFilter()
 		}
-		if s.fail == nil && g == nil && layer {
+		if s.fail == nil && clone3 {
 			f.tid = unix.Gettid()
 			var why error
 			if f.clone3, why = guardClone3(); why != nil {

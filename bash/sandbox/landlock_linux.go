@@ -47,11 +47,12 @@ func (js *jails) layerAgent(j *jail, jp jailPaths) (agentConfig, error) {
 		return agentConfig{}, err
 	}
 	j.tmp = tmp
-	j.clone3Wanted = !js.noClone3Guard && len(jp.deny) == 0 // with deny rules, the agent's tracer guards (see startForker)
-	return agentConfig{Socket: fdAgentSock, Exe: fdAgentExe, Alone: true, NoClone3Guard: js.noClone3Guard,
+	c := agentConfig{Socket: fdAgentSock, Exe: fdAgentExe, Alone: true, NoClone3Guard: js.noClone3Guard,
 		Writable:   slices.Concat(js.policy.writable(jp), []string{tmp}, landlockDevices),
 		Readable:   js.policy.landlockReadable(jp, tmp),
-		NetworkOff: js.policy.Network == NetworkOff, Deny: jp.deny, DenyPath: envPath(jp.env)}, nil
+		NetworkOff: js.policy.Network == NetworkOff, Deny: jp.deny, DenyPath: envPath(jp.env)}
+	j.clone3Wanted = c.clone3Guarded()
+	return c, nil
 }
 
 // aloneCmd is the command of a Landlock-layer agent of configuration c:
