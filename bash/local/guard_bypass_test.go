@@ -56,7 +56,7 @@ func replayBypass(t *testing.T, c execbypass.Case, checked bool) bool {
 		t.Fatal(err)
 	}
 	zap := "#!/bin/sh\n: > '" + mark + "'\n"
-	if err := writeProgram(filepath.Join(bin, "zap"), zap); err != nil {
+	if err := proctest.WriteProgram(filepath.Join(bin, "zap"), []byte(zap)); err != nil {
 		t.Fatal(err)
 	}
 	env := []string{"PATH=" + bin + ":" + os.Getenv("PATH"), "HOME=" + home, "ZAPMARK=" + mark}
@@ -96,6 +96,3 @@ func replayBypass(t *testing.T, c execbypass.Case, checked bool) bool {
 	}
 	return ran
 }
-
-// writeProgram writes an executable file (see proctest.WriteProgram).
-func writeProgram(path, text string) error { return proctest.WriteProgram(path, []byte(text)) }
